@@ -1,0 +1,107 @@
+"""The three small interfaces the clock drives at a table, and fakes with a call history.
+
+Real drivers live in ``gpio.py`` (gpiozero) and ``serial_display.py`` (pyserial); the
+``terminal.py`` display shows the clock in a terminal when no hardware is configured.
+A driver must never block: the bridge calls it from the event loop, and a slow or dead
+device is the driver's own problem (it drops or coalesces frames, it never waits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from firmware_bridge.render import DisplayFrame
+
+__all__ = [
+    "BUTTONS",
+    "Display",
+    "Buzzer",
+    "Buttons",
+    "ButtonPress",
+    "FakeDisplay",
+    "FakeBuzzer",
+    "FakeButtons",
+]
+
+# Physical buttons at the table. "start_shot" is one button: start when ready, shot when running.
+BUTTONS = ("start_shot", "extension", "turn", "pause")
+
+
+@dataclass(frozen=True)
+class ButtonPress:
+    button: str
+    at_ms: float  # unix ms on the service's monotonic timeline, taken at the edge
+    long: bool = False  # a long press (held): corrects the last press
+
+    def __post_init__(self) -> None:
+        if self.button not in BUTTONS:
+            raise ValueError(f"unknown button {self.button!r}; expected one of {BUTTONS}")
+
+
+@runtime_checkable
+class Display(Protocol):
+    def show(self, frame: DisplayFrame) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Buzzer(Protocol):
+    def beep(self) -> None:
+        """A short beep: a warning threshold was crossed."""
+
+    def long_tone(self) -> None:
+        """A long, distinct tone: the shot time ran out (12.4)."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Buttons(Protocol):
+    def start(self, on_press: Callable[[ButtonPress], None]) -> None:
+        """Begin delivering presses. ``on_press`` may be called from any thread."""
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class FakeDisplay:
+    frames: list[DisplayFrame] = field(default_factory=list)
+    closed: bool = False
+
+    def show(self, frame: DisplayFrame) -> None:
+        self.frames.append(frame)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@dataclass
+class FakeBuzzer:
+    calls: list[str] = field(default_factory=list)
+
+    def beep(self) -> None:
+        self.calls.append("beep")
+
+    def long_tone(self) -> None:
+        self.calls.append("long_tone")
+
+    def close(self) -> None:
+        self.calls.append("close")
+
+
+@dataclass
+class FakeButtons:
+    on_press: Callable[[ButtonPress], None] | None = None
+
+    def start(self, on_press: Callable[[ButtonPress], None]) -> None:
+        self.on_press = on_press
+
+    def press(self, button: str, at_ms: float, long: bool = False) -> None:
+        assert self.on_press is not None, "buttons not started"
+        self.on_press(ButtonPress(button, at_ms, long))
+
+    def close(self) -> None:
+        self.on_press = None

@@ -1,0 +1,100 @@
+"""What a table-side display shows, derived from the clock's state and the time.
+
+The display never counts: every frame is computed from the deadline (SPEC, "Accuracy").
+Whole seconds are rounded up; the last 5 seconds show tenths, as professional shot
+clocks do, so "1" is on the digits for the whole last second before tenths take over.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["TENTHS_BELOW_MS", "DisplayFrame", "render", "next_change_ms", "remaining_at"]
+
+TENTHS_BELOW_MS = 5000
+
+# Stages a display can colour or flag differently (an RGB digit, an indicator LED).
+STAGES = ("off", "ready", "running", "warning", "critical", "paused", "expired", "frame_over")
+
+
+@dataclass(frozen=True)
+class DisplayFrame:
+    """One full picture of a table-side display: idempotent, so it can be resent at will."""
+
+    text: str  # digits as shown, e.g. "35", "4.9", "0.0", "--" (timer off), "" (blank)
+    stage: str  # one of STAGES
+    player: int  # 0 or 1: the player at the table (an arrow or side LED)
+    extensions_left: tuple[int, int] = (0, 0)
+    fouls: tuple[int, int] = (0, 0)
+
+    def __post_init__(self) -> None:
+        if self.stage not in STAGES:
+            raise ValueError(f"unknown display stage {self.stage!r}; expected one of {STAGES}")
+        if self.player not in (0, 1):
+            raise ValueError(f"player must be 0 or 1, got {self.player!r}")
+
+
+def remaining_at(state: Mapping[str, Any], now_ms: float) -> int | None:
+    """Remaining milliseconds at ``now_ms`` (unix ms), derived from the deadline while running."""
+    if not state.get("timer", True):
+        return None
+    if state.get("phase") == "running" and state.get("deadline") is not None:
+        return max(0, math.ceil(float(state["deadline"]) - now_ms))
+    remaining = state.get("remaining_ms")
+    return None if remaining is None else int(remaining)
+
+
+def format_remaining(remaining_ms: int) -> str:
+    """Whole seconds rounded up above 5 s; tenths (rounded up) at and below 5 s."""
+    if remaining_ms > TENTHS_BELOW_MS:
+        return str(math.ceil(remaining_ms / 1000))
+    tenths = math.ceil(remaining_ms / 100)
+    return f"{tenths // 10}.{tenths % 10}"
+
+
+def render(state: Mapping[str, Any], now_ms: float) -> DisplayFrame:
+    phase = str(state.get("phase", "ready"))
+    player = int(state.get("player", 0))
+    ext = tuple(int(x) for x in state.get("extensions_left", (0, 0)))
+    fouls = tuple(int(x) for x in state.get("fouls", (0, 0)))
+    common = {"player": player, "extensions_left": ext, "fouls": fouls}
+    if phase == "frame_over":
+        return DisplayFrame(text="", stage="frame_over", **common)  # type: ignore[arg-type]
+    remaining = remaining_at(state, now_ms)
+    if remaining is None:  # no time control (12.1): show dashes, keep the player indicator
+        return DisplayFrame(text="--", stage="off", **common)  # type: ignore[arg-type]
+    if phase == "expired":
+        stage = "expired"
+    elif phase in ("ready", "paused"):
+        stage = phase
+    elif remaining <= TENTHS_BELOW_MS:
+        stage = "critical"
+    elif remaining <= 10000:
+        stage = "warning"
+    else:
+        stage = "running"
+    text = "0.0" if phase == "expired" else format_remaining(remaining)
+    return DisplayFrame(text=text, stage=stage, **common)  # type: ignore[arg-type]
+
+
+def next_change_ms(state: Mapping[str, Any], now_ms: float) -> float | None:
+    """The unix-ms instant at which ``render`` will next give other digits, or None if static.
+
+    A display loop sleeps until then instead of polling, so digits change within the
+    loop's wake-up error of the true instant.
+    """
+    if state.get("phase") != "running" or not state.get("timer", True):
+        return None
+    deadline = state.get("deadline")
+    if deadline is None:
+        return None
+    remaining = float(deadline) - now_ms
+    if remaining <= 0:
+        return None
+    step = 100 if remaining <= TENTHS_BELOW_MS else 1000
+    # Digits change when remaining crosses the next multiple of `step` below it.
+    boundary = math.ceil(remaining / step) * step - step
+    return float(deadline) - boundary
