@@ -1,0 +1,1 @@
+../firmware/protocol_core.py
