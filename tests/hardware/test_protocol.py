@@ -109,8 +109,14 @@ def test_decoder_resynchronises_on_garbage_truncation_and_corruption() -> None:
     wrong_version = b"\x00" + cobs.encode(b"\x09\x01\x00\x04" + b"\x00\x00") + b"\x00"
     tail = encode_frame(9, FRAME_35)
     stream = (
-        os.urandom(0) + b"\xde\xad\xbe\xef" + good + bytes(corrupted) + truncated
-        + overlong + wrong_version + tail
+        os.urandom(0)
+        + b"\xde\xad\xbe\xef"
+        + good
+        + bytes(corrupted)
+        + truncated
+        + overlong
+        + wrong_version
+        + tail
     )
     decoder = StreamDecoder()
     # Byte by byte, as a slow UART would deliver it.

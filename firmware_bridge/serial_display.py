@@ -1,0 +1,265 @@
+"""Display and buzzer on a serial display controller (protocol: firmware/PROTOCOL.md).
+
+The clock must never wait for a cable: ``show``, ``beep`` and ``long_tone`` only put the
+latest state in a one-slot mailbox and wake a background thread. That thread owns the port:
+it writes frames, sends a heartbeat every 250 ms, reads ACK/HELLO, and when anything fails it
+closes the port and reopens it with exponential backoff, resending the full frame at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from typing import Any
+
+from firmware_bridge.errors import HardwareError
+from firmware_bridge.protocol import (
+    HEARTBEAT_MS,
+    Ack,
+    BuzzKind,
+    Hello,
+    Status,
+    StreamDecoder,
+    WireFrame,
+    encode_frame,
+)
+from firmware_bridge.render import DisplayFrame
+
+__all__ = ["SerialDisplay"]
+
+log = logging.getLogger(__name__)
+
+# pyserial's read timeout in the reader thread: bounds how long a close waits for it.
+READ_TIMEOUT_S = 0.05
+
+
+class SerialDisplay:
+    """Big digits and the horn behind a display controller on a serial port (Display + Buzzer).
+
+    Wiring: the controller's USB-CDC port (``/dev/shotclock-display`` via the udev rule, or
+    ``/dev/serial/by-id/...``), or the Pi's UART0 (GPIO14 TXD -> controller RX, GPIO15 RXD <-
+    controller TX, GND - GND, 3.3 V levels) as ``/dev/serial0``. ``port`` may also be any
+    pyserial URL, e.g. ``loop://`` or ``socket://host:port``.
+    """
+
+    def __init__(
+        self,
+        port: str,
+        baudrate: int = 115200,
+        *,
+        heartbeat_s: float = HEARTBEAT_MS / 1000,
+        backoff_min_s: float = 0.1,
+        backoff_max_s: float = 2.0,
+        write_timeout_s: float = 0.5,
+    ) -> None:
+        if heartbeat_s <= 0 or backoff_min_s <= 0 or backoff_max_s < backoff_min_s:
+            raise ValueError(
+                f"need heartbeat_s > 0 and 0 < backoff_min_s <= backoff_max_s, got "
+                f"{heartbeat_s=}, {backoff_min_s=}, {backoff_max_s=}"
+            )
+        self.port = port
+        self.baudrate = baudrate
+        self.heartbeat_s = heartbeat_s
+        self.backoff_min_s = backoff_min_s
+        self.backoff_max_s = backoff_max_s
+        self.write_timeout_s = write_timeout_s
+        # The mailbox: the latest picture and buzzer request. Guarded by _lock, held for
+        # a few attribute writes only, so show() never waits on the I/O thread.
+        self._lock = threading.Lock()
+        self._frame: DisplayFrame | None = None
+        self._buzzer: BuzzKind = "none"
+        self._buzz_seq = 0
+        self._dirty = False
+        self._wake = threading.Event()
+        self._closing = threading.Event()
+        self._serial: Any = None
+        self._broken = threading.Event()  # set by the reader when the port fails
+        self._reader: threading.Thread | None = None
+        # Counters for status pages and tests.
+        self.connects = 0
+        self.frames_sent = 0
+        self.heartbeats_sent = 0
+        self.hellos = 0
+        self.last_ack_seq: int | None = None
+        self.last_ack_at: float | None = None  # time.monotonic()
+        self.last_status: Status | None = None
+        self._seq = 0
+        self._thread = threading.Thread(
+            target=self._run, name=f"serial-display {port}", daemon=True
+        )
+        self._thread.start()
+
+    # --- Display and Buzzer: never block, never raise ------------------------------------
+
+    def show(self, frame: DisplayFrame) -> None:
+        with self._lock:
+            self._frame = frame
+            self._dirty = True
+        self._wake.set()
+
+    def beep(self) -> None:
+        self._buzz("beep")
+
+    def long_tone(self) -> None:
+        self._buzz("long")
+
+    def _buzz(self, kind: BuzzKind) -> None:
+        # A new buzz_seq is what makes the controller sound; resends of the frame do not.
+        with self._lock:
+            self._buzzer = kind
+            self._buzz_seq = (self._buzz_seq + 1) & 0xFF
+            self._dirty = True
+        self._wake.set()
+
+    def close(self) -> None:
+        self._closing.set()
+        self._wake.set()
+        self._thread.join(2.0)
+
+    @property
+    def connected(self) -> bool:
+        return self._serial is not None
+
+    # --- the I/O thread -------------------------------------------------------------------
+
+    def _next_seq(self) -> int:
+        self._seq = (self._seq + 1) & 0xFFFF
+        return self._seq
+
+    def _open(self) -> bool:
+        import serial  # lazy: pyserial is in the "hardware" extra
+
+        try:
+            port = serial.serial_for_url(
+                self.port,
+                baudrate=self.baudrate,
+                timeout=READ_TIMEOUT_S,
+                write_timeout=self.write_timeout_s,
+            )
+        except (serial.SerialException, OSError, ValueError) as exc:
+            log.debug("display port %s not available: %s", self.port, exc)
+            return False
+        self._broken.clear()
+        self._serial = port
+        self.connects += 1
+        log.info("display port %s open (connect #%d)", self.port, self.connects)
+        self._reader = threading.Thread(
+            target=self._read_loop,
+            args=(port,),
+            name=f"serial-display-reader {self.port}",
+            daemon=True,
+        )
+        self._reader.start()
+        return True
+
+    def _drop(self, reason: str) -> None:
+        port, self._serial = self._serial, None
+        if port is None:
+            return
+        if reason == "closed":
+            log.info("display port %s closed", self.port)
+        else:
+            log.warning("display port %s lost (%s); reconnecting", self.port, reason)
+        with contextlib.suppress(Exception):
+            port.cancel_read()
+        if self._reader is not None:
+            self._reader.join(READ_TIMEOUT_S * 4)
+        with contextlib.suppress(Exception):
+            port.close()
+
+    def _run(self) -> None:
+        backoff = self.backoff_min_s
+        next_heartbeat = 0.0
+        failing_since: float | None = None
+        while not self._closing.is_set():
+            if self._serial is None:
+                if not self._open():
+                    if failing_since is None:
+                        failing_since = time.monotonic()
+                        log.warning("display port %s unavailable; retrying", self.port)
+                    self._closing.wait(backoff)
+                    backoff = min(backoff * 2, self.backoff_max_s)
+                    continue
+                failing_since = None
+                backoff = self.backoff_min_s
+                next_heartbeat = 0.0  # a fresh port gets the full frame at once
+                with self._lock:
+                    self._dirty = True
+            self._wake.wait(max(0.0, next_heartbeat - time.monotonic()))
+            self._wake.clear()
+            if self._closing.is_set():
+                break
+            if self._broken.is_set():
+                self._drop("read failed")
+                continue
+            with self._lock:
+                frame, buzzer, buzz_seq, dirty = (
+                    self._frame,
+                    self._buzzer,
+                    self._buzz_seq,
+                    self._dirty,
+                )
+                self._dirty = False
+            now = time.monotonic()
+            if not dirty and now < next_heartbeat:
+                continue
+            try:
+                packet = self._packet(frame, buzzer, buzz_seq, heartbeat=not dirty)
+            except HardwareError as exc:
+                log.error("display frame dropped: %s", exc)
+                next_heartbeat = now + self.heartbeat_s
+                continue
+            try:
+                self._serial.write(packet)
+            except Exception as exc:  # noqa: BLE001 - any port failure means reconnect
+                with self._lock:
+                    self._dirty = True  # whatever we failed to send goes out after reconnect
+                self._drop(f"write failed: {exc}")
+                continue
+            if dirty:
+                self.frames_sent += 1
+            else:
+                self.heartbeats_sent += 1
+            next_heartbeat = now + self.heartbeat_s
+        self._drop("closed")
+
+    def _packet(
+        self, frame: DisplayFrame | None, buzzer: BuzzKind, buzz_seq: int, *, heartbeat: bool
+    ) -> bytes:
+        from firmware_bridge import protocol_core as core
+
+        if frame is None:
+            # Nothing to show yet: a bare heartbeat keeps the controller out of its fault state.
+            return core.encode_packet(core.MSG_HEARTBEAT, self._next_seq(), b"")
+        return encode_frame(
+            self._next_seq(), WireFrame(frame, buzzer, buzz_seq), heartbeat=heartbeat
+        )
+
+    def _read_loop(self, port: Any) -> None:
+        decoder = StreamDecoder()
+        while self._serial is port and not self._closing.is_set():
+            try:
+                data = port.read(port.in_waiting or 1)
+            except Exception as exc:  # noqa: BLE001 - unplugged USB raises many kinds
+                log.debug("display port read failed: %s", exc)
+                self._broken.set()
+                self._wake.set()
+                return
+            if not data:
+                continue
+            for message in decoder.feed(data):
+                if isinstance(message, Hello):
+                    # The controller (re)booted and shows nothing: send the full frame now.
+                    self.hellos += 1
+                    log.info("display controller says hello (%s)", message.info)
+                    with self._lock:
+                        self._dirty = True
+                    self._wake.set()
+                elif isinstance(message, Ack):
+                    self.last_ack_seq = message.acked_seq
+                    self.last_ack_at = time.monotonic()
+                elif isinstance(message, Status):
+                    self.last_status = message
+                    log.warning("display controller status %d %s", message.code, message.text)

@@ -1,0 +1,221 @@
+"""SerialDisplay against the shipped DisplayEmulator over a pseudo-terminal, and loop://."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import serial
+
+from firmware_bridge import protocol_core as core
+from firmware_bridge.emulator import DisplayEmulator
+from firmware_bridge.interfaces import Buzzer, Display
+from firmware_bridge.protocol import FrameMessage, StreamDecoder, WireFrame, encode_frame
+from firmware_bridge.render import DisplayFrame
+from firmware_bridge.serial_display import SerialDisplay
+
+F35 = DisplayFrame("35", "running", 0, (1, 1), (0, 0))
+F34 = DisplayFrame("34", "running", 0, (1, 1), (0, 0))
+F49 = DisplayFrame("4.9", "critical", 1, (0, 1), (1, 0))
+LINE_35 = "DISPLAY 35 running p0 ext=1,1 fouls=0,0"
+LINE_34 = "DISPLAY 34 running p0 ext=1,1 fouls=0,0"
+LINE_49 = "DISPLAY 4.9 critical p1 ext=0,1 fouls=1,0"
+
+WaitUntil = Callable[..., bool]
+
+
+def _display(emulator: DisplayEmulator, **kwargs: float) -> SerialDisplay:
+    options = {"heartbeat_s": 0.05, "backoff_min_s": 0.02, "backoff_max_s": 0.1, **kwargs}
+    return SerialDisplay(emulator.path, **options)  # type: ignore[arg-type]
+
+
+def test_implements_display_and_buzzer(emulator: DisplayEmulator) -> None:
+    display = _display(emulator)
+    try:
+        assert isinstance(display, Display) and isinstance(display, Buzzer)
+    finally:
+        display.close()
+
+
+def test_frames_arrive_and_decode_on_the_controller(emulator: DisplayEmulator) -> None:
+    display = _display(emulator)
+    try:
+        display.show(F35)
+        assert emulator.wait_line(LINE_35)
+        display.show(F49)
+        assert emulator.wait_line(LINE_49)
+        assert emulator.frames[-1][:5] == ("4.9", "critical", 1, (0, 1), (1, 0))
+    finally:
+        display.close()
+
+
+def test_latest_frame_wins_and_heartbeats_do_not_repeat_lines(
+    emulator: DisplayEmulator, wait_until: WaitUntil
+) -> None:
+    display = _display(emulator)
+    try:
+        for n in range(60, 30, -1):  # a burst faster than the port: only the last must show
+            display.show(DisplayFrame(str(n), "running", 0, (1, 1)))
+        assert emulator.wait_line("DISPLAY 31 running p0 ext=1,1 fouls=0,0")
+        shown = len([line for line in emulator.lines if line.startswith("DISPLAY")])
+        before = display.heartbeats_sent
+        assert wait_until(lambda: display.heartbeats_sent >= before + 3)
+        assert len([line for line in emulator.lines if line.startswith("DISPLAY")]) == shown
+        assert display.last_ack_seq is not None  # the controller acknowledges
+    finally:
+        display.close()
+
+
+def test_buzzer_sounds_once_per_request_despite_resends(
+    emulator: DisplayEmulator, wait_until: WaitUntil
+) -> None:
+    display = _display(emulator)
+    try:
+        display.show(F35)
+        assert emulator.wait_line(LINE_35)
+        display.beep()
+        assert emulator.wait_line("BUZZER beep")
+        display.long_tone()
+        assert emulator.wait_line("BUZZER long")
+        heartbeats = display.heartbeats_sent
+        assert wait_until(lambda: display.heartbeats_sent >= heartbeats + 3)
+        assert emulator.buzzes == ["beep", "long"]
+    finally:
+        display.close()
+
+
+def test_garbage_and_truncated_frames_are_skipped(emulator: DisplayEmulator) -> None:
+    # Long heartbeat: the only traffic is what the test sends, so the order is known.
+    display = _display(emulator, heartbeat_s=0.1)
+    try:
+        display.show(F35)
+        assert emulator.wait_line(LINE_35)
+        errors = emulator.decode_errors
+        emulator.inject(b"\xff\x13garbage\x01\x02\x03")
+        emulator.inject(encode_frame(7, WireFrame(F49))[:-5])  # a frame cut off mid-way
+        display.show(F34)
+        assert emulator.wait_line(LINE_34)
+        assert LINE_49 not in emulator.lines
+        assert emulator.decode_errors >= errors + 2
+    finally:
+        display.close()
+
+
+def test_controller_reset_gets_the_full_frame_at_once(emulator: DisplayEmulator) -> None:
+    display = _display(emulator, heartbeat_s=10.0)  # no heartbeat could mask a missing resend
+    try:
+        display.show(F35)
+        assert emulator.wait_line(LINE_35)
+        mark = len(emulator.lines)
+        emulator.reset()
+        assert emulator.wait_line(LINE_35, timeout=0.3, start=mark)
+        assert display.hellos >= 1
+    finally:
+        display.close()
+
+
+def test_host_silent_shows_fault_within_timeout(emulator: DisplayEmulator) -> None:
+    display = _display(emulator)
+    display.show(F35)
+    assert emulator.wait_line(LINE_35)
+    display.close()
+    silent_at = time.monotonic()
+    mark = len(emulator.lines)
+    assert emulator.wait_line("FAULT no-heartbeat", timeout=1.0, start=mark)
+    elapsed_ms = (time.monotonic() - silent_at) * 1000
+    # timeout_ms is 300; the last heartbeat was at most one period before close.
+    assert 200 <= elapsed_ms <= 300 + 100, elapsed_ms
+
+
+def test_cable_pulled_and_back_reconnects_and_catches_up(
+    emulator: DisplayEmulator, wait_until: WaitUntil
+) -> None:
+    display = _display(emulator)
+    try:
+        display.show(F35)
+        assert emulator.wait_line(LINE_35)
+        emulator.unplug()
+        assert wait_until(lambda: not display.connected, timeout=1.0)
+        display.show(F34)  # the clock keeps going while the cable is out
+        display.show(F49)
+        emulator.plug()
+        plugged_at = time.monotonic()
+        mark = len(emulator.lines)
+        assert emulator.wait_line(LINE_49, timeout=1.0, start=mark)
+        catch_up_ms = (time.monotonic() - plugged_at) * 1000
+        # Backoff is capped at 0.1 s here; then the frame goes out at once, not at a heartbeat.
+        assert catch_up_ms < 100 + 50 + 50, catch_up_ms
+        assert display.connects == 2
+        print(f"reconnect + catch-up after plug: {catch_up_ms:.1f} ms")
+    finally:
+        display.close()
+
+
+def test_show_never_blocks_even_without_a_port(tmp_path: object) -> None:
+    display = SerialDisplay("/nonexistent/shotclock-display", backoff_min_s=0.01)
+    try:
+        durations = []
+        for n in range(2000):
+            start = time.perf_counter()
+            display.show(DisplayFrame(str(n % 100), "running", 0))
+            if n % 100 == 0:
+                display.beep()
+            durations.append(time.perf_counter() - start)
+        durations.sort()
+        p99_us = durations[int(len(durations) * 0.99)] * 1e6
+        worst_us = durations[-1] * 1e6
+        print(
+            f"show() with the port gone: p50 {durations[1000] * 1e6:.1f} us, "
+            f"p99 {p99_us:.1f} us, max {worst_us:.1f} us"
+        )
+        assert p99_us < 1000
+        assert not display.connected
+    finally:
+        display.close()
+
+
+def test_loop_url_carries_valid_packets() -> None:
+    # loop:// echoes what we write back to our reader: frames arrive there, and the host's
+    # decoder must simply ignore controller-bound types without errors.
+    display = SerialDisplay("loop://", heartbeat_s=0.02)
+    try:
+        display.show(F35)
+        deadline = time.monotonic() + 1
+        while display.frames_sent + display.heartbeats_sent < 3 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert display.connected and display.frames_sent >= 1
+    finally:
+        display.close()
+
+
+def test_wire_bytes_are_decodable_frames() -> None:
+    port = serial.serial_for_url("loop://", timeout=0.2)
+    packet = encode_frame(5, WireFrame(F35, "beep", 3))
+    port.write(packet)
+    messages = StreamDecoder().feed(port.read(len(packet)))
+    assert messages == [FrameMessage(5, WireFrame(F35, "beep", 3))]
+    assert core.decode_frame(core.encode_frame("35", "running", 0, (1, 1), (0, 0)))[0] == "35"
+
+
+def test_emulator_cli_prints_the_port_first_and_shows_frames() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "firmware_bridge.emulator", "--timeout-ms", "200"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        port = proc.stdout.readline().strip()
+        assert port.startswith("/dev/"), port
+        display = SerialDisplay(port, heartbeat_s=0.05)
+        display.show(F35)
+        assert proc.stdout.readline().strip() == "HELLO sent"
+        assert proc.stdout.readline().strip() == LINE_35
+        display.close()
+        assert proc.stdout.readline().strip() == "FAULT no-heartbeat"
+    finally:
+        proc.terminate()
+        proc.wait(2)
