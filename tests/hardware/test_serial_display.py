@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -206,6 +207,9 @@ def test_emulator_cli_prints_the_port_first_and_shows_frames() -> None:
         stdout=subprocess.PIPE,
         text=True,
     )
+    # readline() has no timeout: kill the emulator if the test hangs, so it fails instead.
+    watchdog = threading.Timer(5.0, proc.kill)
+    watchdog.start()
     try:
         assert proc.stdout is not None
         port = proc.stdout.readline().strip()
@@ -217,5 +221,6 @@ def test_emulator_cli_prints_the_port_first_and_shows_frames() -> None:
         display.close()
         assert proc.stdout.readline().strip() == "FAULT no-heartbeat"
     finally:
+        watchdog.cancel()
         proc.terminate()
         proc.wait(2)
