@@ -1,0 +1,88 @@
+"""``shotclock serve``: the service with its embedded store and the table-side display."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+__all__ = ["main"]
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from clock_service.api import create_app
+    from clock_service.settings import Settings
+
+    settings = Settings.from_env(host=args.host, port=args.port, db=args.db,
+                                 display=args.display)
+    listeners: list[Any] = []
+    bridge_holder: dict[str, Any] = {}
+    app = create_app(settings, extra_listeners=listeners)
+    _attach_hardware(app, settings, bridge_holder)
+    print(f"shotclock: serving on http://{settings.host}:{settings.port}  "
+          f"(store: {settings.db}; referee token {'on' if settings.referee_token else 'off'})",
+          file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, host=settings.host, port=settings.port,
+                            log_level=args.log_level, ws_max_size=settings.max_message_bytes,
+                            lifespan="on", access_log=args.access_log)
+    uvicorn.Server(config).run()
+    return 0
+
+
+def _attach_hardware(app: Any, settings: Any, holder: dict[str, Any]) -> None:
+    """Start the table-side devices with the app: hardware if configured, else the terminal."""
+    from fastapi import FastAPI
+
+    from firmware_bridge.bridge import TableBridge
+    from firmware_bridge.terminal import TerminalDisplay
+
+    assert isinstance(app, FastAPI)
+    inner = app.router.lifespan_context
+
+    import contextlib
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app_: FastAPI):  # type: ignore[no-untyped-def]
+        async with inner(app_) as value:
+            runtime = app_.state.runtime
+            bridge = None
+            table_id = settings.default_table or "1"
+            if settings.display == "terminal" and settings.hardware == "none":
+                bridge = TableBridge(runtime, table_id, display=TerminalDisplay(table_id))
+            if bridge is not None:
+                bridge.attach()
+                holder["bridge"] = bridge
+            try:
+                yield value
+            finally:
+                if bridge is not None:
+                    bridge.close()
+
+    app.router.lifespan_context = lifespan
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="shotclock", description=__doc__)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    serve = sub.add_parser("serve", help="run the shot clock service")
+    serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default 8000)")
+    serve.add_argument("--db", default=None, help="SQLite file (default var/shotclock.db)")
+    serve.add_argument("--display", choices=["terminal", "none"], default=None,
+                       help="simulated display in the terminal when no hardware is set")
+    serve.add_argument("--access-log", action="store_true", help="log every HTTP request")
+    serve.add_argument("--log-level", default="info",
+                       choices=["critical", "error", "warning", "info", "debug"])
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper() if args.cmd == "serve" else "INFO",
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.cmd == "serve":
+        return _serve(args)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""One error hierarchy for the whole service.
+
+``RuleRefusal`` is "the referee asked for something the rules forbid" (HTTP 409);
+``InvalidInput`` is "the request itself is malformed" (HTTP 422); ``UnknownTable`` is 404.
+Hardware failures live in ``firmware_bridge.errors`` and never reach the referee as a refusal.
+Every error carries a stable machine ``code`` and a message that states the fact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ShotClockError",
+    "RuleRefusal",
+    "InvalidInput",
+    "InvalidCommand",
+    "InvalidProfile",
+    "UnknownTable",
+    "TableExists",
+    "NotAuthorized",
+    "StoreError",
+]
+
+
+class ShotClockError(Exception):
+    code = "error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else self.code
+
+    def to_dict(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+class RuleRefusal(ShotClockError):
+    """A well-formed command the rules do not allow now (e.g. a second extension, 12.5)."""
+
+    code = "refused"
+
+    def __init__(self, message: str, *, code: str, rule: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.rule = rule
+        # What happened anyway before the refusal (a due expiry, I17); the runtime publishes it.
+        self.events: list[Any] = []
+
+    def to_dict(self) -> dict[str, str]:
+        out = super().to_dict()
+        if self.rule:
+            out["rule"] = self.rule
+        return out
+
+
+class InvalidInput(ShotClockError, ValueError):
+    code = "invalid_input"
+
+
+class InvalidCommand(InvalidInput):
+    code = "invalid_command"
+
+
+class InvalidProfile(InvalidInput):
+    code = "invalid_profile"
+
+
+class UnknownTable(ShotClockError, LookupError):
+    code = "unknown_table"
+
+    def __init__(self, table_id: str) -> None:
+        super().__init__(f"no table {table_id!r}", code="unknown_table")
+        self.table_id = table_id
+
+
+class TableExists(ShotClockError):
+    code = "table_exists"
+
+
+class NotAuthorized(ShotClockError, PermissionError):
+    code = "unauthorized"
+
+
+class StoreError(ShotClockError, RuntimeError):
+    code = "store_error"

@@ -1,0 +1,99 @@
+"""Fan-out of a table's durable events to its WebSocket clients.
+
+Each client has one bounded queue. Publishing never waits: an event is encoded to JSON
+once and put in every queue; a client whose queue is full is cut off with a reason (it
+reconnects with ``?since=`` and loses nothing), so a slow or dead client can never
+delay the clock, the store or the other clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Hub", "Subscriber", "CLOSE_TOO_SLOW", "DEFAULT_QUEUE"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_QUEUE = 1024
+# WebSocket close code for a client that could not keep up (application range 4000-4999).
+CLOSE_TOO_SLOW = 4001
+
+
+def encode(message: dict[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":"))
+
+
+@dataclass(eq=False)
+class Subscriber:
+    table_id: str
+    queue: asyncio.Queue[tuple[int, str] | None] = field(
+        default_factory=lambda: asyncio.Queue(DEFAULT_QUEUE))
+    last_seq: int = 0  # the last event seq put in the queue (for the cut-off reason)
+    dropped: str | None = None  # why the hub cut this client off
+
+    def offer(self, seq: int, text: str) -> bool:
+        """Queue a message without waiting; False (and cut off) when the queue is full."""
+        if self.dropped is not None:
+            return False
+        try:
+            self.queue.put_nowait((seq, text))
+        except asyncio.QueueFull:
+            self.dropped = (
+                f"too slow: {self.queue.maxsize} messages waiting; "
+                f"reconnect with ?since={self.last_seq}"
+            )
+            self._wake_with_close()
+            return False
+        if seq:
+            self.last_seq = seq
+        return True
+
+    def _wake_with_close(self) -> None:
+        # Drop what is queued (the client resumes from the store) and wake the sender.
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.queue.put_nowait(None)
+
+
+class Hub:
+    def __init__(self, queue_size: int = DEFAULT_QUEUE) -> None:
+        self.queue_size = queue_size
+        self._subs: dict[str, set[Subscriber]] = {}
+        self.delivered = 0
+        self.cut_off = 0
+
+    def subscribe(self, table_id: str) -> Subscriber:
+        sub = Subscriber(table_id, asyncio.Queue(self.queue_size))
+        self._subs.setdefault(table_id, set()).add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        subs = self._subs.get(sub.table_id)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subs[sub.table_id]
+
+    def count(self, table_id: str | None = None) -> int:
+        if table_id is None:
+            return sum(len(s) for s in self._subs.values())
+        return len(self._subs.get(table_id, ()))
+
+    def publish(self, table_id: str, events: Iterable[dict[str, Any]]) -> None:
+        subs = self._subs.get(table_id)
+        if not subs:
+            return
+        for event in events:
+            text = encode(event)
+            for sub in list(subs):
+                if sub.offer(event["seq"], text):
+                    self.delivered += 1
+                elif sub.dropped:
+                    self.cut_off += 1
+                    log.warning("table %s: client cut off: %s", table_id, sub.dropped)
+                    subs.discard(sub)

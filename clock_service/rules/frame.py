@@ -1,0 +1,664 @@
+"""The rules state of one frame: credits, fouls, the 10.4 choice, the frame's end.
+
+A plain object with no I/O and no notion of time, visits or rounds. The
+referee's report of a shot goes in as a :class:`ShotResult`; an
+:class:`Outcome` comes out saying what the rules make of it. The clock core
+drives its visits from ``Outcome.turn`` (I1, I2): ``STAYS`` means the same
+player plays the next shot of the same visit, ``PASSES`` means a new visit of
+``Outcome.next_player``; ``None`` means the frame is over.
+
+Whites on the table: the 7 whites (1.1), less the whites credited so far. A
+shot may pot any number of them (5.5), the cue ball included when a white was
+the cue ball, so one shot pots at most ``whites_on_table`` whites; a report
+claiming more is refused (``too_many_whites``).
+
+One shot is at most one foul, however many rules it breaks (it is one act):
+the foul's ``rule`` is the first breach found, its ``reason`` names them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from clock_service.rules.call import Call, Route, ShotType, judge_call
+from clock_service.rules.errors import InvalidResult, RuleRefusal
+
+__all__ = [
+    "COMMANDS",
+    "EndReason",
+    "Foul",
+    "FrameRules",
+    "Outcome",
+    "Phase",
+    "Respot",
+    "RespotBall",
+    "RespotSpot",
+    "ShotResult",
+    "Turn",
+    "WHITE_LIMIT",
+    "WHITES",
+]
+
+WHITES: Final = 7  # 1.1
+WHITE_LIMIT: Final = 3  # 5.3
+_FOULS_FOR_TECHNICAL_LOSS: Final = 2  # 10.5, I12
+
+
+class Phase(StrEnum):
+    BREAK = "break"  # the first shot of the frame is still to be played (4.x)
+    PLAY = "play"
+    CHOICE = "choice"  # a foul happened; the opponent accepts or hands back (10.4, I2)
+    OVER = "over"
+
+
+class Turn(StrEnum):
+    STAYS = "stays"  # same player, next shot of the same visit
+    PASSES = "passes"  # a new visit of Outcome.next_player
+
+
+class EndReason(StrEnum):
+    LEGAL_COLOUR_POT = "legal_colour_pot"  # 3.2, I7
+    TECHNICAL_LOSS = "technical_loss"  # 10.5-10.6, I12
+
+
+_END_RULE: Final = {EndReason.LEGAL_COLOUR_POT: "3.2", EndReason.TECHNICAL_LOSS: "10.5-10.6"}
+
+
+class RespotBall(StrEnum):
+    COLOUR = "colour"
+    WHITE = "white"
+
+
+class RespotSpot(StrEnum):
+    BACK_SPOT = "back_spot"  # 11.1
+    BACK_CUSHION_MIDDLE = "back_cushion_middle"  # 11.2
+
+
+# Which command is legal in which phase (10.4, 3.2, 10.5). Everything not
+# listed is refused by _refuse() below with the rule that forbids it.
+COMMANDS: Final[Mapping[Phase, frozenset[str]]] = {
+    Phase.BREAK: frozenset({"shot", "record_foul"}),
+    Phase.PLAY: frozenset({"shot", "record_foul"}),
+    Phase.CHOICE: frozenset({"accept", "hand_back", "record_foul"}),
+    Phase.OVER: frozenset(),
+}
+
+
+def _refuse(command: str, phase: Phase) -> RuleRefusal | InvalidResult:
+    if phase is Phase.OVER and command in ("shot", "record_foul"):
+        return InvalidResult(
+            f"{command}: the frame is over; no further results are accepted (3.2, 10.5)",
+            code="result_after_frame_end",
+        )
+    if phase is Phase.OVER:
+        return RuleRefusal(f"{command}: the frame is over", code="frame_over", rule="3.2, 10.5")
+    if command == "shot":  # phase CHOICE
+        return RuleRefusal(
+            "shot: the opponent must first accept the position or hand the turn back",
+            code="choice_pending",
+            rule="10.4",
+        )
+    return RuleRefusal(
+        f"{command}: no foul to {command.replace('_', ' ')}", code="no_foul_pending", rule="10.4"
+    )
+
+
+def _check_player(name: str, value: object) -> None:
+    if value not in (0, 1) or isinstance(value, bool):
+        raise InvalidResult(f"{name} must be 0 or 1, got {value!r}", code="unknown_player")
+
+
+def _check_count(name: str, value: object, high: int, code: str = "bad_count") -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
+        raise InvalidResult(f"{name} must be an integer 0..{high}, got {value!r}", code=code)
+
+
+def _check_text(name: str, value: object) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidResult(f"{name} must be a non-empty string, got {value!r}", code="bad_text")
+
+
+@dataclass(frozen=True)
+class ShotResult:
+    """The referee's report of one shot.
+
+    ``legal_break`` is given on the break only (4.2). ``referee_foul`` is a
+    general-rule foul the referee saw (9, last item), as a short reason.
+    ``route`` is needed to judge a call when the coloured ball was potted;
+    its ``pocket`` must agree with ``colour_potted``.
+    """
+
+    whites_potted: int = 0
+    colour_potted: bool = False
+    call: Call | None = None
+    route: Route | None = None
+    legal_break: bool | None = None
+    referee_foul: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_count("shot_result.whites_potted", self.whites_potted, WHITES, "too_many_whites")
+        if not isinstance(self.colour_potted, bool):
+            raise InvalidResult(
+                f"shot_result.colour_potted must be true or false, got {self.colour_potted!r}",
+                code="bad_flag",
+            )
+        if self.legal_break is not None and not isinstance(self.legal_break, bool):
+            raise InvalidResult(
+                f"shot_result.legal_break must be true, false or null, got {self.legal_break!r}",
+                code="bad_flag",
+            )
+        if self.call is not None and not isinstance(self.call, Call):
+            raise InvalidResult(f"shot_result.call is not a Call: {self.call!r}", code="bad_call")
+        if self.route is not None and not isinstance(self.route, Route):
+            raise InvalidResult(
+                f"shot_result.route is not a Route: {self.route!r}", code="bad_route"
+            )
+        if self.referee_foul is not None:
+            _check_text("shot_result.referee_foul", self.referee_foul)
+        if self.route is not None and (self.route.pocket is not None) != self.colour_potted:
+            raise InvalidResult(
+                f"shot_result.route.pocket={self.route.pocket!r} contradicts "
+                f"colour_potted={self.colour_potted}",
+                code="route_contradicts_result",
+            )
+        if self.colour_potted and self.call is not None and self.route is None:
+            raise InvalidResult(
+                "shot_result.route is missing: a called coloured ball was potted and the "
+                "call cannot be judged without the route (7.3)",
+                code="missing_route",
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "whites_potted": self.whites_potted,
+            "colour_potted": self.colour_potted,
+            "call": None if self.call is None else self.call.to_dict(),
+            "route": None if self.route is None else self.route.to_dict(),
+            "legal_break": self.legal_break,
+            "referee_foul": self.referee_foul,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ShotResult:
+        allowed = {"whites_potted", "colour_potted", "call", "route", "legal_break",
+                   "referee_foul"}
+        extra = sorted(set(data) - allowed)
+        if extra:
+            raise InvalidResult(
+                f"unknown shot_result field(s): {', '.join(extra)}", code="unknown_field"
+            )
+        call, route = data.get("call"), data.get("route")
+        return cls(
+            whites_potted=data.get("whites_potted", 0),
+            colour_potted=data.get("colour_potted", False),
+            call=None if call is None else Call.from_dict(call),
+            route=None if route is None else Route.from_dict(route),
+            legal_break=data.get("legal_break"),
+            referee_foul=data.get("referee_foul"),
+        )
+
+
+@dataclass(frozen=True)
+class Foul:
+    """A counted foul (10.1, I12): who, under which rule, and why."""
+
+    player: int
+    rule: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        _check_player("foul.player", self.player)
+        _check_text("foul.rule", self.rule)
+        _check_text("foul.reason", self.reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"player": self.player, "rule": self.rule, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Respot:
+    """An instruction to the referee to re-spot balls before the next shot (11.x, I14).
+
+    ``rule`` is where the ball goes (11.1 or 11.2); ``cause`` the rule that
+    sent it back (4.5, 5.7, 10.3, I8).
+    """
+
+    ball: RespotBall
+    count: int
+    spot: RespotSpot
+    rule: str
+    cause: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ball", RespotBall(self.ball))
+        object.__setattr__(self, "spot", RespotSpot(self.spot))
+        limit = 1 if self.ball is RespotBall.COLOUR else WHITES
+        if not isinstance(self.count, int) or not 1 <= self.count <= limit:
+            raise InvalidResult(
+                f"respot.count must be 1..{limit} for {self.ball.value}, got {self.count!r}",
+                code="bad_count",
+            )
+
+    @property
+    def instruction(self) -> str:
+        """The instruction as the referee's page shows it."""
+        if self.ball is RespotBall.COLOUR:
+            what, where = "the coloured ball", "on the back spot"
+        else:
+            what = "1 white ball" if self.count == 1 else f"{self.count} white balls"
+            where = "at the middle of the back short cushion, touching it"
+        return (
+            f"Re-spot {what} {where} ({self.rule}); if the place is taken, as close as "
+            f"possible along the racking line (11.3); before the next shot (11.4)."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ball": self.ball.value,
+            "count": self.count,
+            "spot": self.spot.value,
+            "rule": self.rule,
+            "cause": self.cause,
+            "instruction": self.instruction,
+        }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the rules make of one command.
+
+    How the clock reacts:
+
+    - ``turn`` STAYS: the same player plays the next shot in the same visit.
+      PASSES: start a visit of ``next_player``. ``None``: the frame is over,
+      stop the clock.
+    - ``respots``: show them; the next shot's time waits for the referee's
+      "table ready" (11.4, I14, I15).
+    - ``choice_for``: that player is at the table and must answer the 10.4
+      choice with ``accept()`` or ``hand_back()`` before the next shot result.
+    - ``fouls``: counted fouls (the clock shows them; the frame already
+      counted them, I12).
+    - ``frame_over``/``winner``/``end_reason``/``end_rule``: the frame ended.
+    """
+
+    player: int
+    whites_credited: int = 0
+    fouls: tuple[Foul, ...] = ()
+    respots: tuple[Respot, ...] = ()
+    turn: Turn | None = None
+    next_player: int | None = None
+    choice_for: int | None = None
+    winner: int | None = None
+    end_reason: EndReason | None = None
+
+    def __post_init__(self) -> None:
+        _check_player("outcome.player", self.player)
+        _check_count("outcome.whites_credited", self.whites_credited, WHITE_LIMIT)
+        over = self.winner is not None
+        if over != (self.end_reason is not None) or over == (self.turn is not None):
+            raise InvalidResult(
+                f"outcome needs either a turn or a winner with a reason, got turn={self.turn!r}, "
+                f"winner={self.winner!r}, end_reason={self.end_reason!r}",
+                code="bad_outcome",
+            )
+        if (self.next_player is None) != over:
+            raise InvalidResult(
+                f"outcome.next_player={self.next_player!r} with winner={self.winner!r}",
+                code="bad_outcome",
+            )
+        if self.choice_for is not None and self.choice_for != self.next_player:
+            raise InvalidResult(
+                f"outcome.choice_for={self.choice_for} is not the player at the table",
+                code="bad_outcome",
+            )
+
+    @property
+    def frame_over(self) -> bool:
+        return self.winner is not None
+
+    @property
+    def end_rule(self) -> str | None:
+        return None if self.end_reason is None else _END_RULE[self.end_reason]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "player": self.player,
+            "whites_credited": self.whites_credited,
+            "fouls": [f.to_dict() for f in self.fouls],
+            "respots": [r.to_dict() for r in self.respots],
+            "turn": None if self.turn is None else self.turn.value,
+            "next_player": self.next_player,
+            "choice_for": self.choice_for,
+            "frame_over": self.frame_over,
+            "winner": self.winner,
+            "end_reason": None if self.end_reason is None else self.end_reason.value,
+            "end_rule": self.end_rule,
+        }
+
+
+def _white_respot(count: int, cause: str) -> Respot:
+    return Respot(RespotBall.WHITE, count, RespotSpot.BACK_CUSHION_MIDDLE, "11.2", cause)
+
+
+def _colour_respot(cause: str) -> Respot:
+    return Respot(RespotBall.COLOUR, 1, RespotSpot.BACK_SPOT, "11.1", cause)
+
+
+class FrameRules:
+    """The rules state of one frame for players 0 and 1.
+
+    Commands: :meth:`shot`, :meth:`record_foul`, :meth:`accept`,
+    :meth:`hand_back`; which is legal when is the :data:`COMMANDS` table.
+    Each returns an :class:`Outcome` or raises :class:`InvalidResult` /
+    :class:`RuleRefusal` without changing the state.
+    """
+
+    def __init__(self, breaker: int = 0) -> None:
+        _check_player("breaker", breaker)
+        self._breaker = breaker
+        self._player_at_table = breaker
+        self._break_done = False
+        self._credited = [0, 0]
+        self._fouls = [0, 0]
+        self._choice_for: int | None = None
+        self._winner: int | None = None
+        self._end_reason: EndReason | None = None
+
+    # -- reading the state ---------------------------------------------------
+
+    @property
+    def breaker(self) -> int:
+        return self._breaker
+
+    @property
+    def player_at_table(self) -> int:
+        return self._player_at_table
+
+    @property
+    def break_done(self) -> bool:
+        return self._break_done
+
+    @property
+    def credited(self) -> tuple[int, int]:
+        """Whites credited per player, 0..3 each (5.3)."""
+        return (self._credited[0], self._credited[1])
+
+    @property
+    def fouls(self) -> tuple[int, int]:
+        """Fouls per player in this frame (10.1, I12)."""
+        return (self._fouls[0], self._fouls[1])
+
+    @property
+    def whites_on_table(self) -> int:
+        """The whites still in play: 7 less those credited (1.1); re-spotted ones are back."""
+        return WHITES - sum(self._credited)
+
+    @property
+    def choice_for(self) -> int | None:
+        """The player who must accept or hand back after a foul (10.4), if any."""
+        return self._choice_for
+
+    @property
+    def winner(self) -> int | None:
+        return self._winner
+
+    @property
+    def end_reason(self) -> EndReason | None:
+        return self._end_reason
+
+    @property
+    def over(self) -> bool:
+        return self._winner is not None
+
+    @property
+    def phase(self) -> Phase:
+        if self.over:
+            return Phase.OVER
+        if self._choice_for is not None:
+            return Phase.CHOICE
+        return Phase.PLAY if self._break_done else Phase.BREAK
+
+    def _require(self, command: str) -> None:
+        phase = self.phase
+        if command not in COMMANDS[phase]:
+            raise _refuse(command, phase)
+
+    # -- commands ------------------------------------------------------------
+
+    def shot(self, result: ShotResult) -> Outcome:
+        """Apply the referee's report of the shot just played by the player at the table."""
+        self._require("shot")
+        shooter = self._player_at_table
+        breaking = not self._break_done
+        self._check_result(result, breaking)
+
+        breaches: list[tuple[str, str]] = []  # (rule, reason), first is the foul's rule
+        respots: list[Respot] = []
+        whites = result.whites_potted
+        if breaking:
+            if not result.legal_break:
+                breaches.append(("4.3", "illegal break: the conditions of 4.2 were not met"))
+            if result.colour_potted:
+                # 4.4-4.5, I9: by chance, not a foul, back on the spot.
+                respots.append(_colour_respot("4.5"))
+        elif result.colour_potted:
+            breach = self._colour_breach(result)
+            if breach is not None:
+                breaches.append(breach)
+                respots.append(_colour_respot("I8"))
+        elif result.call is not None and result.route is not None:
+            verdict = judge_call(result.call, result.route)
+            if verdict.rule == "7.4" and whites > 0:
+                breaches.append(("7.4", f"{verdict.message}; the shot does not count and a "
+                                        "ball was potted"))
+        if whites and self._credited[shooter] + whites > WHITE_LIMIT:
+            breaches.append((
+                "5.6",
+                f"{self._credited[shooter]} credited + {whites} potted would exceed "
+                f"{WHITE_LIMIT} (5.3)",
+            ))
+        if result.referee_foul is not None:
+            breaches.append(("9", f"general rule: {result.referee_foul}"))
+        self._break_done = True
+
+        if breaches:
+            if whites:
+                # 5.7 for the over-limit shot, 10.3 and I5 for any other foul.
+                cause = "5.7" if any(rule == "5.6" for rule, _ in breaches) else "10.3"
+                respots.insert(0, _white_respot(whites, cause))
+            reason = "; ".join(f"{text} ({rule})" for rule, text in breaches)
+            return self._commit_foul(Foul(shooter, breaches[0][0], reason), tuple(respots))
+
+        if result.colour_potted and not breaking:
+            return self._end(shooter, shooter, EndReason.LEGAL_COLOUR_POT)  # 3.2, I7
+
+        # 5.2, 4.8, I6: credited; I1, 4.6-4.7: the turn stays only if a white was credited.
+        self._credited[shooter] += whites
+        if whites == 0:
+            self._player_at_table = 1 - shooter
+        return Outcome(
+            player=shooter,
+            whites_credited=whites,
+            respots=tuple(respots),
+            turn=Turn.STAYS if whites else Turn.PASSES,
+            next_player=self._player_at_table,
+        )
+
+    def record_foul(self, player: int, rule: str, reason: str) -> Outcome:
+        """Count a foul that is not a shot result: time (12.4) or seen by the referee (9).
+
+        It shares the count with every other foul (I12): a second foul of the
+        player ends the frame (10.5-10.6, I13); a first one gives the opponent
+        the 10.4 choice, replacing a choice still pending.
+        """
+        self._require("record_foul")
+        foul = Foul(player, rule, reason)
+        return self._commit_foul(foul, ())
+
+    def accept(self) -> Outcome:
+        """The opponent accepts the position and plays on (10.4): same visit continues."""
+        self._require("accept")
+        chooser = self._chooser()
+        self._choice_for = None
+        return Outcome(player=chooser, turn=Turn.STAYS, next_player=chooser)
+
+    def hand_back(self) -> Outcome:
+        """The opponent hands the turn back to the player who fouled (10.4): a new visit (I2)."""
+        self._require("hand_back")
+        chooser = self._chooser()
+        self._choice_for = None
+        self._player_at_table = 1 - chooser
+        return Outcome(player=chooser, turn=Turn.PASSES, next_player=self._player_at_table)
+
+    # -- internals -----------------------------------------------------------
+
+    def _chooser(self) -> int:
+        assert self._choice_for is not None  # guaranteed by COMMANDS
+        return self._choice_for
+
+    def _check_result(self, result: ShotResult, breaking: bool) -> None:
+        if not isinstance(result, ShotResult):
+            raise InvalidResult(f"shot expects a ShotResult, got {result!r}", code="bad_result")
+        if result.whites_potted > self.whites_on_table:
+            raise InvalidResult(
+                f"shot_result.whites_potted={result.whites_potted} but only "
+                f"{self.whites_on_table} whites are on the table "
+                f"(7 less {sum(self._credited)} credited, 1.1)",
+                code="too_many_whites",
+            )
+        if breaking and result.legal_break is None:
+            raise InvalidResult(
+                "shot_result.legal_break is missing: this is the break (4.2)",
+                code="missing_legal_break",
+            )
+        if not breaking and result.legal_break is not None:
+            raise InvalidResult(
+                f"shot_result.legal_break={result.legal_break} but the break was already played",
+                code="legal_break_after_break",
+            )
+        if breaking and (result.call is not None or result.route is not None):
+            raise InvalidResult(
+                "shot_result.call/route on the break: the coloured ball can only drop by "
+                "chance there (4.4)",
+                code="call_on_break",
+            )
+
+    def _colour_breach(self, result: ShotResult) -> tuple[str, str] | None:
+        """Why a pot of the coloured ball after the break is not legal (I7, I8), or None."""
+        credited = self._credited[self._player_at_table]
+        if result.whites_potted:
+            return ("9", "a white and the coloured ball potted with the same shot")
+        if result.call is None:
+            return ("9", "the coloured ball potted without a call (6.3)")
+        assert result.route is not None  # ShotResult refuses a called pot without a route
+        verdict = judge_call(result.call, result.route)
+        if not verdict.fulfilled:
+            assert verdict.rule is not None
+            return (verdict.rule, f"call not fulfilled: {verdict.message}")
+        if credited < WHITE_LIMIT and result.call.shot_type is ShotType.NORMAL:
+            return (
+                "6.2",
+                f"the coloured ball potted with {credited} whites credited; before three "
+                "(6.1) only a called early pot is allowed (7.2, section 8)",
+            )
+        return None
+
+    def _commit_foul(self, foul: Foul, respots: tuple[Respot, ...]) -> Outcome:
+        fouler = foul.player
+        self._fouls[fouler] += 1
+        if self._fouls[fouler] >= _FOULS_FOR_TECHNICAL_LOSS:
+            # 10.5-10.6, I12, I13: the frame is lost at once, no choice; the
+            # table is racked afresh, so no re-spots.
+            return self._end(fouler, 1 - fouler, EndReason.TECHNICAL_LOSS, (foul,))
+        before = self._player_at_table
+        self._choice_for = 1 - fouler  # 10.4, I2: the opponent is at the table and chooses
+        self._player_at_table = 1 - fouler
+        return Outcome(
+            player=fouler,
+            fouls=(foul,),
+            respots=respots,
+            turn=Turn.STAYS if before == self._player_at_table else Turn.PASSES,
+            next_player=self._player_at_table,
+            choice_for=self._choice_for,
+        )
+
+    def _end(
+        self, actor: int, winner: int, reason: EndReason, fouls: tuple[Foul, ...] = ()
+    ) -> Outcome:
+        self._winner = winner
+        self._end_reason = reason
+        self._choice_for = None
+        return Outcome(player=actor, fouls=fouls, winner=winner, end_reason=reason)
+
+    # -- serialisation -------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "breaker": self._breaker,
+            "player_at_table": self._player_at_table,
+            "break_done": self._break_done,
+            "credited": list(self._credited),
+            "fouls": list(self._fouls),
+            "choice_for": self._choice_for,
+            "winner": self._winner,
+            "end_reason": None if self._end_reason is None else self._end_reason.value,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FrameRules:
+        """Rebuild from :meth:`to_dict`; an impossible state is refused (``bad_state``)."""
+        keys = {"breaker", "player_at_table", "break_done", "credited", "fouls", "choice_for",
+                "winner", "end_reason"}
+        if not isinstance(data, Mapping) or set(data) != keys:
+            got = sorted(data) if isinstance(data, Mapping) else data
+            raise InvalidResult(f"frame state needs fields {sorted(keys)}, got {got}",
+                                code="bad_state")
+        try:
+            frame = cls(data["breaker"])
+            _check_player("player_at_table", data["player_at_table"])
+            if not isinstance(data["break_done"], bool):
+                raise InvalidResult(f"break_done={data['break_done']!r}", code="bad_state")
+            for name, high in (("credited", WHITE_LIMIT), ("fouls", _FOULS_FOR_TECHNICAL_LOSS)):
+                pair = data[name]
+                if not isinstance(pair, list | tuple) or len(pair) != 2:
+                    raise InvalidResult(f"{name}={pair!r} is not a pair", code="bad_state")
+                for value in pair:
+                    _check_count(name, value, high)
+            winner, reason = data["winner"], data["end_reason"]
+            if winner is not None:
+                _check_player("winner", winner)
+            end_reason = None if reason is None else EndReason(reason)
+            choice_for = data["choice_for"]
+            if choice_for is not None:
+                _check_player("choice_for", choice_for)
+        except ValueError as exc:
+            raise InvalidResult(f"bad frame state: {exc}", code="bad_state") from exc
+        over = winner is not None
+        if (
+            over != (end_reason is not None)
+            or (over and choice_for is not None)
+            or (choice_for is not None and choice_for != data["player_at_table"])
+            or (not over and max(data["fouls"]) >= _FOULS_FOR_TECHNICAL_LOSS)
+        ):
+            raise InvalidResult(f"inconsistent frame state: {dict(data)}", code="bad_state")
+        frame._player_at_table = data["player_at_table"]
+        frame._break_done = data["break_done"]
+        frame._credited = list(data["credited"])
+        frame._fouls = list(data["fouls"])
+        frame._choice_for = choice_for
+        frame._winner = winner
+        frame._end_reason = end_reason
+        return frame
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FrameRules):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"FrameRules({self.to_dict()!r})"

@@ -1,0 +1,258 @@
+"""The asyncio shell around the cores: one process, many tables.
+
+For each table it feeds commands into its ``TableClock``, sleeps until the clock's next
+deadline (an absolute timer, no polling tick), numbers every event (``seq``, gap-free per
+table), hands it to the store, and once it is durable publishes it to the hub. Local
+listeners (the table-side display and buzzer) are told at once, before the store write:
+they are the clock's own face and must not wait on a disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clock_service.clock import TableClock
+from clock_service.commands import Command
+from clock_service.errors import InvalidInput, RuleRefusal, TableExists, UnknownTable
+from clock_service.events import Event
+from clock_service.hub import Hub
+from clock_service.profile import Profile
+from clock_service.store import Store
+from clock_service.timesource import Timer, TimeSource
+
+__all__ = ["Runtime", "TableRuntime", "TABLE_ID", "Listener"]
+
+log = logging.getLogger(__name__)
+
+TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+HEARTBEAT_MS = 500.0
+
+# A local listener gets (table_id, wire events, state after them), on the loop thread.
+Listener = Callable[[str, list[dict[str, Any]], dict[str, Any]], None]
+
+
+@dataclass(eq=False)
+class TableRuntime:
+    id: str
+    clock: TableClock
+    seq: int = 0  # last seq given to an event
+    published_seq: int = 0  # last seq durable and published
+    published_state: dict[str, Any] = field(default_factory=dict)
+    timer: Timer | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+class Runtime:
+    def __init__(self, store: Store, time: TimeSource, hub: Hub | None = None) -> None:
+        self.store = store
+        self.time = time
+        self.hub = hub or Hub()
+        self.tables: dict[str, TableRuntime] = {}
+        self.listeners: list[Listener] = []
+        self._heartbeat: Timer | None = None
+        self._running = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self, default_table: str | None = "1") -> None:
+        """Rebuild every table from the store; running clocks come back paused (recover)."""
+        self.store.open()
+        alive_at = self.store.alive_at()
+        now = self.time.now_ms()
+        for stored in self.store.load_tables():
+            clock = TableClock.from_dict(stored.core)
+            table = TableRuntime(stored.id, clock, seq=stored.seq, published_seq=stored.seq,
+                                 config=stored.config)
+            table.published_state = self._state(table, now)
+            self.tables[stored.id] = table
+            events = clock.recover(alive_at if alive_at is not None else now, now)
+            if events:
+                log.info("table %s: recovered after restart: %s", stored.id,
+                         [e.type for e in events])
+                await self._emit(table, events, now)
+        self._running = True
+        self._beat()
+        for table in self.tables.values():
+            self._schedule(table)
+        if default_table is not None and default_table not in self.tables:
+            await self.create_table(default_table, ["Player 1", "Player 2"])
+
+    async def stop(self) -> None:
+        self._running = False
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+        for table in self.tables.values():
+            if table.timer is not None:
+                table.timer.cancel()
+        # Last proof of life: a running clock resumes from here after a planned restart.
+        self.store.heartbeat(self.time.now_ms())
+        await asyncio.to_thread(self.store.close)
+
+    def _beat(self) -> None:
+        if not self._running:
+            return
+        now = self.time.now_ms()
+        self.store.heartbeat(now)
+        self._heartbeat = self.time.call_at(now + HEARTBEAT_MS, self._beat)
+
+    # -- tables ----------------------------------------------------------------------------------
+    def table(self, table_id: str) -> TableRuntime:
+        table = self.tables.get(table_id)
+        if table is None:
+            raise UnknownTable(table_id)
+        return table
+
+    async def create_table(
+        self, table_id: str, players: list[str], *, timer: bool = True,
+        profile: dict[str, Any] | None = None, first_breaker: int = 0,
+    ) -> dict[str, Any]:
+        if not isinstance(table_id, str) or not TABLE_ID.match(table_id):
+            raise InvalidInput(
+                f"table id must be 1-32 letters, digits, '-' or '_', got {table_id!r}",
+                code="invalid_table_id",
+            )
+        if table_id in self.tables:
+            raise TableExists(f"table {table_id!r} already exists", code="table_exists")
+        clock = TableClock(players, timer=timer, profile=Profile.from_partial(profile),
+                           first_breaker=first_breaker)
+        now = self.time.now_ms()
+        config = {"players": list(clock.players), "timer": clock.timer,
+                  "profile": clock.profile.to_dict(), "first_breaker": first_breaker}
+        table = TableRuntime(table_id, clock, config=config)
+        self.tables[table_id] = table
+        events = [Event("table.created", {"table": table_id, **config}), *clock.open(now)]
+        wires = self._number(table, events, now)
+        loop = asyncio.get_running_loop()
+        durable: asyncio.Future[None] = loop.create_future()
+        self.store.create_table(
+            table_id, config, clock.to_dict(), events=wires, seq=table.seq,
+            created_at=int(now), done=self._durable_callback(table, wires, durable),
+        )
+        self._tell_listeners(table, wires, now)
+        await durable
+        return self.state(table_id)
+
+    def state(self, table_id: str) -> dict[str, Any]:
+        table = self.table(table_id)
+        return self._state(table, self.time.now_ms())
+
+    def _state(self, table: TableRuntime, now: float) -> dict[str, Any]:
+        state = table.clock.state(now)
+        state["table"] = table.id
+        state["seq"] = table.seq
+        state["server_time"] = now
+        return state
+
+    def snapshot(self, table_id: str) -> tuple[int, dict[str, Any]]:
+        """The state as of the last published event, its running time brought up to now."""
+        table = self.table(table_id)
+        state = dict(table.published_state)
+        now = self.time.now_ms()
+        if state.get("phase") == "running" and state.get("deadline") is not None:
+            state["remaining_ms"] = max(0, int(state["deadline"] - now + 0.999999))
+        state["server_time"] = now
+        return table.published_seq, state
+
+    # -- commands -------------------------------------------------------------------------------
+    async def command(self, table_id: str, command: Command) -> dict[str, Any]:
+        """Apply a referee command; return the new state once its events are durable.
+
+        A refusal changes nothing (``RuleRefusal`` is raised), except what was due anyway:
+        an expiry that the press came too late for (I17) is published first.
+        """
+        table = self.table(table_id)
+        now = self.time.now_ms()
+        try:
+            events = table.clock.handle(command, now)
+        except RuleRefusal as refusal:
+            if refusal.events:
+                pending = self._emit(table, refusal.events, now)
+                self._schedule(table)
+                await pending
+            raise
+        pending = self._emit(table, events, now)
+        self._schedule(table)  # the clock's timer is set before any disk wait
+        state = self._state(table, now)
+        await pending
+        return state
+
+    # -- the clock's own wake-ups -----------------------------------------------------------------
+    def _schedule(self, table: TableRuntime) -> None:
+        if table.timer is not None:
+            table.timer.cancel()
+            table.timer = None
+        wake = table.clock.next_wakeup()
+        if wake is not None and self._running:
+            table.timer = self.time.call_at(wake, lambda: self._on_timer(table))
+
+    def _on_timer(self, table: TableRuntime) -> None:
+        table.timer = None
+        now = self.time.now_ms()
+        events = table.clock.advance(now)
+        if events:
+            self._emit(table, events, now)
+        self._schedule(table)
+
+    # -- events -----------------------------------------------------------------------------------
+    def _number(self, table: TableRuntime, events: list[Event], now: float) -> list[dict[str, Any]]:
+        state = self._state(table, now)
+        wires = []
+        for event in events:
+            table.seq += 1
+            wires.append({
+                "type": event.type, "seq": table.seq, "table": table.id, "at": int(now),
+                "data": dict(event.data), "state": state,
+            })
+        state["seq"] = table.seq
+        return wires
+
+    def _emit(self, table: TableRuntime, events: list[Event], now: float) -> asyncio.Future[None]:
+        """Number, tell local listeners, store; publish once durable. Returns that moment."""
+        wires = self._number(table, events, now)
+        loop = asyncio.get_running_loop()
+        durable: asyncio.Future[None] = loop.create_future()
+        self.store.append(table.id, wires, table.clock.to_dict(), table.seq,
+                          done=self._durable_callback(table, wires, durable))
+        self._tell_listeners(table, wires, now)
+        return durable
+
+    def _tell_listeners(self, table: TableRuntime, wires: list[dict[str, Any]], now: float) -> None:
+        if not wires:
+            return
+        for listener in self.listeners:
+            try:
+                listener(table.id, wires, wires[-1]["state"])
+            except Exception:  # a display fault never stops the clock
+                log.exception("table %s: local listener failed", table.id)
+
+    def _durable_callback(
+        self, table: TableRuntime, wires: list[dict[str, Any]], durable: asyncio.Future[None]
+    ) -> Callable[[BaseException | None], None]:
+        loop = asyncio.get_running_loop()
+
+        def on_loop(error: BaseException | None) -> None:
+            if error is None and wires:
+                table.published_seq = wires[-1]["seq"]
+                table.published_state = wires[-1]["state"]
+                self.hub.publish(table.id, wires)
+            if not durable.done():
+                if error is None:
+                    durable.set_result(None)
+                else:
+                    durable.set_exception(error)
+                    durable.exception()  # marked retrieved: timer-driven emits have no waiter
+
+        def from_writer(error: BaseException | None) -> None:
+            loop.call_soon_threadsafe(on_loop, error)
+
+        return from_writer
+
+    async def events_since(
+        self, table_id: str, since: int, until: int | None = None, limit: int = 100_000
+    ) -> list[dict[str, Any]]:
+        self.table(table_id)
+        return await asyncio.to_thread(self.store.events_since, table_id, since, until, limit)

@@ -1,0 +1,234 @@
+"""The embedded event store: one SQLite file in WAL mode, written by one thread.
+
+Every event is appended, with the table's core snapshot, in one transaction that is
+synced to disk (``synchronous=FULL``: an acknowledged event survives a power cut) before
+anyone is told of it. Writes are batched: whatever is queued while a commit runs goes
+into the next commit, so a slow disk costs latency, never throughput or the clock's time.
+The event loop never waits on SQLite: it enqueues and is called back when it is durable.
+
+Reads (start-up, replay for ``?since=``) use their own connections; WAL lets them run
+beside the writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clock_service.errors import StoreError
+
+__all__ = ["Store", "StoredTable"]
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tables (
+    id         TEXT PRIMARY KEY,
+    config     TEXT NOT NULL,
+    core       TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    table_id TEXT NOT NULL,
+    seq      INTEGER NOT NULL,
+    type     TEXT NOT NULL,
+    at       INTEGER NOT NULL,
+    body     TEXT NOT NULL,
+    PRIMARY KEY (table_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+# Most events a single commit takes; more wait for the next one.
+MAX_BATCH = 512
+
+
+@dataclass(frozen=True)
+class StoredTable:
+    id: str
+    config: dict[str, Any]
+    core: dict[str, Any]
+    seq: int
+
+
+@dataclass
+class _Write:
+    table_id: str
+    events: list[dict[str, Any]]
+    core: dict[str, Any] | None
+    seq: int
+    done: Callable[[BaseException | None], None] | None
+    config: dict[str, Any] | None = None  # set for a new table
+    created_at: int = 0
+
+
+_STOP = object()
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout=10000")
+    return conn
+
+
+class Store:
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._local = threading.local()
+        self.commits = 0  # for the benchmark: how many fsyncs the batching saved
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def open(self) -> None:
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = _connect(self.path)
+            conn.execute("PRAGMA journal_mode=WAL")
+            # FULL: a commit is on disk before it returns, so an event told to a client
+            # survives a power cut (WAL + NORMAL can lose the last commits). See README.
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA journal_size_limit=67108864")
+            conn.executescript(SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the event store at {self.path}: {exc}") from exc
+        self._writer = conn
+        self._thread = threading.Thread(target=self._write_loop, name="store-writer", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Write everything queued, then stop the writer."""
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            self._thread.join(timeout=30)
+            self._thread = None
+            self._writer.close()
+
+    # -- writes (any thread; ``done`` is called from the writer thread) ----------------------
+    def create_table(
+        self, table_id: str, config: dict[str, Any], core: dict[str, Any],
+        events: list[dict[str, Any]], seq: int, created_at: int,
+        done: Callable[[BaseException | None], None] | None = None,
+    ) -> None:
+        self._queue.put(_Write(table_id, events, core, seq, done, config, created_at))
+
+    def append(
+        self, table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | None,
+        seq: int, done: Callable[[BaseException | None], None] | None = None,
+    ) -> None:
+        self._queue.put(_Write(table_id, events, core, seq, done))
+
+    def heartbeat(self, alive_at_ms: float) -> None:
+        """Record that the service is alive (for recovery of running clocks)."""
+        self._queue.put(("alive", alive_at_ms))
+
+    def _write_loop(self) -> None:
+        conn = self._writer
+        stop = False
+        while not stop:
+            batch = [self._queue.get()]
+            while len(batch) < MAX_BATCH:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            if _STOP in batch:
+                stop = True
+                batch = [item for item in batch if item is not _STOP]
+            if not batch:
+                continue
+            error: BaseException | None = None
+            try:
+                self._commit(conn, batch)
+                self.commits += 1
+            except Exception as exc:  # a full disk, a broken file: tell every waiter
+                log.exception("event store write failed")
+                error = StoreError(f"event store write failed: {exc}")
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            for item in batch:
+                if isinstance(item, _Write) and item.done is not None:
+                    try:
+                        item.done(error)
+                    except Exception:
+                        log.exception("store callback failed")
+
+    def _commit(self, conn: sqlite3.Connection, batch: list[Any]) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        alive = None
+        for item in batch:
+            if isinstance(item, tuple):
+                alive = item[1]
+                continue
+            if item.config is not None:
+                conn.execute(
+                    "INSERT INTO tables (id, config, core, seq, created_at) VALUES (?,?,?,?,?)",
+                    (item.table_id, json.dumps(item.config), json.dumps(item.core), item.seq,
+                     item.created_at),
+                )
+            elif item.core is not None:
+                conn.execute(
+                    "UPDATE tables SET core = ?, seq = ? WHERE id = ?",
+                    (json.dumps(item.core), item.seq, item.table_id),
+                )
+            conn.executemany(
+                "INSERT INTO events (table_id, seq, type, at, body) VALUES (?,?,?,?,?)",
+                [(item.table_id, e["seq"], e["type"], int(e["at"]), json.dumps(e))
+                 for e in item.events],
+            )
+        if alive is not None:
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('alive_at', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (repr(float(alive)),),
+            )
+        conn.execute("COMMIT")
+
+    # -- reads (any thread) -------------------------------------------------------------------
+    def _reader(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _connect(self.path)
+            self._local.conn = conn
+        return conn
+
+    def load_tables(self) -> list[StoredTable]:
+        rows = self._reader().execute(
+            "SELECT id, config, core, seq FROM tables ORDER BY created_at, id"
+        ).fetchall()
+        return [StoredTable(r[0], json.loads(r[1]), json.loads(r[2]), r[3]) for r in rows]
+
+    def alive_at(self) -> float | None:
+        row = self._reader().execute("SELECT value FROM meta WHERE key = 'alive_at'").fetchone()
+        return float(row[0]) if row else None
+
+    def events_since(
+        self, table_id: str, since: int, until: int | None = None, limit: int = 100_000
+    ) -> list[dict[str, Any]]:
+        """Events of a table with ``since < seq <= until``, in order."""
+        upper = until if until is not None else 2**62
+        rows = self._reader().execute(
+            "SELECT body FROM events WHERE table_id = ? AND seq > ? AND seq <= ? "
+            "ORDER BY seq LIMIT ?",
+            (table_id, since, upper, limit),
+        ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def event_count(self, table_id: str) -> int:
+        row = self._reader().execute(
+            "SELECT count(*) FROM events WHERE table_id = ?", (table_id,)
+        ).fetchone()
+        return int(row[0])

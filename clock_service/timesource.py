@@ -1,0 +1,87 @@
+"""Time sources: the real one (monotonic, aligned with unix ms at start) and a fake one.
+
+The core works on one float timeline of milliseconds. Aligning the monotonic clock with
+the wall clock once, at start, makes every instant read as unix ms for clients (``at``,
+``deadline``) while a wall-clock jump (NTP) can never move a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+__all__ = ["TimeSource", "Timer", "RealTime", "FakeTime"]
+
+
+class Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
+class TimeSource(Protocol):
+    def now_ms(self) -> float: ...
+
+    def call_at(self, at_ms: float, callback: Callable[[], None]) -> Timer:
+        """Call ``callback`` on the event loop thread at ``at_ms`` (never before)."""
+        ...
+
+
+class RealTime:
+    """CLOCK_MONOTONIC in ms, shifted to read as unix ms; timers through ``loop.call_at``."""
+
+    def __init__(self) -> None:
+        self._offset_ms = time.time() * 1000.0 - time.monotonic() * 1000.0
+
+    def now_ms(self) -> float:
+        return time.monotonic() * 1000.0 + self._offset_ms
+
+    def call_at(self, at_ms: float, callback: Callable[[], None]) -> Timer:
+        loop = asyncio.get_running_loop()
+        # loop.time() is time.monotonic() on Linux (the default event loop clock).
+        return loop.call_at((at_ms - self._offset_ms) / 1000.0, callback)
+
+
+class _FakeTimer:
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class FakeTime:
+    """A clock that moves only when told, firing due timers in order (like trio's MockClock)."""
+
+    def __init__(self, start_ms: float = 1_700_000_000_000.0) -> None:
+        self._now = float(start_ms)
+        self._timers: list[tuple[float, int, _FakeTimer, Callable[[], None]]] = []
+        self._order = itertools.count()
+
+    def now_ms(self) -> float:
+        return self._now
+
+    def call_at(self, at_ms: float, callback: Callable[[], None]) -> Timer:
+        timer = _FakeTimer()
+        heapq.heappush(self._timers, (float(at_ms), next(self._order), timer, callback))
+        return timer
+
+    def pending(self) -> list[float]:
+        return sorted(at for at, _, timer, _ in self._timers if not timer.cancelled)
+
+    def advance(self, ms: float) -> None:
+        """Move forward by ``ms``, firing every timer due on the way at its own instant."""
+        self.set(self._now + ms)
+
+    def set(self, target_ms: float) -> None:
+        if target_ms < self._now:
+            raise ValueError(f"time cannot go backwards ({target_ms} < {self._now})")
+        while self._timers and self._timers[0][0] <= target_ms:
+            at, _, timer, callback = heapq.heappop(self._timers)
+            if timer.cancelled:
+                continue
+            self._now = max(self._now, at)
+            callback()
+        self._now = target_ms
