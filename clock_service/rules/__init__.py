@@ -1,1 +1,75 @@
-"""Pure rules core of the frame: the strict call, the frame rules and the match. No I/O."""
+"""Pure rules core of the frame: the strict call, the frame rules and the match. No I/O.
+
+- :mod:`.call` -- the strict call and the actual route as data; ``judge_call``
+  (7.3-7.5) and ``qualifies_as_early_pot`` (8.x, I10).
+- :mod:`.frame` -- ``FrameRules``: credits, fouls, the 10.4 choice, the end of
+  the frame; a ``ShotResult`` in, an ``Outcome`` out.
+- :mod:`.match` -- ``Match``: frames to a race, alternating breaks (I3).
+- :mod:`.errors` -- ``RulesError``, ``InvalidResult``, ``RuleRefusal``.
+"""
+
+from clock_service.rules.call import (
+    BALLS,
+    JAWS,
+    Call,
+    CallVerdict,
+    Contact,
+    CueBall,
+    Cushion,
+    EarlyPotCheck,
+    Pocket,
+    Route,
+    ShotType,
+    judge_call,
+    qualifies_as_early_pot,
+)
+from clock_service.rules.errors import InvalidResult, RuleRefusal, RulesError
+from clock_service.rules.frame import (
+    COMMANDS,
+    WHITE_LIMIT,
+    WHITES,
+    EndReason,
+    Foul,
+    FrameRules,
+    Outcome,
+    Phase,
+    Respot,
+    RespotBall,
+    RespotSpot,
+    ShotResult,
+    Turn,
+)
+from clock_service.rules.match import Match
+
+__all__ = [
+    "BALLS",
+    "COMMANDS",
+    "JAWS",
+    "WHITES",
+    "WHITE_LIMIT",
+    "Call",
+    "CallVerdict",
+    "Contact",
+    "CueBall",
+    "Cushion",
+    "EarlyPotCheck",
+    "EndReason",
+    "Foul",
+    "FrameRules",
+    "InvalidResult",
+    "Match",
+    "Outcome",
+    "Phase",
+    "Pocket",
+    "Respot",
+    "RespotBall",
+    "RespotSpot",
+    "Route",
+    "RuleRefusal",
+    "RulesError",
+    "ShotResult",
+    "ShotType",
+    "Turn",
+    "judge_call",
+    "qualifies_as_early_pot",
+]

@@ -1,0 +1,180 @@
+"""A match: frames played until one player reaches ``race_to`` frames won.
+
+Best of N frames (N odd) is the race to (N + 1) // 2: :meth:`Match.best_of`.
+The default is a single frame (race to 1). The breaker of frame 1 is player 0
+unless configured, and breaks alternate by frame (I3).
+
+The match passes commands to the current frame and counts a frame the moment
+it ends; the next frame starts only when asked (:meth:`Match.start_next_frame`),
+since the referee racks the balls first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from clock_service.rules.errors import InvalidResult, RuleRefusal
+from clock_service.rules.frame import FrameRules, Outcome, ShotResult
+
+__all__ = ["Match"]
+
+
+class Match:
+    """Score and frames of a match between players 0 and 1."""
+
+    def __init__(self, race_to: int = 1, first_breaker: int = 0) -> None:
+        if not isinstance(race_to, int) or isinstance(race_to, bool) or race_to < 1:
+            raise InvalidResult(
+                f"match.race_to must be an integer >= 1, got {race_to!r}", code="bad_match"
+            )
+        if first_breaker not in (0, 1) or isinstance(first_breaker, bool):
+            raise InvalidResult(
+                f"match.first_breaker must be 0 or 1, got {first_breaker!r}", code="unknown_player"
+            )
+        self._race_to = race_to
+        self._first_breaker = first_breaker
+        self._score = [0, 0]
+        self._frame_number = 1
+        self._frame = FrameRules(breaker=first_breaker)
+
+    @classmethod
+    def best_of(cls, frames: int, first_breaker: int = 0) -> Match:
+        """Best of an odd number of frames: the race to a majority of them."""
+        if not isinstance(frames, int) or isinstance(frames, bool) or frames < 1 or frames % 2 == 0:
+            raise InvalidResult(
+                f"best_of needs an odd number of frames >= 1, got {frames!r}", code="bad_match"
+            )
+        return cls(race_to=(frames + 1) // 2, first_breaker=first_breaker)
+
+    # -- reading the state ---------------------------------------------------
+
+    @property
+    def race_to(self) -> int:
+        return self._race_to
+
+    @property
+    def first_breaker(self) -> int:
+        return self._first_breaker
+
+    @property
+    def frame(self) -> FrameRules:
+        """The current frame (the last one, once the match is over)."""
+        return self._frame
+
+    @property
+    def frame_number(self) -> int:
+        """1-based number of the current frame."""
+        return self._frame_number
+
+    @property
+    def score(self) -> tuple[int, int]:
+        """Frames won per player."""
+        return (self._score[0], self._score[1])
+
+    @property
+    def winner(self) -> int | None:
+        for player in (0, 1):
+            if self._score[player] >= self._race_to:
+                return player
+        return None
+
+    @property
+    def over(self) -> bool:
+        return self.winner is not None
+
+    def breaker_of(self, frame_number: int) -> int:
+        """Who breaks frame ``frame_number`` (1-based): alternating from the first (I3)."""
+        if not isinstance(frame_number, int) or frame_number < 1:
+            raise InvalidResult(f"frame_number must be >= 1, got {frame_number!r}",
+                                code="bad_match")
+        return self._first_breaker if frame_number % 2 == 1 else 1 - self._first_breaker
+
+    # -- commands, passed to the current frame --------------------------------
+
+    def shot(self, result: ShotResult) -> Outcome:
+        return self._counted(self._frame.shot(result))
+
+    def record_foul(self, player: int, rule: str, reason: str) -> Outcome:
+        return self._counted(self._frame.record_foul(player, rule, reason))
+
+    def accept(self) -> Outcome:
+        return self._counted(self._frame.accept())
+
+    def hand_back(self) -> Outcome:
+        return self._counted(self._frame.hand_back())
+
+    def start_next_frame(self) -> FrameRules:
+        """Begin the next frame once the current one is over; fouls start from zero (10.5)."""
+        if self.over:
+            raise RuleRefusal(
+                f"start_next_frame: the match is over, won by player {self.winner} "
+                f"{self._score[0]}-{self._score[1]}",
+                code="match_over",
+                rule=f"race to {self._race_to}",
+            )
+        if not self._frame.over:
+            raise RuleRefusal(
+                f"start_next_frame: frame {self._frame_number} is still being played",
+                code="frame_in_progress",
+                rule="3.2, 10.5",
+            )
+        self._frame_number += 1
+        self._frame = FrameRules(breaker=self.breaker_of(self._frame_number))
+        return self._frame
+
+    def _counted(self, outcome: Outcome) -> Outcome:
+        if outcome.winner is not None:
+            self._score[outcome.winner] += 1
+        return outcome
+
+    # -- serialisation -------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "race_to": self._race_to,
+            "first_breaker": self._first_breaker,
+            "score": list(self._score),
+            "frame_number": self._frame_number,
+            "frame": self._frame.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Match:
+        """Rebuild from :meth:`to_dict`; an impossible state is refused (``bad_state``)."""
+        keys = {"race_to", "first_breaker", "score", "frame_number", "frame"}
+        if not isinstance(data, Mapping) or set(data) != keys:
+            raise InvalidResult(f"match state needs fields {sorted(keys)}", code="bad_state")
+        match = cls(data["race_to"], data["first_breaker"])
+        score, number = data["score"], data["frame_number"]
+        frame = FrameRules.from_dict(data["frame"])
+        valid_score = (
+            isinstance(score, list | tuple)
+            and len(score) == 2
+            and all(isinstance(s, int) and not isinstance(s, bool) for s in score)
+            and all(0 <= s <= match.race_to for s in score)
+            and min(score) < match.race_to
+        )
+        if (
+            not valid_score
+            or not isinstance(number, int)
+            or number < 1
+            or sum(score) not in (number - 1, number)
+            or (sum(score) == number) != frame.over
+            or frame.breaker != match.breaker_of(number)
+        ):
+            raise InvalidResult(f"inconsistent match state: {dict(data)}", code="bad_state")
+        match._score = list(score)
+        match._frame_number = number
+        match._frame = frame
+        return match
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Match):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return f"Match({self.to_dict()!r})"
