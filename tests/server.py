@@ -1,0 +1,114 @@
+"""A real ``shotclock serve`` process on a free loopback port, for end-to-end tests.
+
+Shared by the e2e, fault, browser and hardware tests: start it, kill it with SIGKILL,
+start it again on the same SQLite file and port.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ServerProcess", "free_port", "http"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http(method: str, url: str, body: Any = None, token: str | None = None,
+         timeout: float = 10.0) -> tuple[int, Any]:
+    """A tiny blocking JSON client: (status, decoded body)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("content-type", "application/json")
+    if token:
+        request.add_header("authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        try:
+            return exc.code, json.loads(raw)
+        except ValueError:
+            return exc.code, raw.decode(errors="replace")
+
+
+class ServerProcess:
+    def __init__(self, db: Path, *, port: int | None = None, env: dict[str, str] | None = None,
+                 log: Path | None = None) -> None:
+        self.db = Path(db)
+        self.port = port or free_port()
+        self.env = {**os.environ, "SHOTCLOCK_DISPLAY": "none", **(env or {})}
+        self.log = log or self.db.with_suffix(".log")
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> ServerProcess:
+        out = open(self.log, "ab")  # noqa: SIM115 - owned by the process
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "clock_service.cli", "serve", "--host", "127.0.0.1",
+             "--port", str(self.port), "--db", str(self.db), "--log-level", "warning"],
+            cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+        )
+        out.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n"
+                                   + self.log.read_text(errors="replace")[-3000:])
+            try:
+                status, _ = http("GET", self.url + "/api/health", timeout=1.0)
+                if status == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("server did not come up:\n" + self.log.read_text()[-3000:])
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hook runs, as in a crash or a power cut."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def get(self, path: str) -> Any:
+        status, body = http("GET", self.url + path)
+        assert status == 200, (status, body)
+        return body
+
+    def post(self, path: str, body: Any, token: str | None = None) -> tuple[int, Any]:
+        return http("POST", self.url + path, body, token=token)
+
+    def command(self, table: str, command: str, token: str | None = None,
+                **fields: Any) -> tuple[int, Any]:
+        return self.post(f"/api/tables/{table}/commands", {"command": command, **fields}, token)
