@@ -263,7 +263,7 @@ def text_to_segments(text, digits=4):
     """Right-aligned segment bytes for ``text``; a '.' lights the previous digit's point."""
     cells = []  # type: list
     for ch in text:
-        if ch == "." and cells:
+        if (ch == "." or ch == ":") and cells:  # colon modules wire it as digit 2's point
             cells[-1] |= SEG_DP
         elif "0" <= ch <= "9":
             cells.append(DIGIT_SEGMENTS[ord(ch) - 48])
