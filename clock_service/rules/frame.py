@@ -111,9 +111,9 @@ def _check_player(name: str, value: object) -> None:
         raise InvalidResult(f"{name} must be 0 or 1, got {value!r}", code="unknown_player")
 
 
-def _check_count(name: str, value: object, high: int, code: str = "bad_count") -> None:
+def _check_count(name: str, value: object, high: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
-        raise InvalidResult(f"{name} must be an integer 0..{high}, got {value!r}", code=code)
+        raise InvalidResult(f"{name} must be an integer 0..{high}, got {value!r}", code="bad_count")
 
 
 def _check_text(name: str, value: object) -> None:
@@ -139,7 +139,17 @@ class ShotResult:
     referee_foul: str | None = None
 
     def __post_init__(self) -> None:
-        _check_count("shot_result.whites_potted", self.whites_potted, WHITES, "too_many_whites")
+        whites = self.whites_potted
+        if not isinstance(whites, int) or isinstance(whites, bool) or whites < 0:
+            raise InvalidResult(
+                f"shot_result.whites_potted must be an integer >= 0, got {whites!r}",
+                code="bad_count",
+            )
+        if whites > WHITES:
+            raise InvalidResult(
+                f"shot_result.whites_potted={self.whites_potted}: there are {WHITES} whites (1.1)",
+                code="too_many_whites",
+            )
         if not isinstance(self.colour_potted, bool):
             raise InvalidResult(
                 f"shot_result.colour_potted must be true or false, got {self.colour_potted!r}",
@@ -438,17 +448,17 @@ class FrameRules:
         breaches: list[tuple[str, str]] = []  # (rule, reason), first is the foul's rule
         respots: list[Respot] = []
         whites = result.whites_potted
+        colour_cause: str | None = None  # why a potted coloured ball goes back
         if breaking:
             if not result.legal_break:
                 breaches.append(("4.3", "illegal break: the conditions of 4.2 were not met"))
             if result.colour_potted:
-                # 4.4-4.5, I9: by chance, not a foul, back on the spot.
-                respots.append(_colour_respot("4.5"))
+                colour_cause = "4.5"  # 4.4-4.5, I9: by chance, not a foul, back on the spot
         elif result.colour_potted:
             breach = self._colour_breach(result)
             if breach is not None:
                 breaches.append(breach)
-                respots.append(_colour_respot("I8"))
+                colour_cause = "I8"
         elif result.call is not None and result.route is not None:
             verdict = judge_call(result.call, result.route)
             if verdict.rule == "7.4" and whites > 0:
@@ -468,13 +478,18 @@ class FrameRules:
             if whites:
                 # 5.7 for the over-limit shot, 10.3 and I5 for any other foul.
                 cause = "5.7" if any(rule == "5.6" for rule, _ in breaches) else "10.3"
-                respots.insert(0, _white_respot(whites, cause))
+                respots.append(_white_respot(whites, cause))
+            if result.colour_potted:
+                # A legal pot spoilt by another foul (e.g. the referee's) goes back too (10.3).
+                respots.append(_colour_respot(colour_cause or "10.3"))
             reason = "; ".join(f"{text} ({rule})" for rule, text in breaches)
             return self._commit_foul(Foul(shooter, breaches[0][0], reason), tuple(respots))
 
         if result.colour_potted and not breaking:
             return self._end(shooter, shooter, EndReason.LEGAL_COLOUR_POT)  # 3.2, I7
 
+        if colour_cause is not None:
+            respots.append(_colour_respot(colour_cause))
         # 5.2, 4.8, I6: credited; I1, 4.6-4.7: the turn stays only if a white was credited.
         self._credited[shooter] += whites
         if whites == 0:
