@@ -25,6 +25,7 @@ from clock_service.errors import (
     UnknownTable,
 )
 from clock_service.hub import CLOSE_TOO_SLOW, Hub, Subscriber, encode
+from clock_service.limits import TokenBucket, install, too_deep
 from clock_service.runtime import Runtime
 from clock_service.schemas import (
     CommandRequest,
@@ -95,6 +96,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.settings = settings
+    install(app, max_body_bytes=settings.max_message_bytes,
+            command_rate=settings.command_rate, command_burst=settings.command_burst)
 
     @app.exception_handler(ShotClockError)
     async def on_shotclock_error(request: Request, exc: ShotClockError) -> JSONResponse:
@@ -193,6 +196,7 @@ class WsSession:
         self.state = "handshake"
         self.referee = False
         self.sub: Subscriber | None = None
+        self.commands = TokenBucket(settings.command_rate, settings.command_burst)
 
     def _offered_token(self) -> tuple[str | None, str | None]:
         """(token, subprotocol to echo): browsers and OBS cannot set headers, so the token
@@ -295,7 +299,12 @@ class WsSession:
     async def _receive_loop(self) -> None:
         assert self.sub is not None
         while True:
-            text = await self.ws.receive_text()
+            message = await self.ws.receive()
+            if message["type"] == "websocket.disconnect":
+                raise WebSocketDisconnect(message.get("code", 1000))
+            text = message.get("text")
+            if text is None:  # a binary frame: commands are JSON text, but say so politely
+                text = (message.get("bytes") or b"").decode("utf-8", errors="replace")
             reply = await self._answer(text)
             self.sub.offer(0, encode(reply))
 
@@ -305,6 +314,8 @@ class WsSession:
                 "code": "message_too_large",
                 "message": f"messages are limited to {self.settings.max_message_bytes} bytes"}}
         try:
+            if too_deep(text):
+                raise ValueError("nested too deep")
             message = json.loads(text)
         except ValueError:
             return {"type": "error", "error": {"code": "invalid_json",
@@ -325,6 +336,11 @@ class WsSession:
             if not self.referee:
                 raise NotAuthorized("commands need the referee token (subprotocol "
                                     "bearer.<token> or ?token=)")
+            wait = self.commands.take()
+            if wait > 0:
+                return {"type": "error", "id": msg_id, "status": 429, "error": {
+                    "code": "rate_limited", "message": f"more than {self.commands.rate:g} "
+                    f"commands a second on this connection; retry in {wait:.2f} s"}}
             payload = {k: v for k, v in message.items() if k != "type"}
             state = await self.runtime.command(self.table_id, parse_command(payload))
         except ShotClockError as exc:

@@ -19,6 +19,16 @@ def _env_int(name: str, default: int) -> int:
         raise SystemExit(f"{name} must be a whole number, got {raw!r}") from None
 
 
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise SystemExit(f"{name} must be a number, got {raw!r}") from None
+
+
 @dataclass(frozen=True)
 class Settings:
     host: str = "127.0.0.1"
@@ -32,6 +42,9 @@ class Settings:
     ws_queue: int = 1024  # messages waiting per WebSocket client before it is cut off
     ws_send_timeout_s: float = 5.0
     max_message_bytes: int = 16_384  # HTTP bodies and WebSocket messages
+    # Commands a second per client address (HTTP) or per WebSocket; 0: no limit. See limits.py.
+    command_rate: int = 20
+    command_burst: int = 60
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
@@ -44,5 +57,9 @@ class Settings:
             display=env.get("SHOTCLOCK_DISPLAY", cls.display),
             hardware=env.get("SHOTCLOCK_HARDWARE", cls.hardware),
             ws_queue=_env_int("SHOTCLOCK_WS_QUEUE", cls.ws_queue),
+            ws_send_timeout_s=_env_float("SHOTCLOCK_WS_SEND_TIMEOUT_S", cls.ws_send_timeout_s),
+            max_message_bytes=_env_int("SHOTCLOCK_MAX_MESSAGE_BYTES", cls.max_message_bytes),
+            command_rate=_env_int("SHOTCLOCK_COMMAND_RATE", cls.command_rate),
+            command_burst=_env_int("SHOTCLOCK_COMMAND_BURST", cls.command_burst),
         )
         return replace(settings, **{k: v for k, v in overrides.items() if v is not None})
