@@ -161,6 +161,7 @@ class Match:
             or number < 1
             or sum(score) not in (number - 1, number)
             or (sum(score) == number) != frame.over
+            or (max(score) >= match.race_to and not frame.over)  # no frame after the last
             or frame.breaker != match.breaker_of(number)
         ):
             raise InvalidResult(f"inconsistent match state: {dict(data)}", code="bad_state")
