@@ -60,8 +60,12 @@ async def test_the_runtime_wakes_at_each_deadline_and_expires_on_time(rt: Runtim
 async def test_many_tables_each_expire_at_their_own_deadline(rt: Runtime) -> None:
     time: FakeTime = rt.fake  # type: ignore[attr-defined]
     expired: dict[str, float] = {}
-    rt.listeners.append(lambda tid, events, state: expired.update(
-        {tid: time.now_ms() for e in events if e["type"] == "clock.expired"}))
+
+    def on_events(tid: str, events: list[dict[str, Any]], state: dict[str, Any]) -> None:
+        if any(e["type"] == "clock.expired" for e in events):
+            expired[tid] = time.now_ms()
+
+    rt.listeners.append(on_events)
     deadlines = {}
     for i in range(20):
         await rt.create_table(f"t{i}", ["A", "B"], profile=SHORT)
