@@ -111,8 +111,8 @@ def main():
     horn_off_at = None
     while True:
         now = time.ticks_ms()
-        # ticks_ms wraps; ControllerCore only subtracts, and a wrap every ~12 days at most
-        # causes one early fault report, which the next frame clears.
+        # ticks_ms wraps every ~12 days; across a wrap the difference is negative, which at
+        # worst delays one fault report until the next valid message resets the baseline.
         replies, events = ctl.feed(read(), now)
         if replies:
             write(replies)

@@ -52,7 +52,7 @@ FRAME_FIXED_LEN = 9  # stage, player, ext0, ext1, fouls0, fouls1, buzz kind, buz
 
 
 def crc16(data, crc=0):
-    # type: (bytes, int) -> int
+    # type: (bytes | bytearray, int) -> int
     """CRC-16/XMODEM (poly 0x1021, init 0, no reflection): equals ``binascii.crc_hqx(data, 0)``."""
     for byte in data:
         crc ^= byte << 8

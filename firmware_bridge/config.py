@@ -156,13 +156,13 @@ def build_devices(
         return None, None, None
     buttons: Buttons | None = None
     if config.buttons_enabled:
-        from firmware_bridge.gpio import GpioButtons
+        from firmware_bridge.gpio import GpioButtons, _monotonic_ms
 
         buttons = GpioButtons(
             config.button_pins,
             debounce_ms=config.debounce_ms,
             long_press_ms=config.long_press_ms,
-            **({"now_ms": now_ms} if now_ms is not None else {}),
+            now_ms=now_ms or _monotonic_ms,
         )
     if config.kind == "serial":
         from firmware_bridge.serial_display import SerialDisplay

@@ -35,7 +35,7 @@ __all__ = ["DisplayEmulator", "describe_frame", "main"]
 POLL_S = 0.005
 
 
-def describe_frame(frame: tuple) -> str:  # type: ignore[type-arg]
+def describe_frame(frame: tuple) -> str:
     """One emulator line for a decoded frame tuple (see protocol_core.decode_frame)."""
     text, stage, player, ext, fouls = frame[:5]
     return "DISPLAY {} {} p{} ext={},{} fouls={},{}".format(
@@ -65,7 +65,7 @@ class DisplayEmulator:
         self._out = out
         self.core = core.ControllerCore(timeout_ms)
         self.lines: list[str] = []
-        self.frames: list[tuple] = []  # type: ignore[type-arg]  # every distinct frame shown
+        self.frames: list[tuple] = []  # every distinct frame shown
         self.buzzes: list[str] = []
         self.acks_sent = 0
         self._changed = threading.Condition()
@@ -205,7 +205,7 @@ class DisplayEmulator:
             with self._lock:
                 if generation != self._generation:
                     continue
-                events: list[tuple] = []  # type: ignore[type-arg]
+                events: list[tuple] = []
                 if ready:
                     try:
                         data = os.read(master, 4096)
@@ -219,7 +219,7 @@ class DisplayEmulator:
                 events += self.core.tick(self._now_ms())
             self._handle(events)
 
-    def _handle(self, events: list[tuple]) -> None:  # type: ignore[type-arg]
+    def _handle(self, events: list[tuple]) -> None:
         for kind, value in events:
             if kind == "display":
                 self.frames.append(value)
