@@ -28,7 +28,7 @@ browser-deps:
 	fi
 
 test: venv browser-deps
-	$(BIN)/ruff check clock_service firmware_bridge web_ui tests bench
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 lint: venv
