@@ -33,24 +33,46 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _attach_hardware(app: Any, settings: Any, holder: dict[str, Any]) -> None:
-    """Start the table-side devices with the app: hardware if configured, else the terminal."""
+    """Start the table-side devices with the app: hardware if configured, else the terminal.
+
+    The configuration is read (and a bad one refused) before the service starts. A device
+    that fails to open is logged and left out: the clock runs without it, and the serial
+    driver keeps reconnecting by itself. Devices are closed when the service stops.
+    """
+    import contextlib
+
     from fastapi import FastAPI
 
     from firmware_bridge.bridge import TableBridge
+    from firmware_bridge.config import build_devices, load_config
+    from firmware_bridge.errors import HardwareConfigError
     from firmware_bridge.terminal import TerminalDisplay
 
     assert isinstance(app, FastAPI)
+    try:
+        config = load_config()
+    except HardwareConfigError as exc:
+        raise SystemExit(f"shotclock: hardware configuration refused: {exc}") from None
+    log = logging.getLogger("shotclock.hardware")
     inner = app.router.lifespan_context
 
-    import contextlib
+    def device_failed(name: str, exc: Exception) -> None:
+        log.error("table %s: %s hardware failed to open (%s: %s); the clock runs without it",
+                  config.table_id, name, type(exc).__name__, exc)
 
     @contextlib.asynccontextmanager
     async def lifespan(app_: FastAPI):  # type: ignore[no-untyped-def]
         async with inner(app_) as value:
             runtime = app_.state.runtime
             bridge = None
-            table_id = settings.default_table or "1"
-            if settings.display == "terminal" and settings.hardware == "none":
+            if config.kind != "none":
+                display, buzzer, buttons = build_devices(
+                    config, now_ms=runtime.time.now_ms, on_error=device_failed)
+                bridge = TableBridge(runtime, config.table_id, display=display,
+                                     buzzer=buzzer, buttons=buttons)
+                log.info("table %s: %s hardware attached", config.table_id, config.kind)
+            elif settings.display == "terminal":
+                table_id = settings.default_table or "1"
                 bridge = TableBridge(runtime, table_id, display=TerminalDisplay(table_id))
             if bridge is not None:
                 bridge.attach()

@@ -1,9 +1,9 @@
 """Drives one table's local devices (display, buzzer, buttons) from the runtime.
 
-The runtime tells the bridge of every event at once (before the store write). The bridge
-keeps the latest state and redraws the display exactly when its digits change (a timer
-at ``next_change_ms``, derived from the deadline), beeps at warnings and sounds the long
-tone at expiry. Button presses arrive from driver threads and hop onto the event loop
+The runtime tells the bridge of every event at once (before the store write); the bridge
+hands the state to its :class:`~firmware_bridge.driver.DeviceDriver`, which redraws the
+display exactly when its digits change and sounds the buzzer (shared with the remote
+bridge in ``remote.py``). Button presses arrive from driver threads and hop onto the event loop
 with ``call_soon_threadsafe``; the core is only ever touched from the loop.
 A device that fails is logged and skipped; it never raises into the clock.
 """
@@ -17,9 +17,9 @@ from typing import Any
 from clock_service.commands import Command, Extension, Pause, Resume, Shot, Start, Turn, Undo
 from clock_service.errors import ShotClockError
 from clock_service.runtime import Runtime
-from clock_service.timesource import Timer
+from firmware_bridge.driver import DeviceDriver
 from firmware_bridge.interfaces import ButtonPress, Buttons, Buzzer, Display
-from firmware_bridge.render import DisplayFrame, next_change_ms, render
+from firmware_bridge.render import DisplayFrame
 
 __all__ = ["TableBridge", "command_for_press"]
 
@@ -47,76 +47,60 @@ def command_for_press(press: ButtonPress, phase: str) -> Command | None:
 
 
 class TableBridge:
+    """One table's devices in the service's own process (``shotclock serve``).
+
+    It attaches by table id, so a table created after start-up is picked up from its first
+    events (``table.created`` carries the full state).
+    """
+
     def __init__(
         self, runtime: Runtime, table_id: str, *, display: Display | None = None,
         buzzer: Buzzer | None = None, buttons: Buttons | None = None,
     ) -> None:
         self.runtime = runtime
         self.table_id = table_id
-        self.display = display
-        self.buzzer = buzzer
+        self.driver = DeviceDriver(runtime.time, display=display, buzzer=buzzer)
         self.buttons = buttons
-        self.state: dict[str, Any] = {}
-        self.last_frame: DisplayFrame | None = None
         self.refusals: list[str] = []
-        self._timer: Timer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.driver.state
+
+    @property
+    def last_frame(self) -> DisplayFrame | None:
+        return self.driver.last_frame
 
     def attach(self) -> None:
         """Call on the event loop after the runtime started."""
         self._loop = asyncio.get_running_loop()
         self.runtime.listeners.append(self.on_events)
         if self.table_id in self.runtime.tables:
-            self.state = self.runtime.state(self.table_id)
-            self.redraw()
+            self.driver.update(self.runtime.state(self.table_id))
+        else:
+            log.info("table %s does not exist yet; its devices wake up when it is created",
+                     self.table_id)
         if self.buttons is not None:
-            self.buttons.start(self.on_press_threadsafe)
+            try:
+                self.buttons.start(self.on_press_threadsafe)
+            except Exception:
+                log.exception("table %s: buttons failed to start", self.table_id)
 
     def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        for device in (self.buttons, self.display, self.buzzer):
-            if device is not None:
-                try:
-                    device.close()
-                except Exception:
-                    log.exception("closing %r failed", device)
+        if self.on_events in self.runtime.listeners:
+            self.runtime.listeners.remove(self.on_events)
+        if self.buttons is not None:
+            try:
+                self.buttons.close()
+            except Exception:
+                log.exception("closing %r failed", self.buttons)
+        self.driver.close()
 
     # -- from the runtime (loop thread) ----------------------------------------------------
     def on_events(self, table_id: str, events: list[dict[str, Any]], state: dict[str, Any]) -> None:
-        if table_id != self.table_id:
-            return
-        self.state = state
-        for event in events:
-            if event["type"] == "clock.warning":
-                self._buzz("beep")
-            elif event["type"] == "clock.expired":
-                self._buzz("long_tone")
-        self.redraw()
-
-    def _buzz(self, kind: str) -> None:
-        if self.buzzer is None:
-            return
-        try:
-            getattr(self.buzzer, kind)()
-        except Exception:
-            log.exception("buzzer %s failed", kind)
-
-    def redraw(self) -> None:
-        now = self.runtime.time.now_ms()
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        frame = render(self.state, now)
-        if frame != self.last_frame and self.display is not None:
-            try:
-                self.display.show(frame)
-            except Exception:
-                log.exception("display failed")
-        self.last_frame = frame
-        wake = next_change_ms(self.state, now)
-        if wake is not None:
-            self._timer = self.runtime.time.call_at(wake, self.redraw)
+        if table_id == self.table_id:
+            self.driver.update(state, events)
 
     # -- from the buttons (any thread) --------------------------------------------------------
     def on_press_threadsafe(self, press: ButtonPress) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from firmware_bridge.errors import HardwareConfigError
+from firmware_bridge.errors import HardwareConfigError, HardwareError
 from firmware_bridge.gpio import DEFAULT_BUTTON_PINS, DEFAULT_BUZZER_PIN, DEFAULT_TM1637_PINS
 from firmware_bridge.interfaces import BUTTONS, Buttons, Buzzer, Display
 
@@ -144,38 +144,58 @@ def load_config(environ: Mapping[str, str] | None = None) -> HardwareConfig:
 def build_devices(
     config: HardwareConfig,
     now_ms: Callable[[], float] | None = None,
+    *,
+    on_error: Callable[[str, Exception], None] | None = None,
 ) -> tuple[Display | None, Buzzer | None, Buttons | None]:
     """Real drivers for the configured hardware; (None, None, None) for "none".
 
     ``now_ms``: the service's clock, used to timestamp button presses at the edge.
+    ``on_error``: when given, a device that fails to open is reported as
+    ``on_error(name, exc)`` and left out (None) so the others still work; without it the
+    failure is raised as a :class:`HardwareError`.
 
     For "none" the caller supplies its own (terminal) display. In serial mode the controller
     drives digits and horn; buttons still come from the Pi's GPIO unless disabled.
     """
     if config.kind == "none":
         return None, None, None
+
+    def opened(name: str, factory: Callable[[], Any]) -> Any:
+        try:
+            return factory()
+        except HardwareConfigError:
+            raise
+        except Exception as exc:
+            if on_error is None:
+                raise HardwareError(f"{name} failed to open: {exc}") from exc
+            on_error(name, exc)
+            return None
+
     buttons: Buttons | None = None
     if config.buttons_enabled:
         from firmware_bridge.gpio import GpioButtons, _monotonic_ms
 
-        buttons = GpioButtons(
+        buttons = opened("buttons", lambda: GpioButtons(
             config.button_pins,
             debounce_ms=config.debounce_ms,
             long_press_ms=config.long_press_ms,
             now_ms=now_ms or _monotonic_ms,
-        )
+        ))
     if config.kind == "serial":
         from firmware_bridge.serial_display import SerialDisplay
 
         assert config.serial_port is not None
+        # Never fails here: the port is opened (and reopened) by the driver's own thread.
         serial_display = SerialDisplay(config.serial_port, config.baudrate)
         return serial_display, serial_display, buttons
     from firmware_bridge.gpio import GpioBuzzer, TM1637Display
 
-    display = TM1637Display(config.tm1637_clk, config.tm1637_dio, brightness=config.brightness)
+    display = opened("display", lambda: TM1637Display(
+        config.tm1637_clk, config.tm1637_dio, brightness=config.brightness))
+    buzzer_pin = config.buzzer_pin
     buzzer = (
-        GpioBuzzer(config.buzzer_pin, tonal=config.buzzer_tonal)
-        if config.buzzer_pin is not None
+        opened("buzzer", lambda: GpioBuzzer(buzzer_pin, tonal=config.buzzer_tonal))
+        if buzzer_pin is not None
         else None
     )
     return display, buzzer, buttons
