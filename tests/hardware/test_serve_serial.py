@@ -1,0 +1,100 @@
+"""``shotclock serve`` with SHOTCLOCK_HARDWARE=serial against the display emulator on a pty.
+
+The real server runs as a subprocess; the emulator runs in this process and records every
+frame it decodes, exactly what the big digits would show.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from firmware_bridge.emulator import DisplayEmulator
+from tests.server import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+
+def _texts(emu: DisplayEmulator) -> list[str]:
+    return [line.split()[1] for line in emu.lines if line.startswith("DISPLAY ")]
+
+
+def _serve(tmp_path: Path, emu: DisplayEmulator, **env: str) -> ServerProcess:
+    server = ServerProcess(tmp_path / "clock.db", env={
+        "SHOTCLOCK_HARDWARE": "serial", "SHOTCLOCK_SERIAL_PORT": emu.path,
+        # no Pi here: the GPIO buttons fail to open, which must not stop the service
+        **env,
+    })
+    return server.start()
+
+
+@pytest.fixture
+def display() -> Iterator[DisplayEmulator]:
+    emu = DisplayEmulator(timeout_ms=1000, quiet=True)
+    emu.start()
+    yield emu
+    emu.stop()
+
+
+def test_table_1_counts_down_on_the_serial_display(tmp_path: Path,
+                                                   display: DisplayEmulator) -> None:
+    server = _serve(tmp_path, display)
+    try:
+        # the ready clock of the default table is on the digits before anything is pressed
+        assert display.wait_line("DISPLAY 35 ready p0 ext=1,1 fouls=0,0", timeout=3.0), \
+            display.lines
+        status, state = server.command("1", "start")
+        assert status == 200 and state["phase"] == "running", state
+        assert display.wait_line("DISPLAY 35 running p0 ext=1,1 fouls=0,0", timeout=1.0)
+        assert display.wait_line("DISPLAY 34 running p0 ext=1,1 fouls=0,0", timeout=1.5), \
+            display.lines
+        status, state = server.command("1", "pause")
+        assert status == 200
+        assert display.wait_for(lambda lines: lines[-1].startswith("DISPLAY 34 paused"), 1.0)
+        assert display.buzzes == []
+        # the gpio buttons could not open on this machine: logged, service kept running
+        log = server.log.read_text()
+        assert "buttons hardware failed to open" in log, log[-2000:]
+    finally:
+        server.stop()
+    # a clean stop closes the port: the controller loses its heartbeat and blanks (FAULT)
+    assert display.wait_for(lambda lines: any(x.startswith("FAULT") for x in lines), 2.0), \
+        display.lines
+
+
+def test_table_created_later_expires_with_the_long_tone(tmp_path: Path,
+                                                        display: DisplayEmulator) -> None:
+    config = tmp_path / "hw.toml"
+    config.write_text('kind = "serial"\ntable_id = "hw"\n[buttons]\nenabled = false\n')
+    server = _serve(tmp_path, display, SHOTCLOCK_HARDWARE_CONFIG=str(config))
+    try:
+        # the configured table does not exist yet: nothing is shown, nothing fails
+        status, created = server.post("/api/tables", {
+            "id": "hw", "players": ["Ivanov", "Petrov"],
+            "profile": {"shot_ms": 2000, "floor_ms": 2000, "warnings_ms": [1000]},
+        })
+        assert status == 201, created
+        assert display.wait_line("DISPLAY 2.0 ready p0 ext=1,1 fouls=0,0", timeout=2.0), \
+            display.lines
+        started = time.monotonic()
+        status, state = server.command("hw", "start")
+        assert status == 200, state
+        assert display.wait_line("BUZZER long", timeout=3.0), display.lines
+        elapsed = time.monotonic() - started
+        assert 1.8 < elapsed < 2.6, elapsed
+        texts = _texts(display)
+        # the digits counted down in tenths (below 5 s) to the end, then the time foul
+        for shown in ("2.0", "1.5", "1.0", "0.5", "0.1"):
+            assert shown in texts, texts
+        assert display.buzzes == ["beep", "long"]  # the 1 s warning, then 12.4's long tone
+        assert display.wait_for(
+            lambda lines: any(x.startswith("DISPLAY 0.0 expired") for x in lines), 1.0)
+        # table 1 is not this box's table: its clock is never drawn here
+        server.command("1", "start")
+        time.sleep(0.1)
+        assert "35" not in _texts(display)
+    finally:
+        server.stop()
