@@ -1,0 +1,363 @@
+"""``shotclock-bridge``: one table's hardware on its own Pi, driven by a service elsewhere.
+
+The bridge follows the table over the service's WebSocket (``/ws/tables/<id>``): it keeps
+the latest state (the snapshot, then the ``state`` of every event) and hands it to the same
+:class:`~firmware_bridge.driver.DeviceDriver` as the in-process bridge, so the digits and
+tones are exactly those of ``shotclock serve``. Button presses go back as WebSocket
+commands, with the referee token as the ``bearer.<token>`` subprotocol.
+
+Timing: the deadline in the state is on the server's clock (unix ms). The bridge measures
+the offset between its own clock and the server's with ping/pong (NTP-style, keeping the
+sample with the shortest round trip) and renders on the server's timeline, so a Pi whose
+clock is off by seconds still shows the right digits.
+
+Faults: the connection is retried forever with exponential backoff and ``?since=<last
+seq>``, so nothing is missed; while it is down the display keeps deriving the time from
+the last deadline it knows. A press while disconnected is dropped (and logged): a stale
+press sent later could stop a clock at the wrong moment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import itertools
+import json
+import logging
+import os
+import signal
+import sys
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from clock_service.timesource import RealTime, Timer
+from firmware_bridge.bridge import command_for_press
+from firmware_bridge.driver import DeviceDriver
+from firmware_bridge.interfaces import ButtonPress, Buttons, Buzzer, Display
+
+__all__ = ["ClockOffset", "ServerTime", "RemoteBridge", "main"]
+
+log = logging.getLogger(__name__)
+
+# Replayed warnings/expiries (missed during a short outage) still sound if this recent.
+FRESH_EVENT_MS = 1500.0
+
+
+class ClockOffset:
+    """The server clock minus the local clock, from ping/pong samples.
+
+    Each sample assumes the server read its clock half-way through the round trip; the
+    error is at most half the round trip, so the sample with the shortest one of the last
+    ``keep`` wins.
+    """
+
+    def __init__(self, keep: int = 8) -> None:
+        self.samples: deque[tuple[float, float]] = deque(maxlen=keep)  # (rtt, offset)
+
+    def add(self, sent_ms: float, server_ms: float, received_ms: float) -> None:
+        rtt = received_ms - sent_ms
+        if rtt < 0:
+            raise ValueError(f"pong received before its ping was sent ({rtt} ms)")
+        self.samples.append((rtt, server_ms - (sent_ms + received_ms) / 2))
+
+    @property
+    def offset_ms(self) -> float:
+        return min(self.samples)[1] if self.samples else 0.0
+
+    @property
+    def rtt_ms(self) -> float | None:
+        return min(self.samples)[0] if self.samples else None
+
+
+class ServerTime:
+    """A time source on the server's timeline: the local clock plus the measured offset."""
+
+    def __init__(self, offset: ClockOffset | None = None) -> None:
+        self.local = RealTime()
+        self.offset = offset or ClockOffset()
+
+    def local_ms(self) -> float:
+        return self.local.now_ms()
+
+    def now_ms(self) -> float:
+        return self.local.now_ms() + self.offset.offset_ms
+
+    def call_at(self, at_ms: float, callback: Callable[[], None]) -> Timer:
+        return self.local.call_at(at_ms - self.offset.offset_ms, callback)
+
+
+class RemoteBridge:
+    def __init__(
+        self, server: str, table_id: str, *, token: str | None = None,
+        display: Display | None = None, buzzer: Buzzer | None = None,
+        buttons: Buttons | None = None, backoff_min_s: float = 0.1, backoff_max_s: float = 5.0,
+        ping_interval_s: float = 10.0, command_timeout_s: float = 5.0,
+        time: ServerTime | None = None,
+    ) -> None:
+        if not server.startswith(("ws://", "wss://")):
+            raise ValueError(f"server must be a ws:// or wss:// URL, got {server!r}")
+        if backoff_min_s <= 0 or backoff_max_s < backoff_min_s:
+            raise ValueError(f"need 0 < backoff_min_s <= backoff_max_s, got "
+                             f"{backoff_min_s=}, {backoff_max_s=}")
+        self.url = f"{server.rstrip('/')}/ws/tables/{table_id}"
+        self.table_id = table_id
+        self.token = token
+        self.time = time or ServerTime()
+        self.driver = DeviceDriver(self.time, display=display, buzzer=buzzer)
+        self.buttons = buttons
+        self.backoff_min_s = backoff_min_s
+        self.backoff_max_s = backoff_max_s
+        self.ping_interval_s = ping_interval_s
+        self.command_timeout_s = command_timeout_s
+        self.last_seq: int | None = None
+        self.connects = 0
+        self.referee = False
+        self.refusals: list[str] = []
+        self.dropped_presses = 0
+        self._ws: Any = None
+        self._ids = itertools.count(1)
+        self._pings: dict[str, float] = {}  # id -> local send time
+        self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._replay_until = 0
+        self._seen_until = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.connected = asyncio.Event()
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.driver.state
+
+    # -- the connection ------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Follow the table until cancelled; reconnects forever with backoff."""
+        from websockets.asyncio.client import connect
+
+        self._loop = asyncio.get_running_loop()
+        if self.buttons is not None:
+            try:
+                self.buttons.start(self.on_press_threadsafe)
+            except Exception:
+                log.exception("table %s: buttons failed to start", self.table_id)
+        backoff = self.backoff_min_s
+        subprotocols = [f"bearer.{self.token}"] if self.token else None
+        try:
+            while True:
+                url = self.url if self.last_seq is None else f"{self.url}?since={self.last_seq}"
+                try:
+                    async with connect(url, subprotocols=subprotocols,  # type: ignore[arg-type]
+                                       open_timeout=5, ping_interval=5, ping_timeout=5,
+                                       max_size=2**20) as ws:
+                        self.connects += 1
+                        log.info("table %s: connected to %s", self.table_id, url)
+                        backoff = self.backoff_min_s
+                        await self._session(ws)
+                    reason = "closed by the server"
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - any failure means: retry
+                    reason = f"{type(exc).__name__}: {exc}"
+                finally:
+                    self._disconnected()
+                log.warning("table %s: connection to %s lost (%s); retrying in %.1f s",
+                            self.table_id, self.url, reason, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self.backoff_max_s)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.buttons is not None:
+            try:
+                self.buttons.close()
+            except Exception:
+                log.exception("closing %r failed", self.buttons)
+            self.buttons = None
+        self.driver.close()
+
+    def _disconnected(self) -> None:
+        self._ws = None
+        self.connected.clear()
+        self._pings.clear()
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(ConnectionError("connection to the service lost"))
+        self._pending.clear()
+
+    async def _session(self, ws: Any) -> None:
+        self._ws = ws
+        pinger = asyncio.create_task(self._ping_loop(ws))
+        try:
+            async for text in ws:
+                self.on_message(json.loads(text))
+        finally:
+            pinger.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pinger
+
+    async def _ping_loop(self, ws: Any) -> None:
+        # A burst at connect for a good first offset, then one now and then (drift).
+        for _ in range(4):
+            await self._ping(ws)
+            await asyncio.sleep(0.05)
+        while True:
+            await asyncio.sleep(self.ping_interval_s)
+            await self._ping(ws)
+
+    async def _ping(self, ws: Any) -> None:
+        ping_id = f"p{next(self._ids)}"
+        sent = self.time.local_ms()
+        self._pings[ping_id] = sent
+        await ws.send(json.dumps({"type": "ping", "id": ping_id, "client_time": sent}))
+
+    # -- from the service ----------------------------------------------------------------------
+    def on_message(self, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if kind == "snapshot":
+            # The state as of seq N; replayed events up to N follow (already in it).
+            seq = int(message["seq"])
+            self._seen_until = self.last_seq if self.last_seq is not None else seq
+            self._replay_until = seq
+            self.last_seq = seq
+            self.referee = bool(message.get("referee"))
+            self.driver.update(message["state"], sound=False)
+            self.connected.set()
+        elif kind == "pong":
+            sent = self._pings.pop(str(message.get("id")), None)
+            if sent is not None and isinstance(message.get("server_time"), int | float):
+                self.time.offset.add(sent, float(message["server_time"]), self.time.local_ms())
+                self.driver.redraw()  # the timeline may have moved: re-aim the redraw timer
+        elif kind in ("ack", "error"):
+            future = self._pending.pop(str(message.get("id")), None)
+            if future is not None and not future.done():
+                future.set_result(message)
+            elif kind == "error":
+                log.warning("table %s: service says: %s", self.table_id, message.get("error"))
+        elif isinstance(message.get("seq"), int) and isinstance(message.get("state"), dict):
+            self._on_event(message)
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        seq = int(event["seq"])
+        if seq <= self._seen_until:
+            return  # heard before the reconnect
+        if seq <= self._replay_until:
+            # Missed while away; the snapshot already holds its state. Sound it only if
+            # it is recent enough to mean something at the table.
+            fresh = self.time.now_ms() - float(event.get("at", 0)) < FRESH_EVENT_MS
+            if fresh:
+                self.driver.update(self.driver.state, [event])
+            return
+        self.last_seq = seq
+        self.driver.update(event["state"], [event])
+
+    # -- commands ------------------------------------------------------------------------------
+    async def command(self, name: str, **fields: Any) -> dict[str, Any]:
+        """Send a command; returns the service's ``ack`` or ``error`` message."""
+        ws = self._ws
+        if ws is None:
+            raise ConnectionError(f"not connected to {self.url}")
+        msg_id = f"c{next(self._ids)}"
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = future
+        await ws.send(json.dumps({"type": "command", "id": msg_id, "command": name, **fields}))
+        try:
+            return await asyncio.wait_for(future, self.command_timeout_s)
+        finally:
+            self._pending.pop(msg_id, None)
+
+    def on_press_threadsafe(self, press: ButtonPress) -> None:
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self.on_press, press)
+
+    def on_press(self, press: ButtonPress) -> None:
+        command = command_for_press(press, str(self.state.get("phase", "")))
+        if command is None:
+            return
+        if self._ws is None:
+            self.dropped_presses += 1
+            log.warning("table %s: %s pressed while disconnected; dropped",
+                        self.table_id, command.name)
+            return
+        fields = dataclasses.asdict(command)
+        task = asyncio.ensure_future(self.command(command.name, **fields))
+        task.add_done_callback(lambda t: self._after_press(command.name, t))
+
+    def _after_press(self, name: str, task: asyncio.Future[dict[str, Any]]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("table %s: %s press not delivered: %r", self.table_id, name, exc)
+            return
+        reply = task.result()
+        if reply.get("type") == "error":
+            error = reply.get("error") or {}
+            self.refusals.append(str(error.get("message", error)))
+            log.info("table %s: %s press refused: %s", self.table_id, name,
+                     error.get("message", error))
+
+
+def main(argv: list[str] | None = None) -> int:
+    from firmware_bridge.config import build_devices, load_config
+    from firmware_bridge.errors import HardwareConfigError
+
+    env = os.environ
+    parser = argparse.ArgumentParser(
+        prog="shotclock-bridge",
+        description="Drive this table's display, buzzer and buttons from a remote shot clock "
+                    "service (hardware from SHOTCLOCK_HARDWARE / SHOTCLOCK_HARDWARE_CONFIG).",
+    )
+    parser.add_argument("--server", default=env.get("SHOTCLOCK_SERVER"),
+                        help="the service, e.g. ws://hall:8000 (env SHOTCLOCK_SERVER)")
+    parser.add_argument("--table", default=env.get("SHOTCLOCK_TABLE"),
+                        help="table id (env SHOTCLOCK_TABLE; default: the config's table_id)")
+    parser.add_argument("--token", default=env.get("SHOTCLOCK_REFEREE_TOKEN"),
+                        help="referee token, needed for the buttons when the service has one "
+                             "(env SHOTCLOCK_REFEREE_TOKEN)")
+    parser.add_argument("--log-level", default="info",
+                        choices=["critical", "error", "warning", "info", "debug"])
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not args.server:
+        parser.error("--server (or SHOTCLOCK_SERVER) is required, e.g. ws://hall:8000")
+    try:
+        config = load_config()
+    except HardwareConfigError as exc:
+        print(f"shotclock-bridge: hardware configuration refused: {exc}", file=sys.stderr)
+        return 2
+    table_id = args.table or config.table_id
+
+    async def run() -> None:
+        time = ServerTime()
+
+        def device_failed(name: str, exc: Exception) -> None:
+            log.error("table %s: %s hardware failed to open (%s: %s); running without it",
+                      table_id, name, type(exc).__name__, exc)
+
+        display: Display | None
+        display, buzzer, buttons = build_devices(config, now_ms=time.now_ms,
+                                                 on_error=device_failed)
+        if config.kind == "none":
+            from firmware_bridge.terminal import TerminalDisplay
+
+            display = TerminalDisplay(table_id)
+        bridge = RemoteBridge(args.server, table_id, token=args.token, display=display,
+                              buzzer=buzzer, buttons=buttons, time=time)
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, task.cancel)
+        await bridge.run()
+
+    with contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):
+        asyncio.run(run())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
