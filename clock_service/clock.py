@@ -8,14 +8,24 @@ The caller asks ``next_wakeup()`` when it must call ``advance(now)`` again.
 Which command is legal in which phase is the table just below; everything the rules add
 on top (12.5 once per frame, 12.7 before time runs out, 10.4 only after a foul) is checked
 in the command's handler, and every refusal names the command, the phase and the rule.
+
+One owner of each fact. The clock owns time, phase, visit, round and the player at the
+table. The frame rules (``rules.Match`` holding a ``FrameRules``, kept in ``self.match``)
+own credited whites, the foul count (one count for time, referee and shot fouls, I12), the
+10.4 choice and the frame's and the match's result; the clock reads those from the rules
+and drives its visits from the rules' ``Outcome``. Every command that changes the turn
+(``result``, ``turn``, ``foul``, ``hand_back``, the implicit accept by ``start``) goes
+through the rules too, so the two always agree on who is at the table. The rules' state
+is part of ``_dump``/``_load``: undo, refusals and restarts restore it with the clock's.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from clock_service.commands import (
     Command,
@@ -24,6 +34,7 @@ from clock_service.commands import (
     HandBack,
     NewFrame,
     Pause,
+    Result,
     Resume,
     SetTime,
     Shot,
@@ -31,11 +42,16 @@ from clock_service.commands import (
     Turn,
     Undo,
 )
-from clock_service.errors import InvalidInput, RuleRefusal
+from clock_service.errors import InvalidCommand, InvalidInput, RuleRefusal
 from clock_service.events import Event
 from clock_service.profile import Profile
+from clock_service.rules import InvalidResult, Match, Outcome, RulesError
+from clock_service.rules import RuleRefusal as RulesRefusal
+from clock_service.rules import Turn as TurnOutcome
 
 __all__ = ["TableClock", "PHASES", "ALLOWED", "round_of_visit"]
+
+_T = TypeVar("_T")
 
 PHASES = ("ready", "running", "paused", "expired", "frame_over")
 
@@ -59,6 +75,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "new_frame": frozenset(PHASES),
     "undo": frozenset(PHASES),
     "set_time": frozenset({"ready", "running", "paused"}),
+    # What the shot did (sections 3-11): once the clock stopped on the shot (I15).
+    "result": frozenset({"ready"}),
 }
 
 # Why a command is refused in a phase, where the generic message would not say enough:
@@ -83,6 +101,18 @@ REFUSALS: dict[tuple[str, str], tuple[str, str, str | None]] = {
         "already_accepted", "the opponent already accepted by playing on", "10.4"),
     ("set_time", "expired"): (
         "expired", "time already ran out: undo the expiry first, then set the time", "I17"),
+    ("result", "running"): (
+        "clock_running",
+        "the shot is still being timed: press shot when it is played, then report its result",
+        "I15"),
+    ("result", "paused"): (
+        "clock_paused",
+        "the clock is paused: press shot when the shot is played, then report its result",
+        "I15"),
+    ("result", "expired"): (
+        "result_after_expiry",
+        "the shot time ran out (a time foul, 12.4); the opponent accepts (start) or hands "
+        "back first", "10.4"),
 }
 
 FRAME_OVER_REFUSAL = ("frame_over", "the frame is over: start a new frame", None)
@@ -109,6 +139,7 @@ class TableClock:
         timer: bool = True,
         profile: Profile | None = None,
         first_breaker: int = 0,
+        race_to: int | None = None,
     ) -> None:
         names = [str(p).strip() if isinstance(p, str) else p for p in players]
         if len(names) != 2 or not all(isinstance(p, str) and 0 < len(p) <= 60 for p in names):
@@ -122,6 +153,11 @@ class TableClock:
         self.timer = bool(timer)
         self.profile = profile or Profile()
         self.first_breaker = first_breaker
+        try:
+            # The frame rules and the score: race_to None is an open-ended match.
+            self.match = Match(race_to, first_breaker)
+        except RulesError as exc:
+            raise InvalidInput(str(exc), code="invalid_race_to") from exc
         self.frame = 0
         self.breaker = first_breaker
         self.visit = 1
@@ -131,17 +167,40 @@ class TableClock:
         self.deadline: float | None = None  # authoritative while running
         self.pending_warnings: list[int] = []
         self.extensions_used = [0, 0]
-        self.fouls = [0, 0]
-        self.hand_back_to: int | None = None  # the fouler, while the 10.4 choice is open
-        self.frame_winner: int | None = None
-        self.frame_end_reason: str | None = None
-        self.frames_won = [0, 0]
         self.history: list[dict[str, Any]] = []  # the correction (undo) stack
 
     # -- derived -----------------------------------------------------------------------
     @property
     def round(self) -> int:
         return round_of_visit(self.visit)
+
+    # Facts owned by the rules (I12, 10.4, 3.2, 10.5), read from them.
+    @property
+    def fouls(self) -> list[int]:
+        return list(self.match.frame.fouls)
+
+    @property
+    def whites(self) -> list[int]:
+        return list(self.match.frame.credited)
+
+    @property
+    def hand_back_to(self) -> int | None:
+        """The fouler, while the opponent's 10.4 choice is open."""
+        chooser = self.match.frame.choice_for
+        return None if chooser is None else 1 - chooser
+
+    @property
+    def frame_winner(self) -> int | None:
+        return self.match.frame.winner
+
+    @property
+    def frame_end_reason(self) -> str | None:
+        reason = self.match.frame.end_reason
+        return None if reason is None else reason.value
+
+    @property
+    def frames_won(self) -> list[int]:
+        return list(self.match.score)
 
     def shot_limit(self) -> int | None:
         return self.profile.shot_limit(self.round) if self.timer else None
@@ -180,9 +239,19 @@ class TableClock:
             "hand_back_to": self.hand_back_to,
             "frame_winner": self.frame_winner,
             "frame_end_reason": self.frame_end_reason,
-            "frames_won": list(self.frames_won),
+            "frames_won": self.frames_won,
             "can_undo": self.history[-1]["step"] if self.history else None,
             "profile": self.profile.to_dict(),
+            "whites": self.whites,
+            "on_break": not self.match.frame.break_done and self.phase != "frame_over",
+            "match": self._match_summary(),
+        }
+
+    def _match_summary(self) -> dict[str, Any]:
+        match = self.match
+        return {
+            "race_to": match.race_to, "score": list(match.score), "frames_won": self.frames_won,
+            "winner": match.winner, "over": match.over, "undecided": match.undecided,
         }
 
     # -- entry points --------------------------------------------------------------------
@@ -254,6 +323,13 @@ class TableClock:
     # -- the rules on top of the table ------------------------------------------------------
     def _check_allowed(self, name: str) -> None:
         phase = self.phase
+        if self.match.over and name != "undo":
+            winner = self.match.winner
+            assert winner is not None
+            a, b = self.match.score
+            self._refuse(name, "match_over",
+                         f"the match is over: {self.players[winner]} won {a}-{b}; "
+                         "only undo is allowed", f"race to {self.match.race_to}")
         if phase in ALLOWED[name]:
             return
         code, message, rule = REFUSALS.get(
@@ -268,10 +344,25 @@ class TableClock:
         raise RuleRefusal(f"{name} refused in phase {self.phase}: {message}{suffix}",
                           code=code, rule=rule)
 
+    def _rules(self, name: str, action: Callable[[], _T]) -> _T:
+        """Run a rules command; its refusals become the service's (409 / 422)."""
+        try:
+            return action()
+        except RulesRefusal as exc:
+            raise RuleRefusal(f"{name} refused in phase {self.phase}: {exc}",
+                              code=exc.code, rule=exc.rule) from exc
+        except InvalidResult as exc:
+            raise InvalidCommand(f"{name}: {exc}", code=exc.code) from exc
+
+    def _accept_if_choice_open(self, name: str) -> None:
+        """Playing on accepts the position (10.4): start, turn and result all imply it."""
+        if self.match.frame.choice_for is not None:
+            self._rules(name, self.match.accept)
+
     def _on_start(self, command: Start, now: float) -> list[Event]:
         if self.phase == "expired":  # the opponent accepts the position (10.4)
             self.remaining = self.shot_limit()
-        self.hand_back_to = None
+        self._accept_if_choice_open("start")
         self.phase = "running"
         return [self._clock_event("clock.started", now, self._run(now))]
 
@@ -312,8 +403,10 @@ class TableClock:
 
     def _on_turn(self, command: Turn, now: float) -> list[Event]:
         events = self._stop_if_counting(now, "turn")
-        self.hand_back_to = None
-        return events + self._pass_turn(1 - self.player, "turn", now)
+        self._accept_if_choice_open("turn")
+        outcome = self._rules("turn", self.match.pass_turn)  # no result reported: I1
+        assert outcome.next_player is not None
+        return events + self._pass_turn(outcome.next_player, "turn", now)
 
     def _on_foul(self, command: Foul, now: float) -> list[Event]:
         events = self._stop_if_counting(now, "foul")
@@ -323,16 +416,49 @@ class TableClock:
     def _on_hand_back(self, command: HandBack, now: float) -> list[Event]:
         if self.hand_back_to is None:
             self._refuse("hand_back", "no_foul_pending", "there is no foul to hand back", "10.4")
-        to = self.hand_back_to
-        assert to is not None
-        self.hand_back_to = None
-        return self._pass_turn(to, "hand_back", now)
+        outcome = self._rules("hand_back", self.match.hand_back)
+        assert outcome.next_player is not None
+        return self._pass_turn(outcome.next_player, "hand_back", now)
 
     def _on_new_frame(self, command: NewFrame, now: float) -> list[Event]:
         events = self._stop_if_counting(now, "new_frame")
         if self.phase != "frame_over":
-            events += self._end_frame(command.winner, "referee", now)
+            self._rules("new_frame", lambda: self.match.end_frame_by_referee(command.winner))
+            events += self._frame_ended(now)
+            if self.match.over:  # the referee's award decided the match
+                return events
         return events + self._start_frame(now)
+
+    def _on_result(self, command: Result, now: float) -> list[Event]:
+        """Apply the referee's report of the shot just played (sections 3-11)."""
+        report = command.shot_result
+        frame = self.match.frame
+        if not frame.break_done and report.legal_break is None:
+            report = dataclasses.replace(report, legal_break=True)  # see commands.Result
+        self._accept_if_choice_open("result")
+        shooter = self.player
+        outcome = self._rules("result", lambda: self.match.shot(report))
+        events = [Event("shot.result", {
+            "player": shooter, "frame": self.frame, "visit": self.visit,
+            "report": report.to_dict(), "outcome": outcome.to_dict(),
+            "whites": self.whites, "fouls": self.fouls,
+        })]
+        events += self._foul_events(outcome)
+        if outcome.respots:  # I14: instructions; the referee starts the clock when done
+            events.append(Event("respot", {
+                "player": outcome.next_player,
+                "respots": [r.to_dict() for r in outcome.respots],
+                "instructions": [r.instruction for r in outcome.respots],
+            }))
+        if outcome.frame_over:
+            return events + self._frame_ended(now)
+        if outcome.turn is TurnOutcome.PASSES:
+            assert outcome.next_player is not None
+            reason = "foul" if outcome.fouls else "result"
+            events += self._pass_turn(outcome.next_player, reason, now)
+        else:  # I1, 4.6: the same visit goes on with the same limit
+            self._make_ready(self.shot_limit())
+        return events
 
     def _on_undo(self, command: Undo, now: float) -> list[Event]:
         if not self.history:
@@ -371,6 +497,7 @@ class TableClock:
         "new_frame": _on_new_frame,
         "undo": _on_undo,
         "set_time": _on_set_time,
+        "result": _on_result,
     }
 
     # -- building blocks -------------------------------------------------------------------
@@ -411,20 +538,24 @@ class TableClock:
         })]
 
     def _add_foul(self, fouler: int, reason: str, rule: str, now: float) -> list[Event]:
-        """Fouls count per player per frame whatever their cause (I12); the second one is
-        a technical loss (10.5-10.6) that needs no 10.4 choice (I13)."""
-        self.fouls[fouler] += 1
-        technical_loss = self.fouls[fouler] >= 2
-        events = [Event("foul", {
-            "player": fouler, "reason": reason, "rule": rule,
-            "fouls": list(self.fouls), "technical_loss": technical_loss,
-        })]
-        if technical_loss:
-            return events + self._end_frame(1 - fouler, "technical_loss", now)
-        self.hand_back_to = fouler  # the opponent now chooses (10.4)
-        if fouler == self.player:
-            events += self._pass_turn(1 - fouler, "time_foul" if rule == "12.4" else "foul", now)
+        """Fouls count per player per frame whatever their cause, in the rules (I12); the
+        second one is a technical loss (10.5-10.6) that needs no 10.4 choice (I13)."""
+        outcome = self._rules("foul", lambda: self.match.record_foul(fouler, rule, reason))
+        events = self._foul_events(outcome)
+        if outcome.frame_over:
+            return events + self._frame_ended(now)
+        # The opponent now chooses (10.4); the turn passes if the fouler was at the table.
+        if outcome.turn is TurnOutcome.PASSES:
+            assert outcome.next_player is not None
+            events += self._pass_turn(outcome.next_player,
+                                      "time_foul" if rule == "12.4" else "foul", now)
         return events
+
+    def _foul_events(self, outcome: Outcome) -> list[Event]:
+        return [Event("foul", {
+            "player": foul.player, "reason": foul.reason, "rule": foul.rule,
+            "fouls": self.fouls, "technical_loss": outcome.frame_over,
+        }) for foul in outcome.fouls]
 
     def _expire(self, now: float) -> list[Event]:
         before = self._dump()
@@ -445,32 +576,33 @@ class TableClock:
         self._remember("expiry", now, before)
         return events
 
-    def _end_frame(self, winner: int | None, reason: str, now: float) -> list[Event]:
+    def _frame_ended(self, now: float) -> list[Event]:
+        """The rules ended the frame (3.2, 10.5-10.6, or the referee's award): stop here."""
         self.phase = "frame_over"
         self.deadline = None
         self.pending_warnings = []
         self.remaining = None
-        self.hand_back_to = None
-        self.frame_winner = winner
-        self.frame_end_reason = reason
-        if winner is not None:
-            self.frames_won[winner] += 1
-        return [Event("frame.ended", {
-            "frame": self.frame, "winner": winner, "reason": reason,
-            "frames_won": list(self.frames_won),
+        events = [Event("frame.ended", {
+            "frame": self.frame, "winner": self.frame_winner, "reason": self.frame_end_reason,
+            "frames_won": self.frames_won,
         })]
+        if self.match.over:
+            events.append(Event("match.ended", {
+                "winner": self.match.winner, "score": list(self.match.score),
+                "frames_won": self.frames_won, "race_to": self.match.race_to,
+                "frames": self.frame,
+            }))
+        return events
 
     def _start_frame(self, now: float) -> list[Event]:
         self.frame += 1
+        if self.frame > 1:  # fresh frame rules: fouls and credits from zero (10.5)
+            self._rules("new_frame", self.match.start_next_frame)
         # Breaks alternate by frame (I3).
-        self.breaker = (self.first_breaker + self.frame - 1) % 2
+        self.breaker = self.match.frame.breaker
         self.player = self.breaker
         self.visit = 1  # the break opens visit 1
-        self.fouls = [0, 0]  # 10.5: counts reset when a frame ends
         self.extensions_used = [0, 0]  # 12.5: once per frame
-        self.hand_back_to = None
-        self.frame_winner = None
-        self.frame_end_reason = None
         self._make_ready(self.shot_limit())
         return [Event("frame.started", {
             "frame": self.frame, "breaker": self.breaker, "player": self.player,
@@ -490,18 +622,43 @@ class TableClock:
         del self.history[:-UNDO_DEPTH]
 
     # -- persistence -------------------------------------------------------------------------
+    # The clock's own facts; "match" (the rules' state) is dumped beside them.
     _FIELDS = (
         "frame", "breaker", "visit", "player", "phase", "remaining", "deadline",
-        "pending_warnings", "extensions_used", "fouls", "hand_back_to", "frame_winner",
-        "frame_end_reason", "frames_won",
+        "pending_warnings", "extensions_used",
     )
 
     def _dump(self) -> dict[str, Any]:
-        return {name: copy.copy(getattr(self, name)) for name in self._FIELDS}
+        data = {name: copy.copy(getattr(self, name)) for name in self._FIELDS}
+        data["match"] = self.match.to_dict()
+        return data
 
-    def _load(self, data: dict[str, Any]) -> None:
+    def _load(self, data: Mapping[str, Any]) -> None:
         for name in self._FIELDS:
             setattr(self, name, copy.copy(data[name]))
+        match = data.get("match")
+        self.match = Match.from_dict(match if match is not None else self._legacy_match(data))
+
+    def _legacy_match(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """A state stored before the rules joined the clock: fouls, choice and score only."""
+        over = data["phase"] == "frame_over"
+        winner = data.get("frame_winner")
+        fouler = data.get("hand_back_to")
+        score = list(data.get("frames_won", [0, 0]))
+        number = max(1, data["frame"])
+        return {
+            "race_to": None, "first_breaker": self.first_breaker, "score": score,
+            "undecided": max(0, number - (0 if over else 1) - sum(score)),
+            "frame_number": number,
+            "frame": {
+                "breaker": data["breaker"], "player_at_table": data["player"],
+                "break_done": data["visit"] > 1, "credited": [0, 0],
+                "fouls": list(data.get("fouls", [0, 0])),
+                "choice_for": None if fouler is None else 1 - fouler,
+                "winner": winner if over else None,
+                "end_reason": (data.get("frame_end_reason") or "referee") if over else None,
+            },
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -517,7 +674,8 @@ class TableClock:
     def from_dict(cls, data: dict[str, Any]) -> TableClock:
         clock = cls(data["players"], timer=data["timer"],
                     profile=Profile.from_partial(data["profile"]),
-                    first_breaker=data["first_breaker"])
+                    first_breaker=data["first_breaker"],
+                    race_to=(data.get("match") or {}).get("race_to"))
         clock._load(data)
         clock.history = copy.deepcopy(data.get("history", []))
         return clock

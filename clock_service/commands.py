@@ -7,10 +7,11 @@ refusing unknown commands, unknown or missing fields and wrong types with ``Inva
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
 from clock_service.errors import InvalidCommand
+from clock_service.rules import Call, InvalidResult, Route, ShotResult
 
 __all__ = [
     "Command",
@@ -25,6 +26,7 @@ __all__ = [
     "NewFrame",
     "Undo",
     "SetTime",
+    "Result",
     "COMMANDS",
     "parse_command",
     "register_command",
@@ -164,6 +166,63 @@ class SetTime(Command):
         _text(self.reason, "reason", required=False)
 
 
+@dataclass(frozen=True)
+class Result(Command):
+    """What the shot just played did, as the referee saw it (sections 3-11).
+
+    The fields mirror ``rules.ShotResult``; ``call`` and ``route`` are given as JSON objects
+    (or as ``Call``/``Route``) and are built and checked by the rules themselves, so a
+    report that cannot happen is refused here with the rules' own code (HTTP 422).
+    ``legal_break`` is for the break only; left out on the break it means a legal break
+    (an illegal one is reported as ``false``, like every other foul the referee sees).
+    """
+
+    name: ClassVar[str] = "result"
+    whites_potted: int = 0
+    colour_potted: bool = False
+    call: Call | Mapping[str, Any] | None = None
+    route: Route | Mapping[str, Any] | None = None
+    legal_break: bool | None = None
+    referee_foul: str | None = None
+    shot_result: ShotResult = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        try:
+            call = _built("call", self.call, Call)
+            route = _built("route", self.route, Route)
+            result = ShotResult(
+                whites_potted=self.whites_potted, colour_potted=self.colour_potted,
+                call=call, route=route, legal_break=self.legal_break,
+                referee_foul=self.referee_foul,
+            )
+        except InvalidResult as exc:
+            message = str(exc).replace("shot_result.", "")
+            raise InvalidCommand(f"result: {message}", code=exc.code) from exc
+        if self.referee_foul is not None:
+            _text(self.referee_foul, "referee_foul", required=True)
+        object.__setattr__(self, "call", call)
+        object.__setattr__(self, "route", route)
+        object.__setattr__(self, "shot_result", result)
+
+
+def _built(name: str, value: Any, cls: type[Call] | type[Route]) -> Any:
+    """A call or route from its JSON object; the rules' ``from_dict`` checks every field."""
+    if value is None or isinstance(value, cls):
+        return value
+    if not isinstance(value, Mapping):
+        raise InvalidResult(
+            f"{name} must be an object or null, got {value!r}", code=f"bad_{name}"
+        )
+    try:
+        return cls.from_dict(value)
+    except InvalidResult as exc:
+        if str(exc).startswith(f"{name}"):
+            raise
+        raise InvalidResult(f"{name}: {exc}", code=exc.code) from exc
+    except (TypeError, ValueError) as exc:  # e.g. a number where a list of names belongs
+        raise InvalidResult(f"{name}: {exc}", code=f"bad_{name}") from exc
+
+
 COMMANDS: dict[str, type[Command]] = {}
 
 
@@ -172,7 +231,8 @@ def register_command(cls: type[Command]) -> type[Command]:
     return cls
 
 
-for _cls in (Start, Shot, Extension, Pause, Resume, Turn, Foul, HandBack, NewFrame, Undo, SetTime):
+for _cls in (Start, Shot, Extension, Pause, Resume, Turn, Foul, HandBack, NewFrame, Undo, SetTime,
+             Result):
     register_command(_cls)
 
 
@@ -189,7 +249,7 @@ def parse_command(payload: Any) -> Command:
         raise InvalidCommand(
             f"unknown command {name!r}; known: {sorted(COMMANDS)}", code="unknown_command"
         )
-    declared = {f.name: f for f in fields(cls)}
+    declared = {f.name: f for f in fields(cls) if f.init}
     args = {k: v for k, v in payload.items() if k not in ENVELOPE_FIELDS}
     unknown = sorted(set(args) - set(declared))
     if unknown:

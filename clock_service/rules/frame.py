@@ -62,9 +62,14 @@ class Turn(StrEnum):
 class EndReason(StrEnum):
     LEGAL_COLOUR_POT = "legal_colour_pot"  # 3.2, I7
     TECHNICAL_LOSS = "technical_loss"  # 10.5-10.6, I12
+    REFEREE = "referee"  # the referee ended the frame (SPEC new_frame), a winner or none
 
 
-_END_RULE: Final = {EndReason.LEGAL_COLOUR_POT: "3.2", EndReason.TECHNICAL_LOSS: "10.5-10.6"}
+_END_RULE: Final = {
+    EndReason.LEGAL_COLOUR_POT: "3.2",
+    EndReason.TECHNICAL_LOSS: "10.5-10.6",
+    EndReason.REFEREE: "referee",
+}
 
 
 class RespotBall(StrEnum):
@@ -80,9 +85,9 @@ class RespotSpot(StrEnum):
 # Which command is legal in which phase (10.4, 3.2, 10.5). Everything not
 # listed is refused by _refuse() below with the rule that forbids it.
 COMMANDS: Final[Mapping[Phase, frozenset[str]]] = {
-    Phase.BREAK: frozenset({"shot", "record_foul"}),
-    Phase.PLAY: frozenset({"shot", "record_foul"}),
-    Phase.CHOICE: frozenset({"accept", "hand_back", "record_foul"}),
+    Phase.BREAK: frozenset({"shot", "record_foul", "pass_turn", "end_by_referee"}),
+    Phase.PLAY: frozenset({"shot", "record_foul", "pass_turn", "end_by_referee"}),
+    Phase.CHOICE: frozenset({"accept", "hand_back", "record_foul", "end_by_referee"}),
     Phase.OVER: frozenset(),
 }
 
@@ -95,9 +100,9 @@ def _refuse(command: str, phase: Phase) -> RuleRefusal | InvalidResult:
         )
     if phase is Phase.OVER:
         return RuleRefusal(f"{command}: the frame is over", code="frame_over", rule="3.2, 10.5")
-    if command == "shot":  # phase CHOICE
+    if command in ("shot", "pass_turn"):  # phase CHOICE
         return RuleRefusal(
-            "shot: the opponent must first accept the position or hand the turn back",
+            f"{command}: the opponent must first accept the position or hand the turn back",
             code="choice_pending",
             rule="10.4",
         )
@@ -361,7 +366,8 @@ class FrameRules:
     """The rules state of one frame for players 0 and 1.
 
     Commands: :meth:`shot`, :meth:`record_foul`, :meth:`accept`,
-    :meth:`hand_back`; which is legal when is the :data:`COMMANDS` table.
+    :meth:`hand_back`, :meth:`pass_turn`, :meth:`end_by_referee`; which is
+    legal when is the :data:`COMMANDS` table.
     Each returns an :class:`Outcome` or raises :class:`InvalidResult` /
     :class:`RuleRefusal` without changing the state.
     """
@@ -421,7 +427,7 @@ class FrameRules:
 
     @property
     def over(self) -> bool:
-        return self._winner is not None
+        return self._end_reason is not None
 
     @property
     def phase(self) -> Phase:
@@ -527,6 +533,29 @@ class FrameRules:
         self._choice_for = None
         self._player_at_table = 1 - chooser
         return Outcome(player=chooser, turn=Turn.PASSES, next_player=self._player_at_table)
+
+    def pass_turn(self) -> Outcome:
+        """The turn passes without a reported result (the clock's plain ``turn``).
+
+        For a referee who runs the clock but does not report results: the shot
+        that ended the visit credited nothing and was no foul (I1), so nothing
+        else changes. It counts as the break if the break was still to come
+        (4.7: no white potted, the turn passes).
+        """
+        self._require("pass_turn")
+        shooter = self._player_at_table
+        self._break_done = True
+        self._player_at_table = 1 - shooter
+        return Outcome(player=shooter, turn=Turn.PASSES, next_player=self._player_at_table)
+
+    def end_by_referee(self, winner: int | None) -> None:
+        """The referee ends the frame in progress, awarding it to ``winner`` or to nobody."""
+        self._require("end_by_referee")
+        if winner is not None:
+            _check_player("winner", winner)
+        self._winner = winner
+        self._end_reason = EndReason.REFEREE
+        self._choice_for = None
 
     # -- internals -----------------------------------------------------------
 
@@ -651,9 +680,10 @@ class FrameRules:
                 _check_player("choice_for", choice_for)
         except ValueError as exc:
             raise InvalidResult(f"bad frame state: {exc}", code="bad_state") from exc
-        over = winner is not None
+        over = end_reason is not None
         if (
-            over != (end_reason is not None)
+            (winner is not None and not over)
+            or (over and winner is None and end_reason is not EndReason.REFEREE)
             or (over and choice_for is not None)
             or (choice_for is not None and choice_for != data["player_at_table"])
             or (not over and max(data["fouls"]) >= _FOULS_FOR_TECHNICAL_LOSS)

@@ -1,8 +1,11 @@
 """A match: frames played until one player reaches ``race_to`` frames won.
 
 Best of N frames (N odd) is the race to (N + 1) // 2: :meth:`Match.best_of`.
-The default is a single frame (race to 1). The breaker of frame 1 is player 0
-unless configured, and breaks alternate by frame (I3).
+The default is a single frame (race to 1); ``race_to=None`` is an open-ended
+match that nobody wins (frames are counted, the referee decides when to stop).
+The referee may also end a frame in progress (:meth:`Match.end_frame_by_referee`),
+awarding it to a player or to nobody; a frame awarded to nobody is ``undecided``.
+The breaker of frame 1 is player 0 unless configured, and breaks alternate by frame (I3).
 
 The match passes commands to the current frame and counts a frame the moment
 it ends; the next frame starts only when asked (:meth:`Match.start_next_frame`),
@@ -23,10 +26,13 @@ __all__ = ["Match"]
 class Match:
     """Score and frames of a match between players 0 and 1."""
 
-    def __init__(self, race_to: int = 1, first_breaker: int = 0) -> None:
-        if not isinstance(race_to, int) or isinstance(race_to, bool) or race_to < 1:
+    def __init__(self, race_to: int | None = 1, first_breaker: int = 0) -> None:
+        if race_to is not None and (
+            not isinstance(race_to, int) or isinstance(race_to, bool) or race_to < 1
+        ):
             raise InvalidResult(
-                f"match.race_to must be an integer >= 1, got {race_to!r}", code="bad_match"
+                f"match.race_to must be an integer >= 1 or null, got {race_to!r}",
+                code="bad_match",
             )
         if first_breaker not in (0, 1) or isinstance(first_breaker, bool):
             raise InvalidResult(
@@ -35,6 +41,7 @@ class Match:
         self._race_to = race_to
         self._first_breaker = first_breaker
         self._score = [0, 0]
+        self._undecided = 0  # frames the referee ended without a winner
         self._frame_number = 1
         self._frame = FrameRules(breaker=first_breaker)
 
@@ -50,7 +57,7 @@ class Match:
     # -- reading the state ---------------------------------------------------
 
     @property
-    def race_to(self) -> int:
+    def race_to(self) -> int | None:
         return self._race_to
 
     @property
@@ -73,7 +80,14 @@ class Match:
         return (self._score[0], self._score[1])
 
     @property
+    def undecided(self) -> int:
+        """Frames the referee ended without a winner."""
+        return self._undecided
+
+    @property
     def winner(self) -> int | None:
+        if self._race_to is None:
+            return None
         for player in (0, 1):
             if self._score[player] >= self._race_to:
                 return player
@@ -103,6 +117,17 @@ class Match:
 
     def hand_back(self) -> Outcome:
         return self._counted(self._frame.hand_back())
+
+    def pass_turn(self) -> Outcome:
+        return self._frame.pass_turn()
+
+    def end_frame_by_referee(self, winner: int | None) -> None:
+        """The referee ends the frame in progress: it counts for ``winner``, or for nobody."""
+        self._frame.end_by_referee(winner)
+        if winner is None:
+            self._undecided += 1
+        else:
+            self._score[winner] += 1
 
     def start_next_frame(self) -> FrameRules:
         """Begin the next frame once the current one is over; fouls start from zero (10.5)."""
@@ -135,6 +160,7 @@ class Match:
             "race_to": self._race_to,
             "first_breaker": self._first_breaker,
             "score": list(self._score),
+            "undecided": self._undecided,
             "frame_number": self._frame_number,
             "frame": self._frame.to_dict(),
         }
@@ -142,30 +168,37 @@ class Match:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Match:
         """Rebuild from :meth:`to_dict`; an impossible state is refused (``bad_state``)."""
-        keys = {"race_to", "first_breaker", "score", "frame_number", "frame"}
+        keys = {"race_to", "first_breaker", "score", "undecided", "frame_number", "frame"}
         if not isinstance(data, Mapping) or set(data) != keys:
             raise InvalidResult(f"match state needs fields {sorted(keys)}", code="bad_state")
         match = cls(data["race_to"], data["first_breaker"])
         score, number = data["score"], data["frame_number"]
+        undecided = data["undecided"]
         frame = FrameRules.from_dict(data["frame"])
+        race = match.race_to
         valid_score = (
             isinstance(score, list | tuple)
             and len(score) == 2
             and all(isinstance(s, int) and not isinstance(s, bool) for s in score)
-            and all(0 <= s <= match.race_to for s in score)
-            and min(score) < match.race_to
+            and all(s >= 0 and (race is None or s <= race) for s in score)
+            and (race is None or min(score) < race)
+            and isinstance(undecided, int)
+            and not isinstance(undecided, bool)
+            and undecided >= 0
         )
+        played = sum(score) + undecided if valid_score else -1
         if (
             not valid_score
             or not isinstance(number, int)
             or number < 1
-            or sum(score) not in (number - 1, number)
-            or (sum(score) == number) != frame.over
-            or (max(score) >= match.race_to and not frame.over)  # no frame after the last
+            or played not in (number - 1, number)
+            or (played == number) != frame.over
+            or (race is not None and max(score) >= race and not frame.over)  # none after last
             or frame.breaker != match.breaker_of(number)
         ):
             raise InvalidResult(f"inconsistent match state: {dict(data)}", code="bad_state")
         match._score = list(score)
+        match._undecided = undecided
         match._frame_number = number
         match._frame = frame
         return match
