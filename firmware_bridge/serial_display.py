@@ -81,6 +81,7 @@ class SerialDisplay:
         self.connects = 0
         self.frames_sent = 0
         self.heartbeats_sent = 0
+        self.last_frame_sent_at: float | None = None  # time.monotonic() after a frame's write
         self.hellos = 0
         self.last_ack_seq: int | None = None
         self.last_ack_at: float | None = None  # time.monotonic()
@@ -220,6 +221,7 @@ class SerialDisplay:
                 continue
             if dirty:
                 self.frames_sent += 1
+                self.last_frame_sent_at = time.monotonic()
             else:
                 self.heartbeats_sent += 1
             next_heartbeat = now + self.heartbeat_s
