@@ -142,7 +142,7 @@ def create_app(
     async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
         return await runtime_of(request).create_table(
             body.id, body.players, timer=body.timer, profile=body.profile,
-            first_breaker=body.first_breaker,
+            first_breaker=body.first_breaker, race_to=body.race_to,
         )
 
     @app.get("/api/tables/{table_id}", tags=["tables"], response_model=None,

@@ -109,6 +109,7 @@ class Runtime:
     async def create_table(
         self, table_id: str, players: list[str], *, timer: bool = True,
         profile: dict[str, Any] | None = None, first_breaker: int = 0,
+        race_to: int | None = None,
     ) -> dict[str, Any]:
         if not isinstance(table_id, str) or not TABLE_ID.match(table_id):
             raise InvalidInput(
@@ -118,10 +119,11 @@ class Runtime:
         if table_id in self.tables:
             raise TableExists(f"table {table_id!r} already exists", code="table_exists")
         clock = TableClock(players, timer=timer, profile=Profile.from_partial(profile),
-                           first_breaker=first_breaker)
+                           first_breaker=first_breaker, race_to=race_to)
         now = self.time.now_ms()
         config = {"players": list(clock.players), "timer": clock.timer,
-                  "profile": clock.profile.to_dict(), "first_breaker": first_breaker}
+                  "profile": clock.profile.to_dict(), "first_breaker": first_breaker,
+                  "race_to": race_to}
         table = TableRuntime(table_id, clock, config=config)
         self.tables[table_id] = table
         events = [Event("table.created", {"table": table_id, **config}), *clock.open(now)]

@@ -6,7 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CreateTable", "CommandRequest", "TableState", "ErrorBody", "ErrorResponse", "WireEvent"]
+__all__ = [
+    "CreateTable", "CommandRequest", "MatchState", "TableState", "ErrorBody", "ErrorResponse",
+    "WireEvent",
+]
 
 
 class CreateTable(BaseModel):
@@ -23,6 +26,9 @@ class CreateTable(BaseModel):
         examples=[{"shot_ms": 30000}],
     )
     first_breaker: Literal[0, 1] = Field(0, description="who breaks frame 1 (I3)")
+    race_to: int | None = Field(
+        None, ge=1, description="frames needed to win the match; null: an open-ended match "
+        "(frames are counted, nobody wins it)", examples=[3])
 
 
 class CommandRequest(BaseModel):
@@ -33,7 +39,17 @@ class CommandRequest(BaseModel):
     command: str = Field(examples=["start"], description=(
         "start | shot | extension | pause | resume | turn | foul (reason, player?, rule?) | "
         "hand_back | new_frame (winner?) | undo (by?, reason?) | set_time (remaining_ms, by?, "
-        "reason?)"))
+        "reason?) | result (whites_potted?, colour_potted?, call?, route?, legal_break?, "
+        "referee_foul?)"))
+
+
+class MatchState(BaseModel):
+    race_to: int | None = Field(description="frames to win; null: open-ended")
+    score: list[int] = Field(description="frames won per player (same as frames_won)")
+    frames_won: list[int]
+    winner: int | None
+    over: bool
+    undecided: int = Field(description="frames the referee ended without a winner")
 
 
 class TableState(BaseModel):
@@ -59,6 +75,10 @@ class TableState(BaseModel):
     frames_won: list[int]
     can_undo: str | None = Field(description="the step an undo would take back")
     profile: dict[str, Any]
+    whites: list[int] = Field(description="whites credited per player this frame (5.2-5.3)")
+    on_break: bool = Field(description="the next shot is the break of the frame (4.x)")
+    match: MatchState
+
 
 
 class ErrorBody(BaseModel):
