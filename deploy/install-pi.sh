@@ -37,6 +37,9 @@ if [[ ! -f "$ETC/env" ]]; then
     cat > "$ETC/env" <<ENV
 SHOTCLOCK_HARDWARE_CONFIG=$ETC/shotclock.toml
 GPIOZERO_PIN_FACTORY=lgpio
+# bridge mode (shotclock-bridge): the service to follow; the table is table_id in shotclock.toml
+#SHOTCLOCK_SERVER=ws://hall:8000
+#SHOTCLOCK_REFEREE_TOKEN=
 ENV
     chmod 0640 "$ETC/env"
     chgrp shotclock "$ETC/env"
