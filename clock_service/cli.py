@@ -40,6 +40,7 @@ def _attach_hardware(app: Any, settings: Any, holder: dict[str, Any]) -> None:
     driver keeps reconnecting by itself. Devices are closed when the service stops.
     """
     import contextlib
+    from collections.abc import AsyncIterator
 
     from fastapi import FastAPI
 
@@ -61,7 +62,7 @@ def _attach_hardware(app: Any, settings: Any, holder: dict[str, Any]) -> None:
                   config.table_id, name, type(exc).__name__, exc)
 
     @contextlib.asynccontextmanager
-    async def lifespan(app_: FastAPI):  # type: ignore[no-untyped-def]
+    async def lifespan(app_: FastAPI) -> AsyncIterator[Any]:
         async with inner(app_) as value:
             runtime = app_.state.runtime
             bridge = None
