@@ -1,0 +1,433 @@
+"""The rules (sections 3-11) inside the clock: the ``result`` command, one foul count (I12),
+the 10.4 choice, frames and the match, undo and persistence of the rules' state.
+
+Through the clock core with the time given by the test (as tests/test_clock_core.py), plus
+one end-to-end match over HTTP against the real server.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from clock_service.clock import TableClock
+from clock_service.commands import (
+    Foul,
+    HandBack,
+    NewFrame,
+    Result,
+    Shot,
+    Start,
+    Turn,
+    Undo,
+    parse_command,
+)
+from clock_service.errors import InvalidCommand, RuleRefusal
+from clock_service.events import EVENT_TYPES, Event
+from tests.server import ServerProcess
+
+T0 = 1_000_000.0
+
+# A legal, called pot of the coloured ball off one cushion (7.3): used with 3 whites (6.1).
+CALL = {"pocket": "bottom_left", "cushions": ["right_bottom"], "contacts": ["cue>colour"]}
+ROUTE = {"pocket": "bottom_left", "path": ["cue>colour", "right_bottom"]}
+
+
+def new_clock(**kwargs: Any) -> TableClock:
+    clock = TableClock(["Ivanov", "Petrov"], **kwargs)
+    clock.open(T0)
+    return clock
+
+
+def types(events: list[Event]) -> list[str]:
+    return [e.type for e in events]
+
+
+def in_sync(clock: TableClock) -> None:
+    """The clock and the rules agree on who is at the table."""
+    if clock.phase != "frame_over":
+        assert clock.player == clock.match.frame.player_at_table
+
+
+def play(clock: TableClock, at: float = T0, **report: Any) -> list[Event]:
+    """One shot: start, shot in time, then the referee's report of it."""
+    clock.handle(Start(), at)
+    clock.handle(Shot(), at + 1000)
+    events = clock.handle(Result(**report), at + 2000)
+    in_sync(clock)
+    return events
+
+
+def by_type(events: list[Event], kind: str) -> list[Event]:
+    return [e for e in events if e.type == kind]
+
+
+def three_whites_for_player_0(clock: TableClock) -> None:
+    play(clock, whites_potted=2, legal_break=True)
+    play(clock, whites_potted=1)
+    assert clock.whites == [3, 0] and clock.player == 0
+
+
+# -- the break (4.x) ---------------------------------------------------------------------------
+def test_break_with_whites_keeps_the_turn_in_the_same_visit_4_6() -> None:
+    clock = new_clock()
+    events = play(clock, whites_potted=2, legal_break=True)
+    assert types(events) == ["shot.result"]
+    data = events[0].data
+    assert data["outcome"]["whites_credited"] == 2 and data["outcome"]["turn"] == "stays"
+    assert data["whites"] == [2, 0] and data["report"]["whites_potted"] == 2
+    state = clock.state(T0 + 3000)
+    assert (state["phase"], state["player"], state["visit"], state["limit_ms"],
+            state["remaining_ms"], state["whites"], state["on_break"]) == (
+        "ready", 0, 1, 35000, 35000, [2, 0], False)
+
+
+def test_break_without_whites_passes_the_turn_4_7() -> None:
+    clock = new_clock()
+    events = play(clock, whites_potted=0, legal_break=True)
+    assert types(events) == ["shot.result", "turn"]
+    assert events[1].data["reason"] == "result" and events[1].data["player"] == 1
+    assert (clock.player, clock.visit, clock.fouls, clock.hand_back_to) == (1, 2, [0, 0], None)
+
+
+def test_left_out_legal_break_means_a_legal_break() -> None:
+    clock = new_clock()
+    events = play(clock, whites_potted=1)
+    assert types(events) == ["shot.result"]
+    assert events[0].data["report"]["legal_break"] is True
+
+
+def test_illegal_break_is_a_foul_4_3() -> None:
+    clock = new_clock()
+    events = play(clock, whites_potted=1, legal_break=False)
+    assert types(events) == ["shot.result", "foul", "respot", "turn"]
+    assert events[1].data == {"player": 0, "reason": events[1].data["reason"], "rule": "4.3",
+                              "fouls": [1, 0], "technical_loss": False}
+    assert events[3].data["reason"] == "foul"
+    assert (clock.whites, clock.player, clock.hand_back_to) == ([0, 0], 1, 0)
+
+
+def test_colour_on_the_break_is_respotted_not_a_foul_4_4_4_5() -> None:
+    clock = new_clock()
+    events = play(clock, whites_potted=1, colour_potted=True, legal_break=True)
+    assert types(events) == ["shot.result", "respot"]
+    respot = events[1].data
+    assert respot["respots"][0]["ball"] == "colour" and respot["respots"][0]["cause"] == "4.5"
+    assert respot["respots"][0]["spot"] == "back_spot" and "11.4" in respot["instructions"][0]
+    # I14: the clock waits for the referee's start; the breaker keeps the turn (4.6).
+    assert (clock.phase, clock.player, clock.visit, clock.fouls, clock.whites) == (
+        "ready", 0, 1, [0, 0], [1, 0])
+    assert clock.next_wakeup() is None
+
+
+# -- whites and the coloured ball (5.x, 9, 3.2) -----------------------------------------------
+def test_over_the_limit_is_a_foul_and_the_whites_go_back_5_6_5_7() -> None:
+    clock = new_clock()
+    play(clock, whites_potted=2, legal_break=True)
+    events = play(clock, whites_potted=2)
+    assert types(events) == ["shot.result", "foul", "respot", "turn"]
+    assert events[1].data["rule"] == "5.6"
+    assert events[2].data["respots"][0] | {"instruction": ""} == {
+        "ball": "white", "count": 2, "spot": "back_cushion_middle", "rule": "11.2",
+        "cause": "5.7", "instruction": ""}
+    # 5.8: earlier credits stay; the opponent is at the table and chooses (10.4).
+    assert (clock.whites, clock.fouls, clock.player, clock.visit, clock.hand_back_to) == (
+        [2, 0], [1, 0], 1, 2, 0)
+
+
+def test_white_and_colour_together_is_a_foul_9() -> None:
+    clock = new_clock()
+    play(clock, whites_potted=1, legal_break=True)
+    events = play(clock, whites_potted=1, colour_potted=True, call=CALL, route=ROUTE)
+    assert types(events) == ["shot.result", "foul", "respot", "turn"]
+    assert events[1].data["rule"] == "9"
+    balls = [r["ball"] for r in events[2].data["respots"]]
+    assert balls == ["white", "colour"]
+    assert clock.whites == [1, 0] and clock.fouls == [1, 0]
+
+
+def test_legal_colour_after_three_whites_ends_the_frame_3_2() -> None:
+    clock = new_clock()
+    three_whites_for_player_0(clock)
+    events = play(clock, colour_potted=True, call=CALL, route=ROUTE)
+    assert types(events) == ["shot.result", "frame.ended"]
+    assert events[1].data == {"frame": 1, "winner": 0, "reason": "legal_colour_pot",
+                              "frames_won": [1, 0]}
+    state = clock.state(T0)
+    assert (state["phase"], state["frame_winner"], state["frame_end_reason"]) == (
+        "frame_over", 0, "legal_colour_pot")
+    assert state["match"] == {"race_to": None, "score": [1, 0], "frames_won": [1, 0],
+                              "winner": None, "over": False, "undecided": 0}
+    # An open-ended match goes on: the next frame, broken by the other player (I3).
+    events = clock.handle(NewFrame(), T0 + 5000)
+    assert types(events) == ["frame.started"] and events[0].data["breaker"] == 1
+    assert (clock.whites, clock.fouls, clock.frames_won, clock.player) == (
+        [0, 0], [0, 0], [1, 0], 1)
+
+
+def test_the_last_frame_ends_the_match_then_only_undo_is_allowed() -> None:
+    clock = new_clock(race_to=2)
+    three_whites_for_player_0(clock)
+    events = play(clock, colour_potted=True, call=CALL, route=ROUTE)
+    assert types(events) == ["shot.result", "frame.ended"]  # 1-0 of a race to 2
+    clock.handle(NewFrame(), T0 + 5000)
+    assert (clock.frame, clock.breaker, clock.player) == (2, 1, 1)
+    play(clock, whites_potted=0, legal_break=True)  # Petrov's break: the turn passes (4.7)
+    play(clock, whites_potted=3)
+    events = play(clock, colour_potted=True, call=CALL, route=ROUTE)
+    assert types(events) == ["shot.result", "frame.ended", "match.ended"]
+    assert events[2].data == {"winner": 0, "score": [2, 0], "frames_won": [2, 0],
+                              "race_to": 2, "frames": 2}
+    for command in (NewFrame(), Start(), Turn(), Foul(reason="x")):
+        with pytest.raises(RuleRefusal) as info:
+            clock.handle(command, T0 + 9000)
+        assert info.value.code == "match_over"
+        assert "Ivanov won 2-0" in str(info.value) and "race to 2" in str(info.value)
+    events = clock.handle(Undo(reason="the colour touched a white"), T0 + 9000)
+    assert events[0].data["undone"] == "result"
+    assert (clock.phase, clock.frames_won, clock.match.over, clock.whites) == (
+        "ready", [1, 0], False, [3, 0])
+
+
+def test_referee_award_can_end_the_match() -> None:
+    clock = new_clock(race_to=1)
+    events = clock.handle(NewFrame(winner=1), T0)
+    assert types(events) == ["frame.ended", "match.ended"]
+    assert events[0].data["reason"] == "referee" and events[1].data["winner"] == 1
+
+
+# -- one foul count (I12), the 10.4 choice ---------------------------------------------------
+def test_time_foul_and_referee_foul_share_one_count_technical_loss_I12() -> None:
+    clock = new_clock()
+    clock.handle(Start(), T0)
+    events = clock.advance(T0 + 35000)  # time foul of Ivanov (12.4)
+    assert types(events) == ["clock.expired", "foul", "turn"]
+    assert clock.match.frame.fouls == (1, 0) and clock.state(T0)["fouls"] == [1, 0]
+    clock.handle(HandBack(), T0 + 36000)  # Petrov hands it back (10.4)
+    in_sync(clock)
+    events = clock.handle(Foul(reason="pushed the cue ball"), T0 + 37000)
+    assert types(events) == ["foul", "frame.ended"]
+    assert events[0].data["technical_loss"] is True and events[0].data["fouls"] == [2, 0]
+    assert events[1].data == {"frame": 1, "winner": 1, "reason": "technical_loss",
+                              "frames_won": [0, 1]}
+
+
+def test_result_foul_then_time_foul_is_a_technical_loss_I12() -> None:
+    clock = new_clock()
+    play(clock, whites_potted=3, legal_break=True)
+    play(clock, whites_potted=1)  # 5.6: the first foul of Ivanov, Petrov chooses
+    clock.handle(HandBack(), T0)
+    clock.handle(Start(), T0)
+    events = clock.advance(T0 + 35000)
+    assert types(events) == ["clock.expired", "foul", "frame.ended"]
+    assert clock.frame_end_reason == "technical_loss" and clock.frames_won == [0, 1]
+
+
+def test_foul_then_hand_back_through_the_clock_follows_the_rules_10_4() -> None:
+    clock = new_clock()
+    play(clock, whites_potted=1, legal_break=True)
+    play(clock, whites_potted=3)  # over the limit: Petrov at the table, choosing
+    assert (clock.player, clock.match.frame.choice_for, clock.hand_back_to) == (1, 1, 0)
+    events = clock.handle(HandBack(), T0 + 5000)
+    assert types(events) == ["turn"] and events[0].data["reason"] == "hand_back"
+    in_sync(clock)
+    assert (clock.player, clock.visit, clock.match.frame.choice_for) == (0, 3, None)
+    events = play(clock, whites_potted=2)  # Ivanov plays on: 1 + 2 credited
+    assert clock.whites == [3, 0] and types(events) == ["shot.result"]
+
+
+def test_start_accepts_the_position_in_the_rules_too_10_4() -> None:
+    clock = new_clock()
+    clock.handle(Foul(reason="touched a ball"), T0)
+    assert clock.match.frame.choice_for == 1
+    clock.handle(Start(), T0)  # Petrov plays on: accepts
+    assert clock.match.frame.choice_for is None and clock.hand_back_to is None
+    with pytest.raises(RuleRefusal) as info:
+        clock.handle(HandBack(), T0)
+    assert info.value.rule == "10.4"
+
+
+def test_a_result_while_the_choice_is_open_accepts_it() -> None:
+    clock = new_clock(timer=False)
+    clock.handle(Foul(reason="touched a ball"), T0)
+    events = clock.handle(Result(whites_potted=1, legal_break=True), T0)
+    assert types(events) == ["shot.result"] and events[0].data["player"] == 1
+    assert clock.whites == [0, 1] and clock.hand_back_to is None
+
+
+def test_plain_turns_keep_the_rules_in_step() -> None:
+    clock = new_clock()
+    for _ in range(5):
+        clock.handle(Turn(), T0)
+        in_sync(clock)
+    assert clock.match.frame.break_done and clock.visit == 6 and clock.player == 1
+    events = play(clock, whites_potted=1)  # no legal_break after the break
+    assert clock.whites == [0, 1] and types(events) == ["shot.result"]
+    clock.handle(Foul(reason="x"), T0)
+    clock.handle(Turn(), T0)  # the chooser accepted, played, and the turn passed
+    in_sync(clock)
+    assert clock.player == 1 and clock.hand_back_to is None
+
+
+# -- corrections and persistence ----------------------------------------------------------------
+def test_undo_of_a_result_restores_credits_fouls_and_the_turn() -> None:
+    clock = new_clock()
+    play(clock, whites_potted=2, legal_break=True)
+    before = clock.to_dict()
+    play(clock, whites_potted=2)  # over the limit: foul, turn passes
+    assert (clock.fouls, clock.player) == ([1, 0], 1)
+    clock.handle(Undo(), T0 + 5000)  # the result
+    assert (clock.whites, clock.fouls, clock.player, clock.visit, clock.phase) == (
+        [2, 0], [0, 0], 0, 1, "ready")
+    clock.handle(Undo(), T0 + 5000)  # the shot
+    clock.handle(Undo(), T0 + 5000)  # the start
+    after = clock.to_dict()
+    assert after["match"] == before["match"]
+    assert clock.match.frame.choice_for is None
+
+
+def test_serialisation_round_trip_keeps_the_rules_state() -> None:
+    clock = new_clock(race_to=3)
+    play(clock, whites_potted=2, legal_break=True)
+    play(clock, whites_potted=2)  # a foul: the 10.4 choice is open
+    data = json.loads(json.dumps(clock.to_dict()))
+    copy = TableClock.from_dict(data)
+    assert copy.to_dict() == clock.to_dict()
+    assert copy.state(T0) == clock.state(T0)
+    assert (copy.whites, copy.fouls, copy.hand_back_to, copy.match.race_to) == (
+        [2, 0], [1, 0], 0, 3)
+    copy.handle(Undo(), T0)  # the history carries the rules' state too
+    assert (copy.fouls, copy.player) == ([0, 0], 0)
+
+
+def test_a_state_stored_before_the_rules_joined_still_loads() -> None:
+    clock = new_clock()
+    clock.handle(Foul(reason="x"), T0)
+    legacy = clock.to_dict()
+    del legacy["match"]
+    legacy.update(fouls=[1, 0], hand_back_to=0, frame_winner=None, frame_end_reason=None,
+                  frames_won=[0, 0])
+    legacy["history"] = []
+    copy = TableClock.from_dict(legacy)
+    assert (copy.fouls, copy.hand_back_to, copy.player, copy.phase) == ([1, 0], 0, 1, "ready")
+
+
+# -- refusals -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("phase", ["running", "paused", "expired"])
+def test_result_while_the_clock_runs_is_refused_naming_the_phase(phase: str) -> None:
+    clock = new_clock()
+    clock.handle(Start(), T0)
+    if phase == "paused":
+        clock.handle(parse_command({"command": "pause"}), T0 + 1000)
+    if phase == "expired":
+        clock.advance(T0 + 35000)
+    before = clock.to_dict()
+    with pytest.raises(RuleRefusal) as info:
+        clock.handle(Result(whites_potted=1, legal_break=True), T0 + 2000)
+    assert str(info.value).startswith(f"result refused in phase {phase}")
+    assert clock.to_dict() == before
+
+
+@pytest.mark.parametrize(
+    ("payload", "code", "fragment"),
+    [
+        ({"whites_potted": -1}, "bad_count", "whites_potted"),
+        ({"whites_potted": 8}, "too_many_whites", "8"),
+        ({"colour_potted": "yes"}, "bad_flag", "'yes'"),
+        ({"call": {"pocket": "nowhere"}}, "unknown_pocket", "'nowhere'"),
+        ({"call": 5}, "bad_call", "call"),
+        ({"route": {"pocket": None, "path": ["sideways"]}}, "unknown_cushion", "'sideways'"),
+        ({"colour_potted": True, "call": CALL}, "missing_route", "route"),
+        ({"referee_foul": ""}, "bad_text", "referee_foul"),
+        ({"spin": "top"}, "unknown_field", "spin"),
+    ],
+)
+def test_malformed_result_is_invalid_with_the_rules_code(payload: dict, code: str,
+                                                         fragment: str) -> None:
+    with pytest.raises(InvalidCommand) as info:
+        parse_command({"command": "result", **payload})
+    assert info.value.code == code
+    assert fragment in str(info.value)
+
+
+def test_a_report_that_cannot_happen_now_is_invalid_and_changes_nothing() -> None:
+    clock = new_clock()
+    play(clock, whites_potted=3, legal_break=True)
+    before = clock.to_dict()
+    for report, code in [({"whites_potted": 5}, "too_many_whites"),
+                         ({"legal_break": True}, "legal_break_after_break")]:
+        with pytest.raises(InvalidCommand) as info:
+            clock.handle(Result(**report), T0 + 9000)
+        assert info.value.code == code
+        assert clock.to_dict() == before
+
+
+def test_event_types_are_known() -> None:
+    assert {"shot.result", "respot", "match.ended"} <= EVENT_TYPES
+
+
+# -- a whole match over HTTP ------------------------------------------------------------------------
+def _ok(result: tuple[int, Any]) -> dict[str, Any]:
+    status, body = result
+    assert status == 200, body
+    return body
+
+
+def _shot(server: ServerProcess, table: str, **report: Any) -> dict[str, Any]:
+    _ok(server.command(table, "start"))
+    _ok(server.command(table, "shot"))
+    return _ok(server.command(table, "result", **report))
+
+
+@pytest.mark.e2e
+def test_a_match_race_to_two_over_http(server: ServerProcess) -> None:
+    status, state = server.post("/api/tables", {"id": "m", "players": ["Ivanov", "Petrov"],
+                                                "race_to": 2})
+    assert status == 201, state
+    assert state["match"]["race_to"] == 2 and state["on_break"] is True
+    # Frame 1: Ivanov breaks, 2 whites, then 1, then the called colour (3.2).
+    _shot(server, "m", whites_potted=2, legal_break=True)
+    _shot(server, "m", whites_potted=1)
+    state = _shot(server, "m", colour_potted=True, call=CALL, route=ROUTE)
+    assert (state["phase"], state["frames_won"], state["frame_winner"]) == (
+        "frame_over", [1, 0], 0)
+    # Frame 2: Petrov breaks with nothing (4.7); Ivanov fouls twice (5.6 then time): lost.
+    state = _ok(server.command("m", "new_frame"))
+    assert (state["frame"], state["player"], state["whites"]) == (2, 1, [0, 0])
+    _shot(server, "m", whites_potted=0, legal_break=True)
+    _shot(server, "m", whites_potted=4)  # 5.6: Petrov chooses
+    _ok(server.command("m", "hand_back"))
+    state = _ok(server.command("m", "foul", reason="touched the cue ball twice"))
+    assert (state["frame_end_reason"], state["frames_won"]) == ("technical_loss", [1, 1])
+    # A refused result: 409 while running, 422 malformed.
+    _ok(server.command("m", "new_frame"))
+    _ok(server.command("m", "start"))
+    status, error = server.command("m", "result", whites_potted=1, legal_break=True)
+    assert status == 409 and "phase running" in error["error"]["message"]
+    _ok(server.command("m", "shot"))
+    status, error = server.command("m", "result", whites_potted="two")
+    assert status == 422 and error["error"]["code"] == "bad_count"
+    # Frame 3: Ivanov breaks 3 whites and pots the colour: 2-1, the match is over.
+    _ok(server.command("m", "result", whites_potted=3, legal_break=True))
+    state = _shot(server, "m", colour_potted=True, call=CALL, route=ROUTE)
+    assert state["match"] == {"race_to": 2, "score": [2, 1], "frames_won": [2, 1],
+                              "winner": 0, "over": True, "undecided": 0}
+    status, error = server.command("m", "new_frame")
+    assert status == 409 and error["error"]["code"] == "match_over"
+    assert "Ivanov won 2-1" in error["error"]["message"]
+
+    events = server.get("/api/tables/m/events?since=0&limit=10000")
+    seqs = [e["seq"] for e in events]
+    assert seqs == list(range(1, len(seqs) + 1))
+    kinds = [e["type"] for e in events]
+    assert kinds[:2] == ["table.created", "frame.started"]
+    assert kinds[-3:] == ["shot.result", "frame.ended", "match.ended"]
+    assert kinds.count("frame.ended") == 3 and kinds.count("frame.started") == 3
+    assert kinds.count("shot.result") == 7 and kinds.count("respot") == 1
+    assert [e["data"]["rule"] for e in events if e["type"] == "foul"] == ["5.6", "10.1"]
+    ended = [e["data"] for e in events if e["type"] == "frame.ended"]
+    assert [(d["winner"], d["reason"]) for d in ended] == [
+        (0, "legal_colour_pot"), (1, "technical_loss"), (0, "legal_colour_pot")]
+    assert events[-1]["data"]["score"] == [2, 1]
