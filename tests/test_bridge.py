@@ -1,0 +1,78 @@
+"""The table-side bridge with the fake clock: digits derived from the deadline, redrawn at
+each boundary, beeps at warnings and the long tone at expiry, button presses as commands."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from clock_service.runtime import Runtime
+from clock_service.store import Store
+from clock_service.timesource import FakeTime
+from firmware_bridge.bridge import TableBridge, command_for_press
+from firmware_bridge.interfaces import ButtonPress, FakeButtons, FakeBuzzer, FakeDisplay
+from firmware_bridge.render import format_remaining, next_change_ms, render
+
+PROFILE = {"shot_ms": 7000, "floor_ms": 7000, "warnings_ms": [5000, 1000]}
+
+
+@pytest.mark.parametrize(
+    ("remaining", "text"),
+    [(35000, "35"), (34001, "35"), (34000, "34"), (5001, "6"), (5000, "5.0"),
+     (4901, "5.0"), (4900, "4.9"), (101, "0.2"), (1, "0.1"), (0, "0.0")],
+)
+def test_whole_seconds_round_up_and_tenths_in_the_last_five(remaining: int, text: str) -> None:
+    assert format_remaining(remaining) == text
+
+
+def test_next_change_is_the_next_digit_boundary() -> None:
+    state = {"phase": "running", "deadline": 10_000.0, "timer": True}
+    assert next_change_ms(state, 0.0) == 1000.0  # 10 -> 9 at 9 s left
+    assert next_change_ms(state, 4999.5) == 5000.0  # "6" -> "5.0" at exactly 5 s left
+    assert next_change_ms(state, 5000.0) == 5100.0
+    assert render(state, 5050.0).text == "5.0" and render(state, 5100.0).text == "4.9"
+    assert next_change_ms({**state, "phase": "paused"}, 0.0) is None
+
+
+async def test_bridge_draws_every_second_then_tenths_and_sounds(tmp_path: Path) -> None:
+    time = FakeTime()
+    runtime = Runtime(Store(tmp_path / "b.db"), time)
+    await runtime.start(default_table=None)
+    display, buzzer, buttons = FakeDisplay(), FakeBuzzer(), FakeButtons()
+    bridge = TableBridge(runtime, "t", display=display, buzzer=buzzer, buttons=buttons)
+    bridge.attach()
+    await runtime.create_table("t", ["A", "B"], profile=PROFILE)
+    assert display.frames[-1].text == "7" and display.frames[-1].stage == "ready"
+
+    buttons.press("start_shot", time.now_ms())  # from the loop thread here; threads hop
+    await asyncio.sleep(0.05)
+    assert runtime.state("t")["phase"] == "running"
+    time.advance(7000)
+    texts = [f.text for f in display.frames]
+    start = texts.index("7", 1)
+    assert texts[start:start + 3] == ["7", "6", "5.0"]
+    assert texts[start + 3:start + 5] == ["4.9", "4.8"]
+    assert texts[-1] == "0.0" and display.frames[-1].stage == "expired"
+    assert len([t for t in texts if "." in t]) == 51  # 5.0 .. 0.1, then 0.0
+    assert buzzer.calls == ["beep", "beep", "long_tone"]
+
+    buttons.press("start_shot", time.now_ms(), long=True)  # long press: undo the expiry
+    await asyncio.sleep(0.05)
+    assert runtime.state("t")["phase"] == "paused"
+    bridge.close()
+    await runtime.stop()
+
+
+@pytest.mark.parametrize(
+    ("button", "phase", "long", "command"),
+    [("start_shot", "ready", False, "start"), ("start_shot", "expired", False, "start"),
+     ("start_shot", "running", False, "shot"), ("start_shot", "paused", False, "shot"),
+     ("start_shot", "running", True, "undo"), ("pause", "running", False, "pause"),
+     ("pause", "paused", False, "resume"), ("extension", "ready", False, "extension"),
+     ("turn", "ready", False, "turn"), ("start_shot", "frame_over", False, None)],
+)
+def test_buttons_map_to_commands(button: str, phase: str, long: bool, command: str | None) -> None:
+    result = command_for_press(ButtonPress(button, 0.0, long), phase)
+    assert (result.name if result else None) == command
