@@ -60,5 +60,6 @@ applyI18n();
 bindLangToggle($("lang"));
 onLangChange(draw);
 showStatus($("conn"), "connecting", t);
+window.shotclockConnection = conn; // for debugging from the console (and the tests)
 conn.start();
 animate(tick);

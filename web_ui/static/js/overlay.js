@@ -92,5 +92,6 @@ function tick() {
 
 applyI18n();
 onLangChange(draw);
+window.shotclockConnection = conn; // for debugging from the console (and the tests)
 conn.start();
 animate(tick);

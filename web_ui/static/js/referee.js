@@ -12,7 +12,6 @@ $("table-id").textContent = table;
 document.title = `${t("page.referee")} ${table} · ${t("app.title")}`;
 
 let state = null;
-let busy = false;
 let bannerTimer = 0;
 
 const conn = new TableConnection(table, {
@@ -55,28 +54,31 @@ onLangChange(() => {
 });
 
 // -- commands ------------------------------------------------------------------------------------
-async function command(name, fields = {}) {
-  if (busy) return;
-  busy = true;
+// Presses are sent one after the other, in order: a quick second press (turn right after
+// shot) waits for the first one's answer instead of being lost or overtaking it.
+let queue = Promise.resolve();
+
+function command(name, fields = {}) {
+  queue = queue.then(() => send(name, fields));
+  return queue;
+}
+
+async function send(name, fields) {
   lastRefusal = null;
   hideBanner();
-  try {
-    const result = await sendCommand(table, name, fields);
-    if (result.ok) {
-      conn.offerState(result.body, name);
-      return;
-    }
-    if (result.status === 0) {
-      showBanner("error", t("banner.refused"), t("banner.network"), null);
-      conn.wake();
-      return;
-    }
-    const error = (result.body && result.body.error) || { code: "error", message: `HTTP ${result.status}` };
-    showRefusal(error);
-    if (result.status === 401) openTokenDialog();
-  } finally {
-    busy = false;
+  const result = await sendCommand(table, name, fields);
+  if (result.ok) {
+    conn.offerState(result.body, name);
+    return;
   }
+  if (result.status === 0) {
+    showBanner("error", t("banner.refused"), t("banner.network"), null);
+    conn.wake();
+    return;
+  }
+  const error = (result.body && result.body.error) || { code: "error", message: `HTTP ${result.status}` };
+  showRefusal(error);
+  if (result.status === 401) openTokenDialog();
 }
 
 function mainCommand() {
@@ -187,6 +189,15 @@ const KEYS = {
   n: openFrameDialog,
 };
 
+// A button keeps the focus after a tap or click; without this, Space would both run the
+// shortcut and "click" that button on keyup.
+document.addEventListener("keyup", (ev) => {
+  if (ev.key === " " && !document.querySelector("dialog[open]")) ev.preventDefault();
+});
+for (const button of document.querySelectorAll(".buttons .btn")) {
+  button.addEventListener("click", () => button.blur());
+}
+
 document.addEventListener("keydown", (ev) => {
   if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat) return;
   if (document.querySelector("dialog[open]")) return; // dialogs take their own keys
@@ -255,5 +266,6 @@ function tick() {
 applyI18n();
 bindLangToggle($("lang"));
 showStatus($("conn"), "connecting", t);
+window.shotclockConnection = conn; // for debugging from the console (and the tests)
 conn.start();
 animate(tick);

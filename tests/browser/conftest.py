@@ -1,0 +1,113 @@
+"""Browser tests: Debian's chromium driven by Playwright against a real ``shotclock serve``.
+
+Chromium is required, not optional: without /usr/bin/chromium these tests fail and say
+how to install it (``make browser-deps``), they do not skip.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.server import ROOT, ServerProcess
+
+CHROMIUM = os.environ.get("SHOTCLOCK_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run",
+                 # a page in a background window must keep its timers and frames going
+                 "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+                 "--disable-backgrounding-occluded-windows", "--autoplay-policy=no-user-gesture-required"]
+SCREENSHOTS = ROOT / "test-artifacts" / "screenshots"
+PHONE = {"width": 390, "height": 844}
+FULL_HD = {"width": 1920, "height": 1080}
+
+# A short time profile: 3 s shots, so a test sees warnings, tenths and expiry quickly.
+FAST_PROFILE = {"shot_ms": 3000, "floor_ms": 2000, "step_ms": 500, "extension_ms": 2000,
+                "warnings_ms": [2000, 1000]}
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: the browser tests need Debian's chromium "
+                    "(run `make browser-deps` or `apt-get install chromium`)", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One server for a module's tests; each test makes its own table on it."""
+    proc = ServerProcess(tmp_path_factory.mktemp("browser") / "shotclock.db").start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@dataclass
+class Traffic:
+    """Everything the pages asked for, and what they said on the console."""
+
+    requests: list[str] = field(default_factory=list)
+    sockets: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def outside(self) -> list[str]:
+        """URLs that were not for the server on 127.0.0.1 (data: URLs are not requests)."""
+        return [u for u in self.requests + self.sockets
+                if not u.startswith("data:") and urlparse(u).hostname != "127.0.0.1"]
+
+
+@pytest.fixture
+def traffic() -> Traffic:
+    return Traffic()
+
+
+@pytest.fixture
+def context(browser: Any, traffic: Traffic) -> Iterator[Any]:
+    """A fresh browser profile (own localStorage) that records every request and page error."""
+    ctx = browser.new_context(viewport=FULL_HD, locale="en-US")
+    ctx.on("request", lambda r: traffic.requests.append(r.url))
+
+    def watch(page: Any) -> None:
+        page.on("websocket", lambda ws: traffic.sockets.append(ws.url))
+        page.on("pageerror", lambda exc: traffic.errors.append(f"{page.url}: {exc}"))
+        # A refused press (409) is logged by Chromium as a failed resource: that is expected.
+        page.on("console", lambda msg: msg.type == "error"
+                and not msg.text.startswith("Failed to load resource")
+                and traffic.errors.append(f"{page.url}: {msg.text}"))
+
+    ctx.on("page", watch)
+    try:
+        yield ctx
+    finally:
+        ctx.close()
+    assert not traffic.outside(), f"pages asked for something outside the server: {traffic.outside()}"
+
+
+def make_table(server: ServerProcess, table: str, players: tuple[str, str] = ("Ivanov", "Petrov"),
+               **extra: Any) -> dict[str, Any]:
+    body = {"id": table, "players": list(players), "profile": FAST_PROFILE, **extra}
+    status, state = server.post("/api/tables", body)
+    assert status == 201, state
+    return state
+
+
+def shoot(page: Any, name: str) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path

@@ -1,0 +1,342 @@
+"""The pages in headless Chromium against a real server: what a referee, a stream producer
+and a player at the table would see."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from firmware_bridge.render import format_remaining
+from tests.browser.conftest import FULL_HD, PHONE, Traffic, make_table, shoot
+from tests.server import ServerProcess
+
+pytestmark = pytest.mark.browser
+
+PAGES = {"/": "hall.html", "/referee": "referee.html", "/overlay": "overlay.html",
+         "/display": "display.html"}
+
+
+def open_page(context: Any, server: ServerProcess, path: str, viewport: dict[str, int] | None = None,
+              *, live: bool = True) -> Any:
+    page = context.new_page()
+    if viewport:
+        page.set_viewport_size(viewport)
+    page.goto(server.url + path)
+    if live and "table=" in path:
+        page.wait_for_function("window.shotclockConnection && window.shotclockConnection.status === 'live'")
+    return page
+
+
+def shown_seconds(page: Any) -> float:
+    return float(page.locator("#clock").inner_text())
+
+
+def test_pages_are_served_as_html_and_load_nothing_from_outside(
+        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+    make_table(shared_server, "served")
+    for path in PAGES:
+        with urllib.request.urlopen(shared_server.url + path) as response:
+            assert response.status == 200
+            assert response.headers["content-type"].startswith("text/html"), path
+            assert b"<!doctype html>" in response.read(200).lower()
+    for asset, kind in [("/static/js/connection.js", "javascript"), ("/static/common.css", "css")]:
+        with urllib.request.urlopen(shared_server.url + asset) as response:
+            assert kind in response.headers["content-type"], asset
+    for path in ["/?lang=ru", "/referee?table=served", "/overlay?table=served",
+                 "/display?table=served"]:
+        page = open_page(context, shared_server, path)
+        page.wait_for_timeout(150)
+        page.close()
+    assert traffic.requests, "no request was recorded: the recorder is broken"
+    assert any(u.startswith("ws://127.0.0.1") for u in traffic.sockets)
+    assert traffic.outside() == []
+    assert traffic.errors == []
+
+
+def test_console_presses_change_overlay_and_display(
+        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+    make_table(shared_server, "t1", players=("Ivanov", "Petrov"))
+    referee = open_page(context, shared_server, "/referee?table=t1&lang=en", PHONE)
+    overlay = open_page(context, shared_server, "/overlay?table=t1")
+    display = open_page(context, shared_server, "/display?table=t1&lang=en")
+
+    expect(referee.locator("#p0")).to_have_class(re.compile("at-table"))
+    expect(overlay.locator("#p0 .name")).to_have_text("Ivanov")
+    expect(display.locator("#p0")).to_have_class(re.compile("at-table"))
+    expect(display.locator("#clock")).to_have_text("3.0")  # 3 s shown in tenths (<= 5 s)
+    expect(referee.locator("#btn-main")).to_have_text("Start")
+    expect(referee.locator("#btn-hand-back")).to_be_disabled()
+
+    # Extension in ready adds to this shot (I16): 3 + 2 s, and Ivanov has none left.
+    referee.locator("#btn-extension").click()
+    expect(display.locator("#clock")).to_have_text("5.0")
+    expect(overlay.locator("#p0 .ext b")).to_have_text("0")
+    expect(overlay.locator("#p1 .ext b")).to_have_text("1")
+
+    # The second extension is refused, with the reason and the rule, at once.
+    referee.locator("#btn-extension").click()
+    banner = referee.locator("#banner")
+    expect(banner).to_be_visible()
+    expect(banner).to_contain_text("Refused")
+    expect(banner).to_contain_text("Ivanov already used the extension this frame")
+    expect(referee.locator("#banner-rule")).to_have_text("rule 12.5")
+    shoot(referee, "referee-refusal-en-phone")
+    # ... and in Russian after the toggle, the rule number unchanged.
+    referee.locator("#lang").click()
+    expect(banner).to_contain_text("Отказ")
+    expect(banner).to_contain_text("Ivanov уже брал(а) продление в этой партии")
+    expect(referee.locator("#banner-rule")).to_have_text("правило 12.5")
+    expect(referee.locator("#btn-main")).to_have_text("Старт")
+    shoot(referee, "referee-refusal-ru-phone")
+    referee.locator("#lang").click()  # back to English
+    expect(referee.locator("#btn-main")).to_have_text("Start")
+
+    # Space starts the clock (keyboard shortcut); overlay and display count.
+    referee.locator("body").press(" ")
+    expect(referee.locator("#btn-main")).to_have_text("Shot")
+    expect(banner).to_be_hidden()
+    expect(overlay.locator("#third")).to_have_attribute("data-stage", "critical")
+    expect(display.locator("body")).to_have_attribute("data-stage", "critical")
+    # P pauses, the display greys out and says so.
+    referee.locator("body").press("p")
+    expect(display.locator("body")).to_have_attribute("data-stage", "paused")
+    expect(display.locator("#phase")).to_have_text("paused")
+    expect(referee.locator("#btn-pause")).to_have_text("Resume")
+    frozen = display.locator("#clock").inner_text()
+    display.wait_for_timeout(300)
+    assert display.locator("#clock").inner_text() == frozen
+    # The shot button ends the shot: the next limit (3 s) shows, not counting.
+    referee.locator("#btn-main").click()
+    expect(overlay.locator("#third")).to_have_attribute("data-stage", "ready")
+    expect(overlay.locator("#clock")).to_have_text("3.0")
+
+    # T passes the turn: the indicator moves to Petrov everywhere.
+    referee.locator("body").press("t")
+    expect(overlay.locator("#p1")).to_have_class(re.compile("at-table"))
+    expect(display.locator("#p1")).to_have_class(re.compile("at-table"))
+    expect(display.locator("#p0")).not_to_have_class(re.compile("at-table"))
+
+    # A foul with a reason from the list: counted, and the opponent may hand back (10.4).
+    referee.locator("#btn-foul").click()
+    referee.locator("#foul-reason").select_option("double_hit")
+    referee.locator("#foul-ok").click()
+    expect(overlay.locator("#p1 .fouls b")).to_have_text("1")
+    expect(display.locator("#p1 .stats")).to_contain_text("Fouls 1")
+    expect(overlay.locator("#p0")).to_have_class(re.compile("at-table"))
+    hand_back = referee.locator("#btn-hand-back")
+    expect(hand_back).to_be_enabled()
+    expect(hand_back).to_have_text("Hand back to Petrov")
+    hand_back.click()
+    expect(overlay.locator("#p1")).to_have_class(re.compile("at-table"))
+    expect(hand_back).to_be_disabled()
+    state = shared_server.get("/api/tables/t1")
+    assert state["fouls"] == [0, 1] and state["player"] == 1
+    foul = [e for e in shared_server.get("/api/tables/t1/events") if e["type"] == "foul"]
+    assert foul[-1]["data"]["reason"] == "Double hit / push"
+
+    # Undo asks first and says what it would take back.
+    expect(referee.locator("#btn-undo")).to_have_text("Undo: hand-back")
+    referee.locator("body").press("u")
+    expect(referee.locator("#undo-question")).to_have_text("Take back the last step: hand-back?")
+    referee.locator("#undo-ok").click()
+    expect(overlay.locator("#p0")).to_have_class(re.compile("at-table"))
+
+    # New frame (confirmed, with a winner): counts reset, the score moves.
+    referee.locator("#btn-new-frame").click()
+    referee.locator("#frame-winner").select_option("0")
+    referee.locator("#frame-ok").click()
+    expect(overlay.locator("#score")).to_have_text("1 : 0")
+    expect(overlay.locator("#p1 .fouls b")).to_have_text("0")
+    expect(overlay.locator("#p0 .ext b")).to_have_text("1")
+    assert shared_server.get("/api/tables/t1")["frame"] == 2
+    assert traffic.errors == []
+
+
+def test_refusals_in_russian_and_unknown_codes_fall_back(
+        shared_server: ServerProcess, context: Any) -> None:
+    make_table(shared_server, "ru1", players=("Сидоров", "Кузнецов"))
+    referee = open_page(context, shared_server, "/referee?table=ru1&lang=ru", PHONE)
+    expect(referee.locator("#btn-main")).to_have_text("Старт")
+    referee.locator("#btn-extension").click()
+    expect(referee.locator("#p0 .stats")).to_contain_text("Продл.: 0")
+    referee.locator("#btn-extension").click()
+    expect(referee.locator("#banner")).to_contain_text("Сидоров уже брал(а) продление в этой партии")
+    expect(referee.locator("#banner-rule")).to_have_text("правило 12.5")
+    # A refusal without a rule: hand-back... is disabled, so pause while ready.
+    referee.locator("#btn-pause").click()
+    expect(referee.locator("#banner")).to_contain_text("отсчёт для этого удара не запущен")
+    expect(referee.locator("#banner-rule")).to_be_hidden()
+    # The language is remembered on the device.
+    referee.goto(shared_server.url + "/referee?table=ru1")
+    expect(referee.locator("#btn-extension")).to_have_text("Продление")
+    # A code the page does not know shows the server's own (English) message.
+    fallback = referee.evaluate("""async () => {
+        const i18n = await import('/static/js/i18n.js');
+        return i18n.errorText({code: 'new_rule_code', message: 'the server says why', rule: '9.9'});
+    }""")
+    assert fallback == {"text": "the server says why", "rule": "9.9", "code": "new_rule_code"}
+
+
+def test_overlay_counts_down_smoothly_and_shows_expiry(
+        shared_server: ServerProcess, context: Any) -> None:
+    make_table(shared_server, "run1")
+    overlay = open_page(context, shared_server, "/overlay?table=run1")
+    display = open_page(context, shared_server, "/display?table=run1&lang=en")
+    display.locator("#sound").click()
+    expect(display.locator("#sound")).to_have_text("Sound on")
+    assert shared_server.command("run1", "start")[0] == 200
+    expect(overlay.locator("#third")).to_have_attribute("data-stage", "critical")
+
+    # Between events nothing arrives, yet the digits and the bar keep moving.
+    samples: list[tuple[float, str]] = []
+    t_end = time.monotonic() + 0.9
+    while time.monotonic() < t_end:
+        samples.append((shown_seconds(overlay),
+                        overlay.locator("#progress").evaluate("e => e.style.transform")))
+        overlay.wait_for_timeout(120)
+    values = [v for v, _ in samples]
+    assert len(values) >= 5, values
+    assert all(b <= a for a, b in zip(values, values[1:], strict=False)), values
+    assert values[0] - values[-1] >= 0.5, values
+    assert len({bar for _, bar in samples}) == len(samples), samples
+
+    expect(overlay.locator("#third")).to_have_attribute("data-stage", "expired", timeout=5000)
+    expect(overlay.locator("#clock")).to_have_text("0.0")
+    expect(overlay.locator("#flash")).to_contain_text("Time! Ivanov")
+    expect(display.locator("body")).to_have_attribute("data-stage", "expired")
+    expect(display.locator("#phase")).to_have_text("time is up")
+    shoot(overlay, "overlay-expired-1080p")
+    # The time foul passed the turn and was counted (12.4).
+    expect(overlay.locator("#p0 .fouls b")).to_have_text("1")
+    expect(overlay.locator("#p1")).to_have_class(re.compile("at-table"))
+    played = display.evaluate("window.shotclockBuzzer.played")
+    assert played.count("warning") == 2 and played[-1] == "expired", played
+
+
+def test_display_rounds_like_the_firmware(shared_server: ServerProcess, context: Any) -> None:
+    make_table(shared_server, "round1")
+    display = open_page(context, shared_server, "/display?table=round1")
+    values = list(range(0, 12_001, 7)) + [4999, 5000, 5001, 9999, 10_000, 35_000, 34_001]
+    shown = display.evaluate("""async (values) => {
+        const c = await import('/static/js/countdown.js');
+        return values.map(v => c.formatRemaining(v));
+    }""", values)
+    expected = [format_remaining(v) for v in values]
+    mismatches = [(v, s, e) for v, s, e in zip(values, shown, expected, strict=True) if s != e]
+    assert not mismatches, mismatches[:10]
+    # and the live page uses it: 30 s in ready shows "30", 4.5 s shows "4.5"
+    assert shared_server.command("round1", "set_time", remaining_ms=30_000)[0] == 200
+    expect(display.locator("#clock")).to_have_text("30")
+    assert shared_server.command("round1", "set_time", remaining_ms=4_401)[0] == 200
+    expect(display.locator("#clock")).to_have_text("4.5")
+    assert math.ceil(4401 / 100) == 45
+
+
+def test_overlay_recovers_after_the_server_is_killed(
+        tmp_path: Any, context: Any, traffic: Traffic) -> None:
+    server = ServerProcess(tmp_path / "crash.db").start()
+    try:
+        status, _ = server.post("/api/tables", {
+            "id": "crash", "players": ["Ivanov", "Petrov"],
+            "profile": {"shot_ms": 20_000, "floor_ms": 2000, "step_ms": 500,
+                        "extension_ms": 2000, "warnings_ms": [2000, 1000]}})
+        assert status == 201
+        overlay = open_page(context, server, "/overlay?table=crash")
+        assert server.command("crash", "start")[0] == 200
+        expect(overlay.locator("#third")).to_have_attribute("data-stage", "running")
+
+        server.kill()
+        expect(overlay.locator("#third")).to_have_attribute("data-status", "offline", timeout=5000)
+        server.start()
+
+        # By itself: back live, and the recovered clock is paused (no time foul for downtime).
+        expect(overlay.locator("#third")).to_have_attribute("data-status", "live", timeout=8000)
+        expect(overlay.locator("#third")).to_have_attribute("data-stage", "paused")
+        state = server.get("/api/tables/crash")
+        assert state["phase"] == "paused"
+        expect(overlay.locator("#clock")).to_have_text(format_remaining(state["remaining_ms"]))
+        assert 15 <= shown_seconds(overlay) <= 20
+        # Live again: a resume after the restart reaches the overlay, with no seq gap.
+        assert server.command("crash", "resume")[0] == 200
+        expect(overlay.locator("#third")).to_have_attribute("data-stage", "running")
+        seq = server.get("/api/tables/crash")["seq"]
+        overlay.wait_for_function(f"window.shotclockConnection.lastSeq === {seq}")
+        assert overlay.evaluate("window.shotclockConnection.reconnects") >= 1
+        shoot(overlay, "overlay-recovered-1080p")
+    finally:
+        server.stop()
+    assert [e for e in traffic.errors if "WebSocket" not in e and "ERR_CONNECTION" not in e] == []
+
+
+def test_hall_lists_tables_live_and_creates_one(shared_server: ServerProcess, context: Any) -> None:
+    make_table(shared_server, "hall1", players=("Orlov", "Belov"))
+    hall = open_page(context, shared_server, "/?lang=en", FULL_HD)
+    card = hall.locator("article[data-table='hall1']")
+    expect(card.locator(".p0 .name")).to_have_text("Orlov")
+    expect(card.locator(".clock")).to_have_text("3.0")
+    expect(card.locator(".l-referee")).to_have_attribute("href", "/referee?table=hall1")
+    assert shared_server.command("hall1", "start")[0] == 200
+    expect(card).to_have_attribute("data-stage", "critical")
+
+    form = hall.locator("#create-form")
+    form.locator("input[name=id]").fill("hall2")
+    form.locator("input[name=a]").fill("Zaytsev")
+    form.locator("input[name=b]").fill("Volkov")
+    form.locator("input[name=shot_s]").fill("30")
+    form.locator("input[name=floor_s]").fill("15")
+    form.locator("button[type=submit]").click()
+    expect(hall.locator("#create-result")).to_have_text("Table hall2 created")
+    new_card = hall.locator("article[data-table='hall2']")
+    expect(new_card.locator(".p1 .name")).to_have_text("Volkov")
+    expect(new_card.locator(".clock")).to_have_text("30")
+    state = shared_server.get("/api/tables/hall2")
+    assert state["profile"]["shot_ms"] == 30_000 and state["profile"]["floor_ms"] == 15_000
+    assert state["timer"] is True
+    # A duplicate id is refused with the reason.
+    form.locator("button[type=submit]").click()
+    expect(hall.locator("#create-result")).to_contain_text("a table with this id already exists")
+    shoot(hall, "hall-1080p")
+
+
+def test_referee_token_is_asked_for_and_remembered(tmp_path: Any, context: Any) -> None:
+    server = ServerProcess(tmp_path / "token.db", env={"SHOTCLOCK_REFEREE_TOKEN": "s3cret"}).start()
+    try:
+        assert server.post("/api/tables", {"id": "tok", "players": ["A", "B"]}, token="s3cret")[0] == 201
+        referee = open_page(context, server, "/referee?table=tok&lang=en", PHONE)
+        referee.locator("#btn-main").click()
+        expect(referee.locator("#banner")).to_contain_text("needs the referee token")
+        expect(referee.locator("#token-dialog")).to_be_visible()
+        referee.locator("#token-input").fill("s3cret")
+        referee.locator("#token-save").click()
+        referee.reload()
+        referee.wait_for_function("window.shotclockConnection.status === 'live'")
+        referee.locator("#btn-main").click()
+        expect(referee.locator("#btn-main")).to_have_text("Shot")
+        assert server.get("/api/tables/tok")["phase"] == "running"
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("size_name,viewport", [("phone", PHONE), ("1080p", FULL_HD)])
+def test_screenshots_of_every_page(shared_server: ServerProcess, context: Any, size_name: str,
+                                   viewport: dict[str, int]) -> None:
+    table = f"shots-{size_name}"
+    make_table(shared_server, table, players=("Александр Иванов", "Petrov"))
+    shared_server.command(table, "extension")
+    shared_server.command(table, "foul", reason="double hit", player=1)
+    shared_server.command(table, "set_time", remaining_ms=8000)
+    for path in ["/referee", "/overlay", "/display", "/"]:
+        page = open_page(context, shared_server, f"{path}?table={table}&lang=ru", viewport)
+        if path == "/":
+            expect(page.locator(f"article[data-table='{table}'] .clock")).to_have_text("8")
+        else:
+            expect(page.locator("#clock")).to_have_text("8")
+        name = path.strip("/") or "hall"
+        assert shoot(page, f"{name}-{size_name}").stat().st_size > 5000
+        page.close()
