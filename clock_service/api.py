@@ -127,8 +127,13 @@ def create_app(
     @app.get("/api/health", tags=["service"])
     async def health(request: Request) -> dict[str, Any]:
         runtime = runtime_of(request)
+        commit_ms = sorted(runtime.store.commit_ms)
         return {"ok": True, "tables": len(runtime.tables), "clients": runtime.hub.count(),
-                "server_time": runtime.time.now_ms()}
+                "server_time": runtime.time.now_ms(),
+                "store": {"commits": runtime.store.commits,
+                          "commit_ms_p50": commit_ms[len(commit_ms) // 2] if commit_ms else None,
+                          "commit_ms_max": commit_ms[-1] if commit_ms else None},
+                "delivered": runtime.hub.delivered, "cut_off": runtime.hub.cut_off}
 
     @app.get("/api/tables", tags=["tables"], response_model=None,
              responses={200: {"model": list[TableState]}})

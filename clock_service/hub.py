@@ -43,21 +43,28 @@ class Subscriber:
         try:
             self.queue.put_nowait((seq, text))
         except asyncio.QueueFull:
+            # What is queued is dropped, so resume from just before the first lost event
+            # (not from last_seq: the client never got the queued ones).
+            first_lost = self._wake_with_close() or seq or self.last_seq + 1
             self.dropped = (
                 f"too slow: {self.queue.maxsize} messages waiting; "
-                f"reconnect with ?since={self.last_seq}"
+                f"reconnect with ?since={max(first_lost - 1, 0)}"
             )
-            self._wake_with_close()
             return False
         if seq:
             self.last_seq = seq
         return True
 
-    def _wake_with_close(self) -> None:
-        # Drop what is queued (the client resumes from the store) and wake the sender.
+    def _wake_with_close(self) -> int:
+        """Drop what is queued (the client resumes from the store) and wake the sender;
+        return the lowest event seq dropped (0 if none)."""
+        lowest = 0
         while not self.queue.empty():
-            self.queue.get_nowait()
+            item = self.queue.get_nowait()
+            if item is not None and item[0] and (not lowest or item[0] < lowest):
+                lowest = item[0]
         self.queue.put_nowait(None)
+        return lowest
 
 
 class Hub:
