@@ -28,7 +28,7 @@ def open_page(context: Any, server: ServerProcess, path: str, viewport: dict[str
     if viewport:
         page.set_viewport_size(viewport)
     page.goto(server.url + path)
-    if live and "table=" in path:
+    if live and "table=" in path and not path.startswith("/?"):
         page.wait_for_function("window.shotclockConnection && window.shotclockConnection.status === 'live'")
     return page
 
@@ -172,8 +172,12 @@ def test_refusals_in_russian_and_unknown_codes_fall_back(
     referee.locator("#btn-pause").click()
     expect(referee.locator("#banner")).to_contain_text("отсчёт для этого удара не запущен")
     expect(referee.locator("#banner-rule")).to_be_hidden()
-    # The language is remembered on the device.
+    # Without ?lang= the browser's language (en-US here) decides; the toggle is remembered.
     referee.goto(shared_server.url + "/referee?table=ru1")
+    expect(referee.locator("#btn-extension")).to_have_text("Extension")
+    referee.locator("#lang").click()
+    expect(referee.locator("#btn-extension")).to_have_text("Продление")
+    referee.reload()
     expect(referee.locator("#btn-extension")).to_have_text("Продление")
     # A code the page does not know shows the server's own (English) message.
     fallback = referee.evaluate("""async () => {
@@ -261,7 +265,7 @@ def test_overlay_recovers_after_the_server_is_killed(
         state = server.get("/api/tables/crash")
         assert state["phase"] == "paused"
         expect(overlay.locator("#clock")).to_have_text(format_remaining(state["remaining_ms"]))
-        assert 15 <= shown_seconds(overlay) <= 20
+        assert shown_seconds(overlay) >= 15  # it was not counted down to an expiry
         # Live again: a resume after the restart reaches the overlay, with no seq gap.
         assert server.command("crash", "resume")[0] == 200
         expect(overlay.locator("#third")).to_have_attribute("data-stage", "running")
