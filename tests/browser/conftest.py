@@ -107,7 +107,8 @@ def make_table(server: ServerProcess, table: str, players: tuple[str, str] = ("I
 
 
 def shoot(page: Any, name: str) -> Path:
+    """A screenshot under test-artifacts/screenshots/; the overlay keeps its transparency."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path))
+    page.screenshot(path=str(path), omit_background="/overlay" in page.url)
     return path

@@ -26,6 +26,7 @@ function addTable(id, initial) {
     onState: (s) => { entry.state = s; drawCard(entry); },
     onStatus: (status) => showStatus(el.querySelector(".conn"), status, t),
   });
+  showStatus(el.querySelector(".conn"), "connecting", t);
   if (initial) entry.conn.offerState(initial, "list");
   cards.set(id, entry);
   const sorted = [...cards.keys()].sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));

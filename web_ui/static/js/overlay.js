@@ -16,7 +16,15 @@ stage.dataset.position = params.get("position") === "top" ? "top" : "bottom";
 const theme = params.get("theme");
 stage.dataset.theme = ["dark", "light", "green"].includes(theme) ? theme : "dark";
 const scale = Number(params.get("scale"));
-if (Number.isFinite(scale) && scale >= 0.3 && scale <= 3) third.style.setProperty("--scale", scale);
+const WIDTH = 1460; // the lower third's width at scale 1 (overlay.css)
+if (params.has("scale") && Number.isFinite(scale) && scale >= 0.3 && scale <= 3) {
+  third.style.setProperty("--scale", scale);
+} else {
+  // No scale asked for: 1 in a 1920-wide OBS source, smaller in anything narrower.
+  const fit = () => third.style.setProperty("--scale", Math.min(1, (innerWidth - 24) / WIDTH));
+  fit();
+  addEventListener("resize", fit);
+}
 const flashes = params.get("flash") !== "0";
 
 let state = null;
