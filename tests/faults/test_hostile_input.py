@@ -1,0 +1,239 @@
+"""Hostile input: whatever a client sends, the reply is a clear 4xx JSON error with a code
+(never a 500), the server stays up, and a refused command changes neither the state nor
+the store. Also the limits (413, 429) and the referee token on HTTP and WebSocket."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import ClientConnection, connect
+
+from tests.faults.conftest import create_table, start_server
+from tests.server import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+COMMANDS = ["start", "shot", "extension", "pause", "resume", "turn", "foul", "hand_back",
+            "new_frame", "undo", "set_time", "nonsense", ""]
+FUZZ = settings(max_examples=60, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                       HealthCheck.too_slow])
+
+scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30)
+json_values = st.recursive(
+    scalars | st.text(min_size=200, max_size=20_000),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner,
+                                                                max_size=4),
+    max_leaves=12)
+commands = st.fixed_dictionaries(
+    {"command": st.sampled_from(COMMANDS) | scalars},
+    optional={"reason": json_values, "player": json_values, "winner": json_values,
+              "remaining_ms": json_values, "by": json_values, "rule": json_values,
+              "extra": json_values})
+bodies = (commands.map(json.dumps).map(str.encode) | json_values.map(json.dumps).map(str.encode)
+          | st.binary(max_size=300) | st.just(b"[" * 5000) | st.just(b'{"command":' * 3000))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    proc = start_server(tmp_path_factory.mktemp("hostile"))
+    # No timer: nothing becomes due while the fuzz runs, so "unchanged" is exact.
+    create_table(proc, "f", timer=False)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server: ServerProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=10) as c:
+        yield c
+
+
+def snapshot(client: httpx.Client, table: str = "f") -> tuple[dict[str, Any], int]:
+    state = client.get(f"/api/tables/{table}").json()
+    state.pop("server_time")
+    state.pop("remaining_ms")  # runs down while the clock runs; the deadline does not move
+    events = client.get(f"/api/tables/{table}/events", params={"limit": 10_000}).json()
+    return state, len(events)
+
+
+def assert_clear_error(response: httpx.Response) -> dict[str, Any]:
+    assert 400 <= response.status_code < 500, (response.status_code, response.text[:300])
+    body = response.json()
+    assert isinstance(body["error"]["code"], str) and body["error"]["code"]
+    assert isinstance(body["error"]["message"], str)
+    return dict(body["error"])
+
+
+@FUZZ
+@given(body=bodies)
+def test_http_commands_never_500_and_refusals_change_nothing(
+        client: httpx.Client, body: bytes) -> None:
+    before = snapshot(client)
+    response = client.post("/api/tables/f/commands", content=body,
+                           headers={"content-type": "application/json"})
+    if response.status_code == 200:  # a valid command: it was applied, fine
+        return
+    assert_clear_error(response)
+    assert snapshot(client) == before
+
+
+@FUZZ
+@given(body=st.fixed_dictionaries({}, optional={
+    "id": json_values | st.from_regex(r"\Ah[a-z0-9]{1,8}\Z"), "players": json_values,
+    "timer": json_values, "profile": json_values | st.dictionaries(
+        st.sampled_from(["shot_ms", "floor_ms", "warnings_ms", "step_ms", "bogus"]),
+        json_values, max_size=3), "first_breaker": json_values}))
+def test_create_table_never_500(client: httpx.Client, body: dict[str, Any]) -> None:
+    tables = len(client.get("/api/tables").json())
+    response = client.post("/api/tables", json=body)
+    if response.status_code == 201:
+        return
+    assert_clear_error(response)
+    assert len(client.get("/api/tables").json()) == tables
+
+
+def ws_answer(ws: ClientConnection, message: str | bytes) -> dict[str, Any]:
+    """Send one message; return the reply to it (skipping events of other clients)."""
+    ws.send(message)
+    while True:
+        reply: dict[str, Any] = json.loads(ws.recv(timeout=5))
+        if reply["type"] in ("ack", "error", "pong"):
+            return reply
+
+
+@FUZZ
+@given(messages=st.lists(
+    commands.map(lambda c: {"type": "command", **c}).map(json.dumps) | json_values.map(json.dumps)
+    | st.binary(max_size=200) | st.text(max_size=200) | st.just("[" * 5000), min_size=1,
+    max_size=5))
+def test_websocket_messages_never_kill_the_session(
+        server: ServerProcess, client: httpx.Client, messages: list[Any]) -> None:
+    with connect(f"{server.ws_url}/ws/tables/f") as ws:
+        assert json.loads(ws.recv(timeout=5))["type"] == "snapshot"
+        for message in messages:
+            before = snapshot(client)
+            reply = ws_answer(ws, message)
+            if reply["type"] == "error":
+                assert reply["error"]["code"] and reply["error"]["message"]
+                assert snapshot(client) == before
+        # Still alive and answering.
+        assert ws_answer(ws, '{"type": "ping", "client_time": 1}')["type"] == "pong"
+    assert client.get("/api/health").status_code == 200
+
+
+def test_oversized_and_deep_bodies_are_refused(client: httpx.Client) -> None:
+    before = snapshot(client)
+    big = json.dumps({"command": "foul", "reason": "x" * 20_000}).encode()
+    assert assert_clear_error(client.post("/api/tables/f/commands", content=big))["code"] == \
+        "too_large"
+
+    def chunks() -> Iterator[bytes]:  # no content-length: counted while read
+        for _ in range(40):
+            yield b" " * 1000
+
+    response = client.post("/api/tables/f/commands", content=chunks())
+    assert response.status_code == 413 and response.json()["error"]["code"] == "too_large"
+    deep = b'{"command": "foul", "reason": ' + b"[" * 100 + b"]" * 100 + b"}"
+    assert assert_clear_error(client.post("/api/tables/f/commands", content=deep))["code"] == \
+        "too_deep"
+    assert snapshot(client) == before
+    assert client.get("/api/health").status_code == 200
+
+
+def test_oversized_websocket_message_is_refused_and_the_server_stays_up(
+        server: ServerProcess, client: httpx.Client) -> None:
+    before = snapshot(client)
+    with connect(f"{server.ws_url}/ws/tables/f", max_size=None) as ws:
+        ws.recv(timeout=5)
+        try:  # over uvicorn's ws_max_size: the server closes with 1009 (message too big)
+            ws.send(json.dumps({"command": "foul", "reason": "x" * 40_000}))
+            ws.recv(timeout=5)
+            raise AssertionError("an oversized frame was accepted")
+        except ConnectionClosed as closed:
+            assert closed.rcvd is not None and closed.rcvd.code == 1009
+    assert snapshot(client) == before
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    proc = start_server(tmp_path_factory.mktemp("guarded"), SHOTCLOCK_REFEREE_TOKEN="s3cret",
+                        SHOTCLOCK_COMMAND_RATE="5", SHOTCLOCK_COMMAND_BURST="5")
+    create_table(proc, "r", token="s3cret", timer=False)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def test_http_commands_need_the_token(guarded: ServerProcess) -> None:
+    with httpx.Client(base_url=guarded.url) as http:
+        before = snapshot(http, "1")
+        for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": "s3cret"}):
+            response = http.post("/api/tables/1/commands", json={"command": "start"},
+                                 headers=headers)
+            assert response.status_code == 401
+            assert response.json()["error"]["code"] == "unauthorized"
+        response = http.post("/api/tables", json={"id": "x", "players": ["a", "b"]})
+        assert response.status_code == 401
+        assert snapshot(http, "1") == before
+        assert http.get("/api/tables/1").status_code == 200  # reading needs no token
+        time.sleep(1.1)  # refused attempts count against the rate too (no token guessing)
+        ok = http.post("/api/tables/1/commands", json={"command": "start"},
+                       headers={"authorization": "Bearer s3cret"})
+        assert ok.status_code == 200, ok.text
+
+
+def test_read_only_websocket_cannot_command(guarded: ServerProcess) -> None:
+    with httpx.Client(base_url=guarded.url) as http:
+        before = snapshot(http, "1")
+        with connect(f"{guarded.ws_url}/ws/tables/1") as ws:
+            snap = json.loads(ws.recv(timeout=5))
+            assert snap["type"] == "snapshot" and snap["referee"] is False
+            reply = ws_answer(ws, '{"type": "command", "command": "pause"}')
+            assert reply["type"] == "error" and reply["status"] == 401
+            assert reply["error"]["code"] == "unauthorized"
+        assert snapshot(http, "1") == before
+        # A wrong token is refused before the handshake completes (uvicorn answers 403).
+        with pytest.raises(InvalidStatus) as refused:
+            connect(f"{guarded.ws_url}/ws/tables/1?token=wrong")
+        assert refused.value.response.status_code == 403
+        with connect(f"{guarded.ws_url}/ws/tables/1",
+                     subprotocols=["bearer.s3cret"]) as ws:  # type: ignore[list-item]
+            assert json.loads(ws.recv(timeout=5))["referee"] is True
+
+
+def test_command_rate_is_limited(guarded: ServerProcess) -> None:
+    time.sleep(1.1)  # the earlier tests spent this address's burst; it refills at 5/s
+    auth = {"authorization": "Bearer s3cret"}
+    with httpx.Client(base_url=guarded.url) as http:
+        statuses = [http.post("/api/tables/r/commands", json={"command": "turn"},
+                              headers=auth).status_code for _ in range(12)]
+        assert 429 in statuses and statuses[0] == 200, statuses
+        limited = http.post("/api/tables/r/commands", json={"command": "turn"}, headers=auth)
+        assert limited.status_code == 429
+        assert limited.json()["error"]["code"] == "rate_limited"
+        assert int(limited.headers["retry-after"]) >= 1
+        assert http.get("/api/tables/r").status_code == 200  # reads are not limited
+    with connect(f"{guarded.ws_url}/ws/tables/r", subprotocols=["bearer.s3cret"]) as ws:  # type: ignore[list-item]
+        ws.recv(timeout=5)
+        replies = [ws_answer(ws, '{"type": "command", "command": "turn"}') for _ in range(12)]
+        assert [r["type"] for r in replies[:5]] == ["ack"] * 5
+        assert any(r.get("status") == 429 and r["error"]["code"] == "rate_limited"
+                   for r in replies[5:])
+
+
+def test_server_survived(server: ServerProcess, tmp_path: Path) -> None:
+    assert server.proc is not None and server.proc.poll() is None
+    assert server.get("/api/health")["ok"] is True
