@@ -212,6 +212,7 @@ def test_overlay_counts_down_smoothly_and_shows_expiry(
 
     expect(overlay.locator("#third")).to_have_attribute("data-stage", "expired", timeout=5000)
     expect(overlay.locator("#clock")).to_have_text("0.0")
+    expect(overlay.locator("#flash")).to_be_visible()
     expect(overlay.locator("#flash")).to_contain_text("Time! Ivanov")
     expect(display.locator("body")).to_have_attribute("data-stage", "expired")
     expect(display.locator("#phase")).to_have_text("time is up")

@@ -58,7 +58,7 @@ function tick() {
 
 applyI18n();
 bindLangToggle($("lang"));
-onLangChange(draw);
+onLangChange(() => { showStatus($("conn"), conn.status, t); draw(); });
 showStatus($("conn"), "connecting", t);
 window.shotclockConnection = conn; // for debugging from the console (and the tests)
 conn.start();

@@ -108,7 +108,12 @@ $("create-form").addEventListener("submit", async (ev) => {
 
 applyI18n();
 bindLangToggle($("lang"));
-onLangChange(() => { for (const entry of cards.values()) drawCard(entry); });
+onLangChange(() => {
+  for (const entry of cards.values()) {
+    showStatus(entry.el.querySelector(".conn"), entry.conn.status, t);
+    drawCard(entry);
+  }
+});
 refreshList();
 setInterval(refreshList, LIST_EVERY_MS);
 animate(() => { for (const entry of cards.values()) tickCard(entry); });

@@ -50,6 +50,7 @@ function showRefusal(error) {
 onLangChange(() => {
   if (lastRefusal && !$("banner").classList.contains("hidden")) showRefusal(lastRefusal);
   document.title = `${t("page.referee")} ${table} · ${t("app.title")}`;
+  showStatus($("conn"), conn.status, t);
   draw();
 });
 
