@@ -290,7 +290,9 @@ class WsSession:
             if seq and seq <= self.snapshot_seq:
                 continue  # already in the snapshot (or the replay)
             try:
-                await asyncio.wait_for(self.ws.send_text(text), self.settings.ws_send_timeout_s)
+                # asyncio.timeout, not wait_for: no extra task per message per client.
+                async with asyncio.timeout(self.settings.ws_send_timeout_s):
+                    await self.ws.send_text(text)
             except TimeoutError:
                 await self._close(CLOSE_TOO_SLOW, f"send timed out; reconnect with "
                                                   f"?since={max(seq - 1, 0)}")

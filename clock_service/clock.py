@@ -117,7 +117,7 @@ REFUSALS: dict[tuple[str, str], tuple[str, str, str | None]] = {
 
 FRAME_OVER_REFUSAL = ("frame_over", "the frame is over: start a new frame", None)
 
-UNDO_DEPTH = 50
+UNDO_DEPTH = 20
 
 
 def round_of_visit(visit: int) -> int:
@@ -666,7 +666,8 @@ class TableClock:
             "timer": self.timer,
             "profile": self.profile.to_dict(),
             "first_breaker": self.first_breaker,
-            "history": copy.deepcopy(self.history),
+            # Entries are never changed once recorded: a shallow copy is a true copy.
+            "history": list(self.history),
             **self._dump(),
         }
 
@@ -677,5 +678,5 @@ class TableClock:
                     first_breaker=data["first_breaker"],
                     race_to=(data.get("match") or {}).get("race_to"))
         clock._load(data)
-        clock.history = copy.deepcopy(data.get("history", []))
+        clock.history = list(data.get("history", []))
         return clock

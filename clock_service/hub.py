@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,12 +90,15 @@ class Hub:
             return sum(len(s) for s in self._subs.values())
         return len(self._subs.get(table_id, ()))
 
-    def publish(self, table_id: str, events: Iterable[dict[str, Any]]) -> None:
+    def publish(self, table_id: str, events: list[dict[str, Any]],
+                texts: list[str] | None = None) -> None:
+        """Offer events to every client of the table; ``texts`` is their JSON if already made."""
         subs = self._subs.get(table_id)
         if not subs:
             return
-        for event in events:
-            text = encode(event)
+        if texts is None:
+            texts = [encode(event) for event in events]
+        for event, text in zip(events, texts, strict=True):
             for sub in list(subs):
                 if sub.offer(event["seq"], text):
                     self.delivered += 1

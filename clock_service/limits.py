@@ -216,7 +216,7 @@ class LimitsMiddleware:
 def install(app: FastAPI, *, max_body_bytes: int, command_rate: float,
             command_burst: int) -> None:
     """Add the limits middleware and JSON error bodies for Starlette's own HTTP errors."""
-    app.add_middleware(LimitsMiddleware, max_body_bytes=max_body_bytes,  # type: ignore[arg-type]
+    app.add_middleware(LimitsMiddleware, max_body_bytes=max_body_bytes,
                        limiter=RateLimiter(command_rate, command_burst))
 
     @app.exception_handler(StarletteHTTPException)

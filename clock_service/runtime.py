@@ -20,7 +20,7 @@ from clock_service.clock import TableClock
 from clock_service.commands import Command
 from clock_service.errors import InvalidInput, RuleRefusal, TableExists, UnknownTable
 from clock_service.events import Event
-from clock_service.hub import Hub
+from clock_service.hub import Hub, encode
 from clock_service.profile import Profile
 from clock_service.store import Store
 from clock_service.timesource import Timer, TimeSource
@@ -69,7 +69,11 @@ class Runtime:
                                  config=stored.config)
             table.published_state = self._state(table, now)
             self.tables[stored.id] = table
-            events = clock.recover(alive_at if alive_at is not None else now, now)
+            # The service was alive at its last heartbeat and at the table's last event,
+            # whichever is later (a clock started just before a crash, between beats).
+            alive = max((t for t in (alive_at, self.store.last_event_at(stored.id))
+                         if t is not None), default=now)
+            events = clock.recover(alive, now)
             if events:
                 log.info("table %s: recovered after restart: %s", stored.id,
                          [e.type for e in events])
@@ -215,10 +219,12 @@ class Runtime:
     def _emit(self, table: TableRuntime, events: list[Event], now: float) -> asyncio.Future[None]:
         """Number, tell local listeners, store; publish once durable. Returns that moment."""
         wires = self._number(table, events, now)
+        texts = [encode(wire) for wire in wires]  # once, for the store and every client
         loop = asyncio.get_running_loop()
         durable: asyncio.Future[None] = loop.create_future()
         self.store.append(table.id, wires, table.clock.to_dict(), table.seq,
-                          done=self._durable_callback(table, wires, durable))
+                          done=self._durable_callback(table, wires, durable, texts),
+                          texts=texts)
         self._tell_listeners(table, wires, now)
         return durable
 
@@ -232,7 +238,8 @@ class Runtime:
                 log.exception("table %s: local listener failed", table.id)
 
     def _durable_callback(
-        self, table: TableRuntime, wires: list[dict[str, Any]], durable: asyncio.Future[None]
+        self, table: TableRuntime, wires: list[dict[str, Any]], durable: asyncio.Future[None],
+        texts: list[str] | None = None,
     ) -> Callable[[BaseException | None], None]:
         loop = asyncio.get_running_loop()
 
@@ -240,7 +247,7 @@ class Runtime:
             if error is None and wires:
                 table.published_seq = wires[-1]["seq"]
                 table.published_state = wires[-1]["state"]
-                self.hub.publish(table.id, wires)
+                self.hub.publish(table.id, wires, texts)
             if not durable.done():
                 if error is None:
                     durable.set_result(None)

@@ -82,8 +82,11 @@ class _Write:
 
 
 def _encode(table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | None,
+            texts: list[str] | None = None,
             ) -> tuple[list[tuple[str, int, str, int, str]], str | None]:
-    rows = [(table_id, e["seq"], e["type"], int(e["at"]), json.dumps(e)) for e in events]
+    bodies = texts if texts is not None else [json.dumps(e) for e in events]
+    rows = [(table_id, e["seq"], e["type"], int(e["at"]), body)
+            for e, body in zip(events, bodies, strict=True)]
     return rows, None if core is None else json.dumps(core)
 
 
@@ -137,16 +140,19 @@ class Store:
         self, table_id: str, config: dict[str, Any], core: dict[str, Any],
         events: list[dict[str, Any]], seq: int, created_at: int,
         done: Callable[[BaseException | None], None] | None = None,
+        texts: list[str] | None = None,
     ) -> None:
-        rows, core_text = _encode(table_id, events, core)
+        rows, core_text = _encode(table_id, events, core, texts)
         self._queue.put(_Write(table_id, rows, core_text, seq, done, json.dumps(config),
                                created_at))
 
     def append(
         self, table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | None,
         seq: int, done: Callable[[BaseException | None], None] | None = None,
+        texts: list[str] | None = None,
     ) -> None:
-        rows, core_text = _encode(table_id, events, core)
+        """Append events (``texts``: their JSON, when the caller already made it)."""
+        rows, core_text = _encode(table_id, events, core, texts)
         self._queue.put(_Write(table_id, rows, core_text, seq, done))
 
     def heartbeat(self, alive_at_ms: float) -> None:
@@ -244,6 +250,13 @@ class Store:
             (table_id, since, upper, limit),
         ).fetchall()
         return [json.loads(r[0]) for r in rows]
+
+    def last_event_at(self, table_id: str) -> float | None:
+        """When the table's last stored event happened: the service was alive then."""
+        row = self._reader().execute(
+            "SELECT at FROM events WHERE table_id = ? ORDER BY seq DESC LIMIT 1", (table_id,)
+        ).fetchone()
+        return float(row[0]) if row else None
 
     def event_count(self, table_id: str) -> int:
         row = self._reader().execute(

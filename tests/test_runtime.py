@@ -154,3 +154,24 @@ async def test_a_failing_listener_never_stops_the_clock(rt: Runtime) -> None:
     assert state["phase"] == "running"
     await rt.command("t", Pause())
     assert rt.state("t")["phase"] == "paused"
+
+
+async def test_a_clock_started_between_heartbeats_recovers_no_more_than_its_limit(
+        tmp_path: Path) -> None:
+    time = FakeTime()
+    db = tmp_path / "clock.db"
+    first = Runtime(Store(db), time)
+    await first.start(default_table=None)  # heartbeat now
+    await first.create_table("t", ["A", "B"], profile=SHORT)
+    time.advance(300)  # no heartbeat yet (every 500 ms)
+    await first.command("t", Start())
+    await settle(first)
+    # crash: no shutdown hook, no last heartbeat
+    first._running = False  # noqa: SLF001
+    first.store.close()
+    time.advance(60_000)
+    second = Runtime(Store(db), time)
+    await second.start(default_table=None)
+    # alive at the later of the last heartbeat and the last event (the start itself)
+    assert (second.state("t")["phase"], second.state("t")["remaining_ms"]) == ("paused", 3000)
+    await second.stop()
