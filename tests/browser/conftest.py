@@ -32,7 +32,7 @@ FAST_PROFILE = {"shot_ms": 3000, "floor_ms": 2000, "step_ms": 500, "extension_ms
                 "warnings_ms": [2000, 1000]}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"{CHROMIUM} is missing: the browser tests need Debian's chromium "
