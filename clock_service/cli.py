@@ -27,7 +27,8 @@ def _serve(args: argparse.Namespace) -> int:
           file=sys.stderr, flush=True)
     config = uvicorn.Config(app, host=settings.host, port=settings.port,
                             log_level=args.log_level, ws_max_size=settings.max_message_bytes,
-                            lifespan="on", access_log=args.access_log)
+                            lifespan="on", access_log=args.access_log,
+                            ws_ping_interval=settings.ws_ping_s, ws_ping_timeout=settings.ws_ping_s)
     uvicorn.Server(config).run()
     return 0
 

@@ -41,6 +41,9 @@ class Settings:
     hardware: str = "none"
     ws_queue: int = 1024  # messages waiting per WebSocket client before it is cut off
     ws_send_timeout_s: float = 5.0
+    # WebSocket keepalive: a ping every this many seconds; no pong within as long again
+    # drops the connection (a dead client is let go even when nothing is being sent).
+    ws_ping_s: float = 20.0
     max_message_bytes: int = 16_384  # HTTP bodies and WebSocket messages
     # Commands a second per client address (HTTP) or per WebSocket; 0: no limit. See limits.py.
     command_rate: int = 20
@@ -58,6 +61,7 @@ class Settings:
             hardware=env.get("SHOTCLOCK_HARDWARE", cls.hardware),
             ws_queue=_env_int("SHOTCLOCK_WS_QUEUE", cls.ws_queue),
             ws_send_timeout_s=_env_float("SHOTCLOCK_WS_SEND_TIMEOUT_S", cls.ws_send_timeout_s),
+            ws_ping_s=_env_float("SHOTCLOCK_WS_PING_S", cls.ws_ping_s),
             max_message_bytes=_env_int("SHOTCLOCK_MAX_MESSAGE_BYTES", cls.max_message_bytes),
             command_rate=_env_int("SHOTCLOCK_COMMAND_RATE", cls.command_rate),
             command_burst=_env_int("SHOTCLOCK_COMMAND_BURST", cls.command_burst),

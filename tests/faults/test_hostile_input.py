@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
@@ -113,9 +113,6 @@ def ws_answer(ws: ClientConnection, message: str | bytes) -> dict[str, Any]:
             return reply
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "KNOWN DEFECT, under investigation: passes alone and with tests/faults, failed once in "
-    "the full suite under load"))
 @FUZZ
 @given(messages=st.lists(
     commands.map(lambda c: {"type": "command", **c}).map(json.dumps) | json_values.map(json.dumps)
@@ -123,6 +120,8 @@ def ws_answer(ws: ClientConnection, message: str | bytes) -> dict[str, Any]:
     max_size=5))
 def test_websocket_messages_never_kill_the_session(
         server: ServerProcess, client: httpx.Client, messages: list[Any]) -> None:
+    # Over the frame limit the server closes with 1009 by design: that case has its own test.
+    assume(all(len(m if isinstance(m, bytes) else m.encode()) < 16_000 for m in messages))
     with connect(f"{server.ws_url}/ws/tables/f") as ws:
         assert json.loads(ws.recv(timeout=5))["type"] == "snapshot"
         for message in messages:

@@ -64,8 +64,10 @@ async def hammer(server: ServerProcess, table_id: str, until: Any, seconds: floa
     keeping 10 in flight (group commit batches them), until ``until()`` holds."""
     sockets = []
     for _ in range(referees):
+        # close_timeout: these sockets stop reading once the hammer stops, so the server's
+        # close frame may sit behind a full buffer; don't wait 10 s each for it.
         ws = await websockets.connect(f"{server.ws_url}/ws/tables/{table_id}",
-                                      ping_interval=None)
+                                      ping_interval=None, close_timeout=0.5)
         decode(await ws.recv())
         sockets.append(ws)
 
@@ -122,9 +124,6 @@ async def check_expiry(watcher: Reader, expected_at: float) -> None:
     assert watcher.arrived[expired[0]["seq"]] - expected_at < 0.25
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "KNOWN DEFECT, under investigation: on a loaded 2-core machine the stalled raw-socket "
-    "client sees the connection dropped without a close frame instead of close 4001"))
 async def test_stalled_client_is_cut_off_by_its_queue_and_resumes_without_a_gap(
         tmp_path: Path) -> None:
     server = start_server(tmp_path, SHOTCLOCK_WS_QUEUE="256", SHOTCLOCK_WS_SEND_TIMEOUT_S="30")
