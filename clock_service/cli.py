@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 from typing import Any
@@ -66,6 +67,12 @@ def _attach_hardware(app: Any, settings: Any, holder: dict[str, Any]) -> None:
     async def lifespan(app_: FastAPI) -> AsyncIterator[Any]:
         async with inner(app_) as value:
             runtime = app_.state.runtime
+            # Everything loaded so far (libraries, restored tables) lives as long as the
+            # process: keep it out of the garbage collector's passes, and make the passes
+            # rarer. The service makes almost no cyclic garbage, and a full pass over a
+            # hall of tables and clients stalled the loop for 60-160 ms (bench/README.md).
+            gc.freeze()
+            gc.set_threshold(20_000, 20, 100)
             bridge = None
             if config.kind != "none":
                 display, buzzer, buttons = build_devices(
