@@ -23,9 +23,15 @@ def _serve(args: argparse.Namespace) -> int:
     bridge_holder: dict[str, Any] = {}
     app = create_app(settings, extra_listeners=listeners)
     _attach_hardware(app, settings, bridge_holder)
-    print(f"shotclock: serving on http://{settings.host}:{settings.port}  "
-          f"(store: {settings.db}; referee token {'on' if settings.referee_token else 'off'})",
-          file=sys.stderr, flush=True)
+    base = f"http://{settings.host}:{settings.port}"
+    table = settings.default_table or "1"
+    print(f"shotclock: serving on {base}  (store: {settings.db}; referee token "
+          f"{'on' if settings.referee_token else 'off'})\n"
+          f"  hall view        {base}/\n"
+          f"  referee console  {base}/referee?table={table}\n"
+          f"  stream overlay   {base}/overlay?table={table}\n"
+          f"  table display    {base}/display?table={table}\n"
+          f"  API              {base}/docs", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, host=settings.host, port=settings.port,
                             log_level=args.log_level, ws_max_size=settings.max_message_bytes,
                             lifespan="on", access_log=args.access_log,
