@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import logging
 import sys
@@ -101,6 +102,22 @@ def _attach_hardware(app: Any, settings: Any, holder: dict[str, Any]) -> None:
     app.router.lifespan_context = lifespan
 
 
+def _follow(args: argparse.Namespace) -> int:
+    """Print a table's events as JSON lines, resuming after disconnects (never a gap)."""
+    import asyncio
+    import json
+
+    from clock_service.client import follow
+
+    async def run() -> None:
+        async for event in follow(args.server, args.table, since=args.since, token=args.token):
+            print(json.dumps(event, ensure_ascii=False), flush=True)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="shotclock", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -113,11 +130,19 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--access-log", action="store_true", help="log every HTTP request")
     serve.add_argument("--log-level", default="info",
                        choices=["critical", "error", "warning", "info", "debug"])
+    tail = sub.add_parser("follow", help="print a table's events as JSON lines, resuming "
+                          "with ?since= after disconnects")
+    tail.add_argument("table", help="table id")
+    tail.add_argument("--server", default="http://127.0.0.1:8000", help="service base URL")
+    tail.add_argument("--since", type=int, default=0, help="start after this seq (default 0)")
+    tail.add_argument("--token", default=None, help="referee token (not needed to read)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper() if args.cmd == "serve" else "INFO",
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.cmd == "serve":
         return _serve(args)
+    if args.cmd == "follow":
+        return _follow(args)
     return 2
 
 

@@ -228,3 +228,21 @@ def test_websocket_ping_and_errors_keep_the_connection_usable(server: ServerProc
         assert [m["type"] for m in receive_until(ws, "ack")] == ["clock.started", "ack"]
     with connect(f"{server.ws_url}/ws/tables/none") as ws:
         assert receive(ws)["error"]["code"] == "unknown_table"
+
+
+def test_shotclock_follow_prints_every_event_as_json_lines(server: ServerProcess) -> None:
+    import subprocess
+    import sys
+
+    ok(server.command("1", "start"))
+    ok(server.command("1", "pause"))
+    proc = subprocess.Popen([sys.executable, "-m", "clock_service.cli", "follow", "1",
+                             "--server", server.url, "--since", "2"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        lines = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=5)
+    assert [(e["seq"], e["type"]) for e in lines] == [(3, "clock.started"), (4, "clock.paused")]
