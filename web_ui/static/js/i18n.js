@@ -312,6 +312,20 @@ function fill(text, vars) {
   return text.replace(/\{(\w+)\}/g, (m, k) => (vars && vars[k] !== undefined ? String(vars[k]) : m));
 }
 
+/** Add page-specific strings: {en: {...}, ru: {...}} (keys already present are kept). */
+export function addStrings(extra) {
+  for (const code of LANGS) {
+    for (const [key, text] of Object.entries(extra[code] || {})) DICT[code][key] ??= text;
+  }
+}
+
+/** Add error codes known to one page: {en: {code: text}, ru: {...}}. */
+export function addErrors(extra) {
+  for (const code of LANGS) {
+    for (const [key, text] of Object.entries(extra[code] || {})) ERRORS[code][key] ??= text;
+  }
+}
+
 export function t(key, vars) {
   const text = DICT[lang][key] ?? DICT.en[key] ?? key;
   return fill(text, vars);

@@ -5,6 +5,10 @@ import { getToken, sendCommand, setToken } from "./api.js";
 import { TableConnection, showStatus, tableFromQuery } from "./connection.js";
 import { animate, render, seconds } from "./countdown.js";
 import { applyI18n, bindLangToggle, errorText, onLangChange, t } from "./i18n.js";
+import {
+  CONTACTS, buildResult, contactLabel, drawTable, emptyReport, itemLabel, routeFromCall,
+  summaryLines,
+} from "./result.js";
 
 const $ = (id) => document.getElementById(id);
 const table = tableFromQuery("1");
@@ -16,6 +20,7 @@ let bannerTimer = 0;
 
 const conn = new TableConnection(table, {
   onState: (s) => { state = s; draw(); },
+  onEvent: (event, { replayed }) => { if (!replayed) takeEvent(event); },
   onStatus: (status) => showStatus($("conn"), status, t),
 });
 
@@ -52,6 +57,8 @@ onLangChange(() => {
   document.title = `${t("page.referee")} ${table} · ${t("app.title")}`;
   showStatus($("conn"), conn.status, t);
   draw();
+  drawReport();
+  drawSummary();
 });
 
 // -- commands ------------------------------------------------------------------------------------
@@ -70,16 +77,17 @@ async function send(name, fields) {
   const result = await sendCommand(table, name, fields);
   if (result.ok) {
     conn.offerState(result.body, name);
-    return;
+    return result;
   }
   if (result.status === 0) {
     showBanner("error", t("banner.refused"), t("banner.network"), null);
     conn.wake();
-    return;
+    return result;
   }
   const error = (result.body && result.body.error) || { code: "error", message: `HTTP ${result.status}` };
   showRefusal(error);
   if (result.status === 401) openTokenDialog();
+  return result;
 }
 
 function mainCommand() {
@@ -176,6 +184,7 @@ $("btn-foul").addEventListener("click", openFoulDialog);
 $("btn-hand-back").addEventListener("click", pressHandBack);
 $("btn-new-frame").addEventListener("click", openFrameDialog);
 $("btn-undo").addEventListener("click", openUndoDialog);
+$("btn-result").addEventListener("click", openResultPanel);
 $("token-btn").addEventListener("click", openTokenDialog);
 $("banner").addEventListener("click", hideBanner);
 
@@ -188,6 +197,7 @@ const KEYS = {
   f: openFoulDialog,
   h: pressHandBack,
   n: openFrameDialog,
+  r: openResultPanel,
 };
 
 // A button keeps the focus after a tap or click; without this, Space would both run the
@@ -217,7 +227,11 @@ function playerStats(i) {
     `${t("label.extensions")}: ${state.extensions_left[i]}`,
   ];
   if (Array.isArray(state.whites)) parts.push(`${t("label.whites")}: ${state.whites[i]}`);
-  if (Array.isArray(state.frames_won)) parts.push(`${t("label.frames")}: ${state.frames_won[i]}`);
+  if (state.match && Array.isArray(state.match.score)) {
+    parts.push(`${t("label.match")}: ${state.match.score[i]}`);
+  } else if (Array.isArray(state.frames_won)) {
+    parts.push(`${t("label.frames")}: ${state.frames_won[i]}`);
+  }
   return parts.join(" · ");
 }
 
@@ -252,6 +266,9 @@ function draw() {
   const undo = $("btn-undo");
   undo.textContent = state.can_undo ? t("btn.undo_what", { what: undoWhat() }) : t("btn.undo");
   undo.dataset.step = state.can_undo || "";
+  drawScore();
+  $("btn-result").classList.toggle("due", state.phase === "ready" && state.can_undo === "shot");
+  drawReport();
   tick();
 }
 
@@ -262,6 +279,259 @@ function tick() {
   const shown = text || "–";
   if (clock.textContent !== shown) clock.textContent = shown;
   $("clock-box").dataset.stage = stage;
+}
+
+// -- the shot result panel ------------------------------------------------------------------------
+let report = emptyReport();
+let summary = null; // {seq, outcome, player, whites, respots, match}
+
+function openResultPanel() {
+  if (!state) return;
+  const panel = $("result-panel");
+  panel.classList.remove("hidden");
+  drawReport();
+  panel.scrollIntoView({ block: "start", behavior: "instant" });
+}
+
+function closeResultPanel() {
+  $("result-panel").classList.add("hidden");
+}
+
+function resetReport() {
+  report = emptyReport();
+  $("res-foul").value = "";
+  $("res-foul-text").value = "";
+  drawReport();
+}
+
+const updateCallTable = drawTable($("call-table"), {
+  onPocket: (p) => { report.call.pocket = report.call.pocket === p ? null : p; drawReport(); },
+  onCushion: (c) => { report.call.cushions.push(c); drawReport(); },
+});
+const updateRouteTable = drawTable($("route-table"), {
+  onPocket: (p) => {
+    report.route.pocket = report.route.pocket === p ? null : p;
+    if (report.route.pocket) report.colour = true;
+    drawReport();
+  },
+  onCushion: (c) => { report.route.path.push(c); drawReport(); },
+});
+
+function contactButtons(host, onTap) {
+  host.replaceChildren(...CONTACTS.map((c) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "contact";
+    b.dataset.contact = c;
+    b.addEventListener("click", () => onTap(c));
+    return b;
+  }));
+}
+contactButtons($("call-contact-buttons"), (c) => { report.call.contacts.push(c); drawReport(); });
+contactButtons($("route-contact-buttons"), (c) => { report.route.path.push(c); drawReport(); });
+
+function setPressed(button, on) {
+  button.setAttribute("aria-pressed", on ? "true" : "false");
+}
+
+function seqText(items, label) {
+  return items.length ? items.map(label).join(" · ") : "–";
+}
+
+function drawReport() {
+  const onBreak = Boolean(state && state.on_break);
+  if (state) $("res-shooter").textContent = `— ${state.players[state.player]}`;
+  $("res-break-badge").classList.toggle("hidden", !onBreak);
+  $("res-whites").textContent = String(report.whites);
+  $("res-whites-minus").disabled = report.whites <= 0;
+  $("res-whites-plus").disabled = report.whites >= 7;
+  setPressed($("res-colour"), report.colour);
+  setPressed($("res-called"), report.called);
+  $("res-called").classList.toggle("hidden", onBreak);
+  $("res-break-row").classList.toggle("hidden", !onBreak);
+  setPressed($("res-break-yes"), report.legalBreak);
+  setPressed($("res-break-no"), !report.legalBreak);
+  $("res-foul-text").classList.toggle("hidden", $("res-foul").value !== "other" && !report.foulText);
+
+  const showCall = !onBreak && (report.colour || report.called);
+  $("res-call").classList.toggle("hidden", !showCall);
+  $("res-route").classList.toggle("hidden", !showCall);
+  $("route-copy").disabled = !report.called;
+  $("call-pocket").textContent = report.call.pocket ? t(`pocket.${report.call.pocket}`) : "–";
+  $("call-cushions").textContent = seqText(report.call.cushions, (c) => t(`cushion.${c}`));
+  $("call-contacts").textContent = seqText(report.call.contacts, contactLabel);
+  $("call-cushion-undo").disabled = !report.call.cushions.length;
+  $("call-contact-undo").disabled = !report.call.contacts.length;
+  for (const b of $("call-type").querySelectorAll("button")) {
+    setPressed(b, b.dataset.type === report.call.shot_type);
+  }
+  updateCallTable(report.call.pocket, report.call.cushions);
+  $("route-pocket").textContent = report.route.pocket ? t(`pocket.${report.route.pocket}`) : "–";
+  $("route-path").textContent = seqText(report.route.path, itemLabel);
+  $("route-undo").disabled = !report.route.path.length;
+  $("route-clear").disabled = !report.route.path.length && !report.route.pocket;
+  for (const b of $("route-cue").querySelectorAll("button")) {
+    setPressed(b, b.dataset.cue === report.route.cue_ball);
+  }
+  $("route-unannounced").checked = report.route.unannounced_contact;
+  $("route-jaw").checked = report.route.jaw_before_drop;
+  updateRouteTable(report.route.pocket, report.route.path.filter((i) => !i.includes(">")));
+  for (const b of document.querySelectorAll(".contact")) b.textContent = contactLabel(b.dataset.contact);
+}
+
+$("res-whites-minus").addEventListener("click", () => {
+  report.whites = Math.max(0, report.whites - 1); drawReport();
+});
+$("res-whites-plus").addEventListener("click", () => {
+  report.whites = Math.min(7, report.whites + 1); drawReport();
+});
+$("res-colour").addEventListener("click", () => {
+  report.colour = !report.colour;
+  if (!report.colour) { report.route.pocket = null; report.route.jaw_before_drop = false; }
+  drawReport();
+});
+$("res-called").addEventListener("click", () => { report.called = !report.called; drawReport(); });
+$("res-break-yes").addEventListener("click", () => { report.legalBreak = true; drawReport(); });
+$("res-break-no").addEventListener("click", () => { report.legalBreak = false; drawReport(); });
+$("res-foul").addEventListener("change", () => { report.foul = $("res-foul").value; drawReport(); });
+$("res-foul-text").addEventListener("input", () => { report.foulText = $("res-foul-text").value; });
+$("call-cushion-undo").addEventListener("click", () => { report.call.cushions.pop(); drawReport(); });
+$("call-contact-undo").addEventListener("click", () => { report.call.contacts.pop(); drawReport(); });
+for (const b of $("call-type").querySelectorAll("button")) {
+  b.addEventListener("click", () => { report.call.shot_type = b.dataset.type; drawReport(); });
+}
+$("route-copy").addEventListener("click", () => {
+  // Copying the call is what a pressed "call" means: the announced ball was aimed at its pocket.
+  report.called = true;
+  report.route = routeFromCall(report);
+  drawReport();
+});
+$("route-undo").addEventListener("click", () => { report.route.path.pop(); drawReport(); });
+$("route-clear").addEventListener("click", () => {
+  report.route.path = []; report.route.pocket = null; drawReport();
+});
+for (const b of $("route-cue").querySelectorAll("button")) {
+  b.addEventListener("click", () => { report.route.cue_ball = b.dataset.cue; drawReport(); });
+}
+$("route-unannounced").addEventListener("change", (ev) => {
+  report.route.unannounced_contact = ev.target.checked;
+});
+$("route-jaw").addEventListener("change", (ev) => { report.route.jaw_before_drop = ev.target.checked; });
+$("res-cancel").addEventListener("click", () => { resetReport(); closeResultPanel(); });
+
+let pendingResult = null;
+
+$("res-send").addEventListener("click", () => {
+  if (!state) return;
+  const built = buildResult(report, Boolean(state.on_break));
+  if (built.error) {
+    lastRefusal = null;
+    showBanner("error", t("banner.refused"), t(built.error), null);
+    return;
+  }
+  pendingResult = built.body;
+  // Ends the frame or takes a coloured-ball pot: ask, as for new frame and undo.
+  if (built.body.colour_potted && !state.on_break) {
+    $("result-question").textContent = describeResult(built.body);
+    $("result-dialog").showModal();
+    return;
+  }
+  sendResult();
+});
+
+$("result-dialog").addEventListener("close", () => {
+  if ($("result-dialog").returnValue === "ok") sendResult();
+});
+
+function describeResult(body) {
+  const parts = [`${t("res.whites")}: ${body.whites_potted}`];
+  if (body.colour_potted) parts.push(t("res.colour"));
+  if (body.call) parts.push(`${t("res.call")}: ${t(`pocket.${body.call.pocket}`)}`);
+  else parts.push(`${t("res.call")}: –`);
+  if (body.referee_foul) parts.push(`${t("res.foul_seen")}: ${body.referee_foul}`);
+  return parts.join(" · ");
+}
+
+async function sendResult() {
+  const body = pendingResult;
+  pendingResult = null;
+  if (!body) return;
+  const before = state ? state.seq : 0;
+  queue = queue.then(() => send("result", body));
+  const result = await queue;
+  if (!result || !result.ok) return; // the banner says why; the report stays for a fix
+  resetReport();
+  closeResultPanel();
+  if (!summary || summary.seq <= before) await fetchSummary(before);
+}
+
+// The summary comes from the feed; if the reply overtook the events, read them from the log.
+async function fetchSummary(since) {
+  const res = await fetch(`/api/tables/${encodeURIComponent(table)}/events?since=${since}&limit=20`,
+    { cache: "no-store" });
+  if (!res.ok) return;
+  const events = await res.json();
+  const list = Array.isArray(events) ? events : events.events || [];
+  for (const event of list) if (!summary || event.seq > summary.seq) takeEvent(event);
+}
+
+let lastSeqTaken = 0;
+
+function takeEvent(event) {
+  if (event.seq <= lastSeqTaken) return;
+  lastSeqTaken = event.seq;
+  const data = event.data || {};
+  if (event.type === "shot.result") {
+    summary = { seq: event.seq, player: data.player, outcome: data.outcome, whites: data.whites,
+      respots: null, match: null };
+  } else if (!summary) {
+    return;
+  } else if (event.type === "respot") {
+    summary.respots = data.respots;
+  } else if (event.type === "match.ended") {
+    summary.match = data;
+  } else if (event.type === "frame.started" || event.type === "correction.undone") {
+    summary = null;
+  } else {
+    return;
+  }
+  drawSummary();
+}
+
+function drawSummary() {
+  const card = $("outcome");
+  if (!summary || !state) { card.classList.add("hidden"); return; }
+  const o = summary.outcome;
+  card.classList.remove("hidden");
+  card.dataset.kind = o.frame_over ? "end" : o.fouls.length ? "foul" : "ok";
+  $("outcome-title").textContent = t("res.summary", { name: state.players[summary.player] });
+  $("outcome-lines").replaceChildren(...summaryLines(summary, state.players).map((line) => {
+    const li = document.createElement("li");
+    li.className = line.kind;
+    li.append(document.createTextNode(line.text));
+    if (line.rule) {
+      const rule = document.createElement("span");
+      rule.className = "rule";
+      rule.textContent = t("banner.rule", { rule: line.rule });
+      li.append(" ", rule);
+    }
+    return li;
+  }));
+}
+
+$("outcome-close").addEventListener("click", () => { summary = null; drawSummary(); });
+
+function drawScore() {
+  for (let i = 0; i < 2; i++) {
+    const whites = $(`p${i}`).querySelector(".whites");
+    whites.classList.toggle("hidden", !Array.isArray(state.whites));
+    if (Array.isArray(state.whites)) whites.querySelector("b").textContent = state.whites[i];
+  }
+  const m = state.match;
+  $("score").classList.toggle("hidden", !m);
+  if (!m) return;
+  $("score-value").textContent = `${m.score[0]} : ${m.score[1]}`;
+  $("score-race").textContent = m.race_to ? t("label.race_to", { n: m.race_to }) : "";
 }
 
 applyI18n();
