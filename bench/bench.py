@@ -487,8 +487,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "SHOTCLOCK_WS_QUEUE": "4096"}).start()
     spy = None
     if args.profile:
-        spy = subprocess.Popen([str(Path(sys.executable).with_name("py-spy")), "record", "-o",
-                                str(args.profile), "--pid", str(server.proc.pid), "-r", "200"],
+        # A .txt target gets py-spy's raw collapsed stacks (grep-able); anything else SVG.
+        fmt = "raw" if str(args.profile).endswith(".txt") else "flamegraph"
+        spy = subprocess.Popen([str(Path(sys.executable).with_name("py-spy")), "record",
+                                "--format", fmt, "-o", str(args.profile),
+                                "--pid", str(server.proc.pid), "-r", "200"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     bare = subprocess.Popen([sys.executable, "-c", BARE_LOOP], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE)

@@ -7,7 +7,7 @@ import contextlib
 import hmac
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import Depends, FastAPI, Query, Request, WebSocket
@@ -89,7 +89,7 @@ def create_app(
         finally:
             await runtime.stop()
 
-    app = FastAPI(
+    app = _ShotClockApp(
         title="Shot clock",
         version="0.1.0",
         summary="Table-side shot clock for Russian billiards (rules section 12).",
@@ -181,6 +181,24 @@ def create_app(
 
     mount_pages(app)
     return app
+
+
+RAW_SEND = "shotclock.raw_send"
+
+
+class _ShotClockApp(FastAPI):
+    """FastAPI, keeping each WebSocket's server ``send`` in its scope.
+
+    Every message sent through Starlette passes through every middleware's wrapper (about
+    ten async layers); a table's event fanned out to a thousand clients paid that a
+    thousand times. Event frames go straight to the server's ``send`` instead; the
+    handshake, errors and closes still take the usual way.
+    """
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            scope[RAW_SEND] = send
+        await super().__call__(scope, receive, send)
 
 
 class WsSession:
@@ -281,6 +299,7 @@ class WsSession:
     async def _send_loop(self) -> None:
         assert self.sub is not None
         queue = self.sub.queue
+        send_text = self._direct_sender()
         while True:
             item = await queue.get()
             if item is None:  # cut off by the hub: too slow
@@ -292,11 +311,24 @@ class WsSession:
             try:
                 # asyncio.timeout, not wait_for: no extra task per message per client.
                 async with asyncio.timeout(self.settings.ws_send_timeout_s):
-                    await self.ws.send_text(text)
+                    await send_text(text)
             except TimeoutError:
                 await self._close(CLOSE_TOO_SLOW, f"send timed out; reconnect with "
                                                   f"?since={max(seq - 1, 0)}")
                 return
+
+    def _direct_sender(self) -> Callable[[str], Awaitable[None]]:
+        raw_send = self.ws.scope.get(RAW_SEND)
+        if raw_send is None:  # mounted under another app: the usual way
+            return self.ws.send_text
+
+        async def send_text(text: str) -> None:
+            try:
+                await raw_send({"type": "websocket.send", "text": text})
+            except OSError as exc:  # as Starlette does: the client is gone
+                raise WebSocketDisconnect(code=1006) from exc
+
+        return send_text
 
     async def _close(self, code: int, reason: str) -> None:
         if self.ws.application_state != WebSocketState.DISCONNECTED:
