@@ -55,7 +55,7 @@ addStrings({
     "res.whites_credited": "Whites credited: {n}",
     "res.no_whites": "No whites credited",
     "res.foul": "Foul — {name}",
-    "res.respot": "Re-spot",
+    "step.result": "shot result",
     "res.turn_stays": "{name} stays at the table",
     "res.turn_passes": "The turn passes to {name}",
     "res.choice": "{name} chooses: play on (Start) or hand back (10.4)",
@@ -116,7 +116,7 @@ addStrings({
     "res.whites_credited": "Засчитано белых: {n}",
     "res.no_whites": "Белые не засчитаны",
     "res.foul": "Фол — {name}",
-    "res.respot": "Выставить",
+    "step.result": "результат удара",
     "res.turn_stays": "{name} продолжает у стола",
     "res.turn_passes": "Ход переходит к {name}",
     "res.choice": "{name} выбирает: играть (Старт) или вернуть ход (10.4)",
@@ -327,7 +327,7 @@ export function summaryLines(summary, players) {
       rule: foul.rule });
   }
   for (const r of summary.respots || o.respots || []) {
-    lines.push({ kind: "respot", text: `${t("res.respot")}: ${respotText(r)}`, rule: r.rule });
+    lines.push({ kind: "respot", text: respotText(r), rule: r.rule });
   }
   if (o.frame_over) {
     const reason = t(`end.${o.end_reason}`);
