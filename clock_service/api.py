@@ -37,6 +37,7 @@ from clock_service.schemas import (
 from clock_service.settings import Settings
 from clock_service.store import Store
 from clock_service.timesource import RealTime, TimeSource
+from web_ui import mount_pages
 
 __all__ = ["create_app"]
 
@@ -70,10 +71,7 @@ def token_matches(expected: str | None, offered: str | None) -> bool:
     return offered is not None and hmac.compare_digest(offered.encode(), expected.encode())
 
 
-def create_app(
-    settings: Settings | None = None, *, time: TimeSource | None = None,
-    extra_listeners: list[Any] | None = None,
-) -> FastAPI:
+def create_app(settings: Settings | None = None, *, time: TimeSource | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
     time = time or RealTime()
 
@@ -81,8 +79,6 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime = Runtime(Store(settings.db), time, Hub(settings.ws_queue))
         app.state.runtime = runtime
-        for listener in extra_listeners or []:
-            runtime.listeners.append(listener)
         await runtime.start(default_table=settings.default_table)
         try:
             yield
@@ -176,8 +172,6 @@ def create_app(
     @app.websocket("/ws/tables/{table_id}")
     async def table_socket(websocket: WebSocket, table_id: str) -> None:
         await WsSession(websocket, table_id, websocket.app.state.runtime, settings).run()
-
-    from web_ui import mount_pages
 
     mount_pages(app)
     return app

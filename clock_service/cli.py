@@ -20,10 +20,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env(host=args.host, port=args.port, db=args.db,
                                  display=args.display)
-    listeners: list[Any] = []
-    bridge_holder: dict[str, Any] = {}
-    app = create_app(settings, extra_listeners=listeners)
-    _attach_hardware(app, settings, bridge_holder)
+    app = create_app(settings)
+    _attach_hardware(app, settings)
     base = f"http://{settings.host}:{settings.port}"
     table = settings.default_table or "1"
     print(f"shotclock: serving on {base}  (store: {settings.db}; referee token "
@@ -41,14 +39,13 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _attach_hardware(app: Any, settings: Any, holder: dict[str, Any]) -> None:
+def _attach_hardware(app: Any, settings: Any) -> None:
     """Start the table-side devices with the app: hardware if configured, else the terminal.
 
     The configuration is read (and a bad one refused) before the service starts. A device
     that fails to open is logged and left out: the clock runs without it, and the serial
     driver keeps reconnecting by itself. Devices are closed when the service stops.
     """
-    import contextlib
     from collections.abc import AsyncIterator
 
     from fastapi import FastAPI
@@ -92,7 +89,6 @@ def _attach_hardware(app: Any, settings: Any, holder: dict[str, Any]) -> None:
                 bridge = TableBridge(runtime, table_id, display=TerminalDisplay(table_id))
             if bridge is not None:
                 bridge.attach()
-                holder["bridge"] = bridge
             try:
                 yield value
             finally:
