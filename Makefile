@@ -29,11 +29,12 @@ browser-deps:
 
 test: venv browser-deps
 	$(BIN)/ruff check .
+	$(BIN)/mypy clock_service firmware_bridge web_ui
 	$(BIN)/python -m pytest -q
 
 lint: venv
 	$(BIN)/ruff check .
-	$(BIN)/mypy clock_service firmware_bridge
+	$(BIN)/mypy clock_service firmware_bridge web_ui
 
 bench: venv
 	$(BIN)/python bench/bench.py
