@@ -131,15 +131,7 @@ class Runtime:
         table = TableRuntime(table_id, clock, config=config)
         self.tables[table_id] = table
         events = [Event("table.created", {"table": table_id, **config}), *clock.open(now)]
-        wires = self._number(table, events, now)
-        loop = asyncio.get_running_loop()
-        durable: asyncio.Future[None] = loop.create_future()
-        self.store.create_table(
-            table_id, config, clock.to_dict(), events=wires, seq=table.seq,
-            created_at=int(now), done=self._durable_callback(table, wires, durable),
-        )
-        self._tell_listeners(table, wires, now)
-        await durable
+        await self._emit(table, events, now, new_table=True)
         return self.state(table_id)
 
     def state(self, table_id: str) -> dict[str, Any]:
@@ -216,15 +208,20 @@ class Runtime:
         state["seq"] = table.seq
         return wires
 
-    def _emit(self, table: TableRuntime, events: list[Event], now: float) -> asyncio.Future[None]:
+    def _emit(self, table: TableRuntime, events: list[Event], now: float,
+              new_table: bool = False) -> asyncio.Future[None]:
         """Number, tell local listeners, store; publish once durable. Returns that moment."""
         wires = self._number(table, events, now)
         texts = [encode(wire) for wire in wires]  # once, for the store and every client
         loop = asyncio.get_running_loop()
         durable: asyncio.Future[None] = loop.create_future()
-        self.store.append(table.id, wires, table.clock.to_dict(), table.seq,
-                          done=self._durable_callback(table, wires, durable, texts),
-                          texts=texts)
+        done = self._durable_callback(table, wires, durable, texts)
+        if new_table:
+            self.store.create_table(table.id, table.config, table.clock.to_dict(), wires,
+                                    table.seq, created_at=int(now), done=done, texts=texts)
+        else:
+            self.store.append(table.id, wires, table.clock.to_dict(), table.seq, done=done,
+                              texts=texts)
         self._tell_listeners(table, wires, now)
         return durable
 
@@ -239,7 +236,7 @@ class Runtime:
 
     def _durable_callback(
         self, table: TableRuntime, wires: list[dict[str, Any]], durable: asyncio.Future[None],
-        texts: list[str] | None = None,
+        texts: list[str],
     ) -> Callable[[BaseException | None], None]:
         loop = asyncio.get_running_loop()
 
