@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+from clock_service.commands import MAX_SET_MS, MAX_TEXT
+from clock_service.rules import (
+    BALLS,
+    WHITES,
+    CueBall,
+    Cushion,
+    EndReason,
+    Pocket,
+    RespotBall,
+    RespotSpot,
+    ShotType,
+)
+from clock_service.rules import Turn as RulesTurn
 
 __all__ = [
     "CreateTable", "CommandRequest", "MatchState", "TableState", "ErrorBody", "ErrorResponse",
@@ -98,3 +112,507 @@ class WireEvent(BaseModel):
     at: int = Field(description="unix ms")
     data: dict[str, Any]
     state: dict[str, Any] = Field(description="the table state after the command that made it")
+
+
+# ---------------------------------------------------------------------------------------
+# WebSocket messages (/ws/tables/{id}), for the AsyncAPI document (clock_service/asyncapi.py).
+# Every message and event ``data`` model forbids extra fields: the contract test validates
+# each message a real server sends against them, so a field the document lacks fails it.
+# Enumerations come from the rules core itself (Pocket, Cushion, ...), so they cannot drift.
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+Player = Literal[0, 1]
+_BALL = "(?:" + "|".join(BALLS) + ")"
+CONTACT_PATTERN = f"^{_BALL}>{_BALL}$"
+PATH_ITEM_PATTERN = f"^(?:{_BALL}>{_BALL}|" + "|".join(c.value for c in Cushion) + ")$"
+PlayerPair = Annotated[list[int], Field(min_length=2, max_length=2)]
+
+
+class TimeProfile(_Closed):
+    """The time profile of a match (12.2-12.7), in full."""
+
+    shot_ms: int = Field(description="limit of a shot in the first full_rounds rounds (12.2)")
+    full_rounds: int
+    step_ms: int = Field(description="5 s less per round after full_rounds (12.3)")
+    floor_ms: int = Field(description="the limit never drops below this (12.3)")
+    extension_ms: int = Field(description="one extension adds this much (12.6)")
+    extensions_per_frame: int = Field(description="per player per frame (12.5)")
+    warnings_ms: list[int] = Field(description="clock.warning thresholds, largest first")
+
+
+class WsMatchState(MatchState):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WsTableState(TableState):
+    """The table state as sent over the WebSocket (snapshot, every event, ack): the same
+    fields as ``TableState`` (HTTP), closed, with ``profile`` and ``match`` spelled out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile: TimeProfile  # type: ignore[assignment]
+    match: WsMatchState
+
+
+class WsErrorBody(ErrorBody):
+    model_config = ConfigDict(extra="forbid")
+
+    rule: str | None = Field(None, description="the rule that refused it; absent otherwise")
+
+
+# -- the rules' report (shot.result, and the result command) -------------------------------
+
+class CallSpec(_Closed):
+    """The strict call (7.1-7.2), announced before the shot."""
+
+    pocket: Pocket
+    cushions: list[Cushion] = Field(default_factory=list,
+                                    description="the coloured ball's cushions, in order")
+    contacts: list[Annotated[str, Field(pattern=CONTACT_PATTERN)]] = Field(
+        default_factory=list, description="ball-to-ball contacts 'striker>struck', in order "
+        "(balls: cue, colour, white1..white7)", examples=[["cue>colour"]])
+    shot_type: ShotType = ShotType.NORMAL
+
+
+class RouteSpec(_Closed):
+    """What actually happened to the coloured ball on the shot (7.3-7.5, 8.x)."""
+
+    pocket: Pocket | None = Field(None, description="where it dropped; null: not potted")
+    path: list[Annotated[str, Field(pattern=PATH_ITEM_PATTERN)]] = Field(
+        default_factory=list, description="cushion names and 'striker>struck' contacts, in "
+        "order", examples=[["cue>colour", "right_bottom"]])
+    cue_ball: CueBall = CueBall.WHITE
+    unannounced_contact: bool = False
+    jaw_before_drop: bool = False
+
+
+class ShotReport(_Closed):
+    """The referee's report of a shot, as applied (``legal_break`` filled in on the break)."""
+
+    whites_potted: int = Field(ge=0, le=WHITES)
+    colour_potted: bool
+    call: CallSpec | None
+    route: RouteSpec | None
+    legal_break: bool | None
+    referee_foul: str | None
+
+
+class FoulRecord(_Closed):
+    player: Player
+    rule: str
+    reason: str
+
+
+class RespotInstruction(_Closed):
+    ball: RespotBall
+    count: int = Field(ge=1, le=WHITES)
+    spot: RespotSpot
+    rule: str = Field(description="where the ball goes (11.1, 11.2)")
+    cause: str = Field(description="the rule that sent it back (4.5, 5.7, 10.3, I8)")
+    instruction: str = Field(description="the instruction as the referee's page shows it")
+
+
+class ShotOutcome(_Closed):
+    player: Player
+    whites_credited: int
+    fouls: list[FoulRecord]
+    respots: list[RespotInstruction]
+    turn: RulesTurn | None = Field(description="null: the frame is over")
+    next_player: Player | None
+    choice_for: Player | None = Field(description="who has the 10.4 choice now")
+    frame_over: bool
+    winner: Player | None
+    end_reason: EndReason | None
+    end_rule: str | None
+
+
+# -- event data, one model per event type ----------------------------------------------------
+
+Ms = Annotated[int, Field(description="milliseconds")]
+UnixMs = Annotated[float, Field(description="unix ms")]
+
+
+class TableCreatedData(_Closed):
+    table: str
+    players: list[str] = Field(min_length=2, max_length=2)
+    timer: bool
+    profile: TimeProfile
+    first_breaker: Player
+    race_to: int | None
+
+
+class FrameStartedData(_Closed):
+    frame: int
+    breaker: Player
+    player: Player
+    visit: int
+    round: int
+    limit_ms: int | None = Field(description="null without a timer (12.1)")
+
+
+class FrameEndedData(_Closed):
+    frame: int
+    winner: Player | None = Field(description="null: the referee ended it for nobody")
+    reason: EndReason
+    frames_won: PlayerPair
+
+
+class MatchEndedData(_Closed):
+    winner: Player
+    score: PlayerPair
+    frames_won: PlayerPair
+    race_to: int | None
+    frames: int = Field(description="frames played")
+
+
+class ShotResultData(_Closed):
+    player: Player = Field(description="the shooter")
+    frame: int
+    visit: int
+    report: ShotReport
+    outcome: ShotOutcome
+    whites: PlayerPair = Field(description="whites credited this frame, after the shot")
+    fouls: PlayerPair = Field(description="fouls this frame, after the shot")
+
+
+class RespotData(_Closed):
+    player: Player | None = Field(description="at the table next (null: the frame is over)")
+    respots: list[RespotInstruction]
+    instructions: list[str]
+
+
+class ClockRunData(_Closed):
+    """clock.started and clock.resumed."""
+
+    limit_ms: int | None
+    player: Player
+    remaining_ms: int | None
+    deadline: UnixMs | None = Field(description="unix ms of the expiry; null without a timer")
+
+
+class ClockStoppedData(_Closed):
+    reason: Literal["shot", "turn", "foul", "new_frame"]
+    player: Player
+    remaining_ms: int | None = Field(description="left when it stopped")
+    deadline: UnixMs | None = Field(
+        description="the deadline that was running when it stopped; null if it was paused")
+
+
+class ClockPausedData(_Closed):
+    reason: Literal["referee", "restart"]
+    remaining_ms: int | None
+    player: Player | None = Field(None, description="absent when reason is restart")
+    deadline: UnixMs | None = Field(None, description="always null; absent when reason is "
+                                    "restart")
+
+
+class ClockExtendedData(_Closed):
+    player: Player
+    extension_ms: int
+    remaining_ms: int | None
+    deadline: UnixMs | None = Field(description="null unless running")
+
+
+class ClockWarningData(_Closed):
+    threshold_ms: int
+    remaining_ms: int
+    deadline: UnixMs
+    player: Player
+
+
+class ClockExpiredData(_Closed):
+    player: Player
+    deadline: UnixMs
+    remaining_ms: Literal[0]
+    late_ms: float = Field(description="how late the service produced the expiry, ms")
+
+
+class ClockCorrectedData(_Closed):
+    by: str
+    reason: str | None
+    player: Player
+    remaining_ms: int | None
+    deadline: UnixMs | None = Field(description="null unless running")
+
+
+class CorrectionUndoneData(_Closed):
+    undone: str = Field(description="the step taken back: a command name or 'expiry'")
+    by: str
+    reason: str | None
+    remaining_ms: int | None
+
+
+class FoulData(_Closed):
+    player: Player
+    reason: str
+    rule: str
+    fouls: PlayerPair = Field(description="fouls this frame, after this one")
+    technical_loss: bool = Field(description="the second foul: the frame is lost (10.5)")
+
+
+class TurnData(_Closed):
+    player: Player
+    visit: int
+    round: int
+    limit_ms: int | None
+    reason: Literal["turn", "result", "foul", "time_foul", "hand_back"]
+
+
+# -- server to client ---------------------------------------------------------------------
+
+class SnapshotMessage(_Closed):
+    """First message of every connection: the state as of event ``seq``."""
+
+    type: Literal["snapshot"]
+    seq: int
+    table: str
+    state: WsTableState
+    referee: bool = Field(description="whether this connection may send commands")
+
+
+class _EventMessage(_Closed):
+    seq: int = Field(description="rises by one per table, no gaps")
+    table: str
+    at: int = Field(description="unix ms")
+    state: WsTableState = Field(description="the table state after the command that made it")
+
+
+class TableCreatedEvent(_EventMessage):
+    type: Literal["table.created"]
+    data: TableCreatedData
+
+
+class FrameStartedEvent(_EventMessage):
+    type: Literal["frame.started"]
+    data: FrameStartedData
+
+
+class FrameEndedEvent(_EventMessage):
+    type: Literal["frame.ended"]
+    data: FrameEndedData
+
+
+class MatchEndedEvent(_EventMessage):
+    type: Literal["match.ended"]
+    data: MatchEndedData
+
+
+class ShotResultEvent(_EventMessage):
+    type: Literal["shot.result"]
+    data: ShotResultData
+
+
+class RespotEvent(_EventMessage):
+    type: Literal["respot"]
+    data: RespotData
+
+
+class ClockStartedEvent(_EventMessage):
+    type: Literal["clock.started"]
+    data: ClockRunData
+
+
+class ClockResumedEvent(_EventMessage):
+    type: Literal["clock.resumed"]
+    data: ClockRunData
+
+
+class ClockStoppedEvent(_EventMessage):
+    type: Literal["clock.stopped"]
+    data: ClockStoppedData
+
+
+class ClockPausedEvent(_EventMessage):
+    type: Literal["clock.paused"]
+    data: ClockPausedData
+
+
+class ClockExtendedEvent(_EventMessage):
+    type: Literal["clock.extended"]
+    data: ClockExtendedData
+
+
+class ClockWarningEvent(_EventMessage):
+    type: Literal["clock.warning"]
+    data: ClockWarningData
+
+
+class ClockExpiredEvent(_EventMessage):
+    type: Literal["clock.expired"]
+    data: ClockExpiredData
+
+
+class ClockCorrectedEvent(_EventMessage):
+    type: Literal["clock.corrected"]
+    data: ClockCorrectedData
+
+
+class CorrectionUndoneEvent(_EventMessage):
+    type: Literal["correction.undone"]
+    data: CorrectionUndoneData
+
+
+class FoulEvent(_EventMessage):
+    type: Literal["foul"]
+    data: FoulData
+
+
+class TurnEvent(_EventMessage):
+    type: Literal["turn"]
+    data: TurnData
+
+
+class PongMessage(_Closed):
+    type: Literal["pong"]
+    id: Any = Field(description="the ping's id, echoed")
+    client_time: Any = Field(description="the ping's client_time, echoed")
+    server_time: UnixMs
+
+
+class AckMessage(_Closed):
+    type: Literal["ack"]
+    id: Any = Field(description="the command's id, echoed")
+    state: WsTableState = Field(description="the state after the command (its events were "
+                                "sent before this)")
+
+
+class ErrorMessage(_Closed):
+    type: Literal["error"]
+    id: Any = Field(None, description="the message's id, echoed; absent when the message "
+                    "could not be read (invalid_json, message_too_large) and on connect")
+    status: int | None = Field(None, description="HTTP-like status of a refused command "
+                               "(401, 404, 409, 422, 429); absent otherwise")
+    error: WsErrorBody
+
+
+# -- client to server -------------------------------------------------------------------
+
+class PingMessage(BaseModel):
+    """For the clock offset; any other field is ignored."""
+
+    type: Literal["ping"]
+    id: Any = Field(None, description="echoed in the pong")
+    client_time: float | None = Field(None, description="the client's clock, echoed")
+
+
+class _CommandEnvelope(_Closed):
+    type: Literal["command"] = Field(
+        "command", description="may be left out when the message has a 'command'")
+    id: Any = Field(None, description="echoed in the ack or error")
+    source: str | None = Field(None, description="where the press came from (for the log)")
+
+
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+
+
+class StartCommand(_CommandEnvelope):
+    """Balls at rest: the clock counts (I15); in expired, the opponent accepts (10.4)."""
+
+    command: Literal["start"]
+
+
+class ShotCommand(_CommandEnvelope):
+    """Cue tip on the cue ball in time: the clock stops, the next limit shows (I15)."""
+
+    command: Literal["shot"]
+
+
+class ExtensionCommand(_CommandEnvelope):
+    """Extra time for the player at the table, once per frame (12.5-12.7)."""
+
+    command: Literal["extension"]
+
+
+class PauseCommand(_CommandEnvelope):
+    command: Literal["pause"]
+
+
+class ResumeCommand(_CommandEnvelope):
+    command: Literal["resume"]
+
+
+class TurnCommand(_CommandEnvelope):
+    """The turn passes to the opponent: a new visit."""
+
+    command: Literal["turn"]
+
+
+class FoulCommand(_CommandEnvelope):
+    """A foul the referee saw (10.1)."""
+
+    command: Literal["foul"]
+    reason: Text
+    player: Player | None = Field(None, description="default: the player at the table")
+    rule: Text | None = Field(None, description="default 10.1")
+
+
+class HandBackCommand(_CommandEnvelope):
+    """After a foul the opponent hands the turn back (10.4)."""
+
+    command: Literal["hand_back"]
+
+
+class NewFrameCommand(_CommandEnvelope):
+    """End the frame (for winner, or nobody) and start the next."""
+
+    command: Literal["new_frame"]
+    winner: Player | None = None
+
+
+class UndoCommand(_CommandEnvelope):
+    """Take back the last step (a command or an expiry)."""
+
+    command: Literal["undo"]
+    by: Text = "referee"
+    reason: Text | None = None
+
+
+class SetTimeCommand(_CommandEnvelope):
+    """Set the remaining time of the current shot."""
+
+    command: Literal["set_time"]
+    remaining_ms: int = Field(ge=1, le=MAX_SET_MS)
+    by: Text = "referee"
+    reason: Text | None = None
+
+
+class ResultCommand(_CommandEnvelope):
+    """What the shot just played did (sections 3-11); after shot, in ready."""
+
+    command: Literal["result"]
+    whites_potted: int = Field(0, ge=0, le=WHITES)
+    colour_potted: bool = False
+    call: CallSpec | None = None
+    route: RouteSpec | None = None
+    legal_break: bool | None = Field(None, description="the break only; left out: legal")
+    referee_foul: Text | None = None
+
+
+class CommandMessage(RootModel[Annotated[
+    StartCommand | ShotCommand | ExtensionCommand | PauseCommand | ResumeCommand | TurnCommand
+    | FoulCommand | HandBackCommand | NewFrameCommand | UndoCommand | SetTimeCommand
+    | ResultCommand,
+    Field(discriminator="command"),
+]]):
+    """A referee command; needs the referee token when the service has one."""
+
+
+__all__ += [
+    "TimeProfile", "WsMatchState", "WsTableState", "WsErrorBody", "CallSpec", "RouteSpec",
+    "ShotReport", "FoulRecord", "RespotInstruction", "ShotOutcome",
+    "TableCreatedData", "FrameStartedData", "FrameEndedData", "MatchEndedData", "ShotResultData",
+    "RespotData", "ClockRunData", "ClockStoppedData", "ClockPausedData", "ClockExtendedData",
+    "ClockWarningData", "ClockExpiredData", "ClockCorrectedData", "CorrectionUndoneData",
+    "FoulData", "TurnData", "SnapshotMessage", "TableCreatedEvent", "FrameStartedEvent",
+    "FrameEndedEvent", "MatchEndedEvent", "ShotResultEvent", "RespotEvent", "ClockStartedEvent",
+    "ClockResumedEvent", "ClockStoppedEvent", "ClockPausedEvent", "ClockExtendedEvent",
+    "ClockWarningEvent", "ClockExpiredEvent", "ClockCorrectedEvent", "CorrectionUndoneEvent",
+    "FoulEvent", "TurnEvent", "PongMessage", "AckMessage", "ErrorMessage", "PingMessage",
+    "StartCommand", "ShotCommand", "ExtensionCommand", "PauseCommand", "ResumeCommand",
+    "TurnCommand", "FoulCommand", "HandBackCommand", "NewFrameCommand", "UndoCommand",
+    "SetTimeCommand", "ResultCommand", "CommandMessage",
+]
