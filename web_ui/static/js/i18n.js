@@ -146,7 +146,7 @@ const DICT = {
     "label.extensions": "Продл.",
     "label.extensions_left": "Продлений осталось",
     "label.fouls": "Фолы",
-    "label.whites": "Свояки",
+    "label.whites": "Белые",
     "label.frames": "Партии",
     "label.score": "Счёт",
     "label.at_table": "У стола",
