@@ -618,7 +618,9 @@ class TableClock:
             **data,
             "player": data.get("player", self.player),
             "remaining_ms": self.remaining_ms(now),
-            "deadline": self.deadline if self.phase == "running" else None,
+            # A deadline only while the clock keeps running (not on the stop itself).
+            "deadline": (self.deadline if self.phase == "running" and kind != "clock.stopped"
+                         else None),
         })
 
     def _remember(self, step: str, now: float, before: dict[str, Any]) -> None:
