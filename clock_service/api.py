@@ -21,6 +21,7 @@ from clock_service.errors import (
     NotAuthorized,
     RuleRefusal,
     ShotClockError,
+    StoreError,
     TableExists,
     UnknownTable,
 )
@@ -44,9 +45,9 @@ __all__ = ["create_app"]
 log = logging.getLogger(__name__)
 
 STATUS = {RuleRefusal: 409, InvalidInput: 422, UnknownTable: 404, TableExists: 409,
-          NotAuthorized: 401}
+          NotAuthorized: 401, StoreError: 503}
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorResponse} for code in (401, 404, 409, 422)
+    code: {"model": ErrorResponse} for code in (401, 404, 409, 422, 503)
 }
 CLOSE_POLICY = 1008
 CLOSE_UNKNOWN_TABLE = 4404
@@ -128,7 +129,8 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
                 "server_time": runtime.time.now_ms(),
                 "store": {"commits": runtime.store.commits,
                           "commit_ms_p50": commit_ms[len(commit_ms) // 2] if commit_ms else None,
-                          "commit_ms_max": commit_ms[-1] if commit_ms else None},
+                          "commit_ms_max": commit_ms[-1] if commit_ms else None,
+                          "write_errors": runtime.store.write_errors},
                 "delivered": runtime.hub.delivered, "cut_off": runtime.hub.cut_off}
 
     @app.get("/api/tables", tags=["tables"], response_model=None,

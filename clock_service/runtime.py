@@ -18,7 +18,13 @@ from typing import Any
 
 from clock_service.clock import TableClock
 from clock_service.commands import Command
-from clock_service.errors import InvalidInput, RuleRefusal, TableExists, UnknownTable
+from clock_service.errors import (
+    InvalidInput,
+    RuleRefusal,
+    StoreError,
+    TableExists,
+    UnknownTable,
+)
 from clock_service.events import Event
 from clock_service.hub import Hub, encode
 from clock_service.profile import Profile
@@ -31,6 +37,7 @@ log = logging.getLogger(__name__)
 
 TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 HEARTBEAT_MS = 500.0
+STORE_WAIT_S = 5.0
 
 # A local listener gets (table_id, wire events, state after them), on the loop thread.
 Listener = Callable[[str, list[dict[str, Any]], dict[str, Any]], None]
@@ -55,6 +62,8 @@ class Runtime:
         self.tables: dict[str, TableRuntime] = {}
         self.listeners: list[Listener] = []
         self._heartbeat: Timer | None = None
+        # How long a command waits for its events to be on disk before answering 503.
+        self.store_wait_s = STORE_WAIT_S
         self._running = False
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -175,7 +184,13 @@ class Runtime:
         pending = self._emit(table, events, now)
         self._schedule(table)  # the clock's timer is set before any disk wait
         state = self._state(table, now)
-        await pending
+        try:
+            await asyncio.wait_for(asyncio.shield(pending), self.store_wait_s)
+        except TimeoutError:
+            raise StoreError(
+                f"the event store did not confirm the write within {self.store_wait_s:g} s: "
+                "the command was applied and its events will be stored and sent, in order, "
+                "as soon as the disk recovers", code="store_unavailable") from None
         return state
 
     # -- the clock's own wake-ups -----------------------------------------------------------------

@@ -53,6 +53,9 @@ CREATE TABLE IF NOT EXISTS meta (
 );
 """
 
+# Backoff between attempts to commit on a failing disk.
+RETRY_MIN_S = 0.05
+RETRY_MAX_S = 2.0
 # Most events a single commit takes; more wait for the next one.
 MAX_BATCH = 512
 
@@ -105,7 +108,9 @@ class Store:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._local = threading.local()
-        self.commits = 0  # for the benchmark: how many fsyncs the batching saved
+        self.commits = 0
+        self.write_errors = 0  # failed commit attempts (each retried, see _commit_until_done)
+        self._closing = False  # for the benchmark: how many fsyncs the batching saved
         # Duration of the recent commits in ms (BEGIN..COMMIT, fsync included), for /api/health.
         self.commit_ms: deque[float] = deque(maxlen=1024)
 
@@ -130,6 +135,7 @@ class Store:
     def close(self) -> None:
         """Write everything queued, then stop the writer."""
         if self._thread is not None:
+            self._closing = True
             self._queue.put(_STOP)
             self._thread.join(timeout=30)
             self._thread = None
@@ -174,23 +180,43 @@ class Store:
                 batch = [item for item in batch if item is not _STOP]
             if not batch:
                 continue
-            error: BaseException | None = None
-            try:
-                started = time.perf_counter()
-                self._commit(conn, batch)
-                self.commit_ms.append((time.perf_counter() - started) * 1000.0)
-                self.commits += 1
-            except Exception as exc:  # a full disk, a broken file: tell every waiter
-                log.exception("event store write failed")
-                error = StoreError(f"event store write failed: {exc}")
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
+            error = self._commit_until_done(conn, batch)
             for item in batch:
                 if isinstance(item, _Write) and item.done is not None:
                     try:
                         item.done(error)
                     except Exception:
                         log.exception("store callback failed")
+
+    def _commit_until_done(self, conn: sqlite3.Connection, batch: list[Any]) -> StoreError | None:
+        """Commit the batch. A full or failing disk (OperationalError) is retried with
+        backoff for as long as it takes: the batch's events keep their place in the order,
+        so nothing is lost and no client ever sees a gap, only a delay. Anything else (a
+        bug) fails the batch at once, and so does a retry after close() was asked."""
+        delay = RETRY_MIN_S
+        attempt = 0
+        while True:
+            try:
+                started = time.perf_counter()
+                self._commit(conn, batch)
+                self.commit_ms.append((time.perf_counter() - started) * 1000.0)
+                self.commits += 1
+                if attempt:
+                    log.warning("event store writable again after %d failed attempts", attempt)
+                return None
+            except Exception as exc:
+                attempt += 1
+                self.write_errors += 1
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                retry = isinstance(exc, sqlite3.OperationalError) and not self._closing
+                if attempt == 1 or not retry:
+                    log.error("event store write failed (%s: %s)%s", type(exc).__name__, exc,
+                              "; retrying until the disk recovers" if retry else "")
+                if not retry:
+                    return StoreError(f"event store write failed: {exc}")
+                time.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
 
     def _commit(self, conn: sqlite3.Connection, batch: list[Any]) -> None:
         conn.execute("BEGIN IMMEDIATE")

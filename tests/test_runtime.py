@@ -175,3 +175,60 @@ async def test_a_clock_started_between_heartbeats_recovers_no_more_than_its_limi
     # alive at the later of the last heartbeat and the last event (the start itself)
     assert (second.state("t")["phase"], second.state("t")["remaining_ms"]) == ("paused", 3000)
     await second.stop()
+
+
+def _failing_disk(store: Store, failures: int) -> list[int]:
+    """Make the next ``failures`` commits fail as a full disk does; count the attempts."""
+    import sqlite3
+
+    real_commit = store._commit  # noqa: SLF001
+    attempts = [0]
+
+    def commit(conn: sqlite3.Connection, batch: list[Any]) -> None:
+        attempts[0] += 1
+        if attempts[0] <= failures:
+            raise sqlite3.OperationalError("database or disk is full")
+        real_commit(conn, batch)
+
+    store._commit = commit  # type: ignore[method-assign]  # noqa: SLF001
+    return attempts
+
+
+async def test_a_failing_disk_delays_events_but_never_loses_or_reorders_them(
+        rt: Runtime) -> None:
+    await rt.create_table("t", ["A", "B"], profile=SHORT)
+    sub = rt.hub.subscribe("t")
+    attempts = _failing_disk(rt.store, failures=3)
+    state = await rt.command("t", Start())  # retried until the disk takes it
+    assert attempts[0] >= 4 and rt.store.write_errors >= 3
+    assert state["phase"] == "running"
+    await rt.command("t", Pause())
+    published = []
+    while not sub.queue.empty():
+        item = sub.queue.get_nowait()
+        assert item is not None
+        published.append(item[0])
+    stored = [e["seq"] for e in await rt.events_since("t", 0)]
+    assert stored == list(range(1, len(stored) + 1))
+    assert published == stored[-2:]  # clock.started, clock.paused: in order, once each
+
+
+async def test_a_disk_down_longer_than_the_wait_answers_503_and_catches_up(
+        rt: Runtime) -> None:
+    from clock_service.errors import StoreError
+
+    await rt.create_table("t", ["A", "B"], profile=SHORT)
+    rt.store_wait_s = 0.2
+    _failing_disk(rt.store, failures=6)  # about 0.05+0.1+0.2+0.4+0.8 s of retries
+    with pytest.raises(StoreError) as info:
+        await rt.command("t", Start())
+    assert info.value.code == "store_unavailable"
+    assert rt.state("t")["phase"] == "running"  # applied: the clock did not wait on the disk
+    for _ in range(400):  # the disk recovers: the events land and are published, in order
+        if rt.tables["t"].published_seq == rt.tables["t"].seq:
+            break
+        import asyncio
+        await asyncio.sleep(0.01)
+    stored = [e["type"] for e in await rt.events_since("t", 0)]
+    assert stored[-1] == "clock.started"
+    assert rt.tables["t"].published_seq == rt.tables["t"].seq == len(stored)
