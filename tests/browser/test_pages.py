@@ -295,6 +295,7 @@ def test_hall_lists_tables_live_and_creates_one(shared_server: ServerProcess, co
     form.locator("input[name=b]").fill("Volkov")
     form.locator("input[name=shot_s]").fill("30")
     form.locator("input[name=floor_s]").fill("15")
+    form.locator("input[name=race_to]").fill("3")
     form.locator("button[type=submit]").click()
     expect(hall.locator("#create-result")).to_have_text("Table hall2 created")
     new_card = hall.locator("article[data-table='hall2']")
@@ -302,7 +303,7 @@ def test_hall_lists_tables_live_and_creates_one(shared_server: ServerProcess, co
     expect(new_card.locator(".clock")).to_have_text("30")
     state = shared_server.get("/api/tables/hall2")
     assert state["profile"]["shot_ms"] == 30_000 and state["profile"]["floor_ms"] == 15_000
-    assert state["timer"] is True
+    assert state["timer"] is True and state["match"]["race_to"] == 3
     # A duplicate id is refused with the reason.
     form.locator("button[type=submit]").click()
     expect(hall.locator("#create-result")).to_contain_text("a table with this id already exists")

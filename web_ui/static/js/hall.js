@@ -92,6 +92,7 @@ $("create-form").addEventListener("submit", async (ev) => {
     players: [f.a.value.trim(), f.b.value.trim()],
     timer: f.timer.checked,
     profile,
+    race_to: f.race_to.value ? Number(f.race_to.value) : null,  // empty: open-ended match
   };
   const result = await createTable(body);
   if (result.ok) {
