@@ -322,7 +322,7 @@ class TableClock:
         self.phase = "paused"
         self.remaining = _ceil_ms(left)
         self.deadline = None
-        return [Event("clock.paused", {"remaining_ms": self.remaining, "reason": "restart"})]
+        return [self._clock_event("clock.paused", now, {"reason": "restart"})]
 
     # -- the rules on top of the table ------------------------------------------------------
     def _check_allowed(self, name: str) -> None:
