@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,7 +64,7 @@ def step(frame: FrameRules, data: st.DataObject) -> Outcome:
     return frame.accept() if command == "accept" else frame.hand_back()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=int(os.environ.get("PROPERTY_EXAMPLES", "300")), deadline=None)
 @given(st.integers(0, 1), st.data())
 def test_any_command_sequence_keeps_the_frame_invariants(breaker: int, data: st.DataObject) -> None:
     frame = FrameRules(breaker=breaker)
