@@ -90,14 +90,12 @@ class Hub:
             return sum(len(s) for s in self._subs.values())
         return len(self._subs.get(table_id, ()))
 
-    def publish(self, table_id: str, events: list[dict[str, Any]],
-                texts: list[str] | None = None) -> None:
-        """Offer events to every client of the table; ``texts`` is their JSON if already made."""
+    def publish(self, table_id: str, events: list[dict[str, Any]], texts: list[str]) -> None:
+        """Offer events to every client of the table; ``texts`` is their JSON (made once by
+        the runtime for the store and every client)."""
         subs = self._subs.get(table_id)
         if not subs:
             return
-        if texts is None:
-            texts = [encode(event) for event in events]
         for event, text in zip(events, texts, strict=True):
             for sub in list(subs):
                 if sub.offer(event["seq"], text):

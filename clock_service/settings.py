@@ -38,7 +38,6 @@ class Settings:
     default_table: str | None = "1"
     # "terminal": show the default table's clock in the terminal when no hardware is set.
     display: str = "terminal"
-    hardware: str = "none"
     ws_queue: int = 1024  # messages waiting per WebSocket client before it is cut off
     ws_send_timeout_s: float = 5.0
     # WebSocket keepalive: a ping every this many seconds; no pong within as long again
@@ -58,7 +57,6 @@ class Settings:
             db=env.get("SHOTCLOCK_DB", cls.db),
             referee_token=env.get("SHOTCLOCK_REFEREE_TOKEN") or None,
             display=env.get("SHOTCLOCK_DISPLAY", cls.display),
-            hardware=env.get("SHOTCLOCK_HARDWARE", cls.hardware),
             ws_queue=_env_int("SHOTCLOCK_WS_QUEUE", cls.ws_queue),
             ws_send_timeout_s=_env_float("SHOTCLOCK_WS_SEND_TIMEOUT_S", cls.ws_send_timeout_s),
             ws_ping_s=_env_float("SHOTCLOCK_WS_PING_S", cls.ws_ping_s),
