@@ -5,9 +5,14 @@ runtime aligns it with unix ms at start, so deadlines read as unix ms). The cloc
 deadline while it runs and derives every remaining time from it; nothing is counted.
 The caller asks ``next_wakeup()`` when it must call ``advance(now)`` again.
 
-Which command is legal in which phase is the table just below; everything the rules add
-on top (12.5 once per frame, 12.7 before time runs out, 10.4 only after a foul) is checked
-in the command's handler, and every refusal names the command, the phase and the rule.
+Which command is legal in which phase is the table just below; what the rules add on top
+(12.5 once per frame, 12.7 before time runs out, 10.4 only after a foul, nothing after the
+match) is checked by the command's guard in ``_GUARDS``. Phase table and guards are one
+check, ``refusal(name, now)``: ``handle`` raises what it says, and ``state()["allowed"]``
+lists the commands for which it says nothing, so a page never keeps its own copy of the
+rules. A refusal that depends on the state only (not on the command's fields) therefore
+belongs in a guard, never in a handler; every refusal names the command, the phase and
+the rule.
 
 One owner of each fact. The clock owns time, phase, visit, round and the player at the
 table. The frame rules (``rules.Match`` holding a ``FrameRules``, kept in ``self.match``)
@@ -116,7 +121,10 @@ REFUSALS: dict[tuple[str, str], tuple[str, str, str | None]] = {
         "back first", "10.4"),
 }
 
-FRAME_OVER_REFUSAL = ("frame_over", "the frame is over: start a new frame", None)
+# (code, message, rule) of a refusal.
+_Why = tuple[str, str, str | None]
+
+FRAME_OVER_REFUSAL: _Why = ("frame_over", "the frame is over: start a new frame", None)
 
 UNDO_DEPTH = 20
 
@@ -249,7 +257,26 @@ class TableClock:
             "whites": self.whites,
             "on_break": not self.match.frame.break_done and self.phase != "frame_over",
             "match": self._match_summary(),
+            "allowed": self.allowed(now),
         }
+
+    def allowed(self, now: float) -> list[str]:
+        """The commands legal at ``now``, sorted: those ``refusal`` has nothing against."""
+        return sorted(name for name in ALLOWED if self.refusal(name, now) is None)
+
+    def refusal(self, name: str, now: float) -> RuleRefusal | None:
+        """Why ``name`` would be refused at ``now`` whatever its fields, or None.
+
+        The one legality check: ``handle`` raises it, ``allowed`` lists what passes it.
+        Due deadlines are the caller's business (``handle`` advances first).
+        """
+        why = self._why_not(name, now)
+        if why is None:
+            return None
+        code, message, rule = why
+        suffix = f" ({rule})" if rule else ""
+        return RuleRefusal(f"{name} refused in phase {self.phase}: {message}{suffix}",
+                           code=code, rule=rule)
 
     def _match_summary(self) -> dict[str, Any]:
         match = self.match
@@ -295,7 +322,9 @@ class TableClock:
         """
         events = self.advance(now)
         try:
-            self._check_allowed(command.name)
+            refusal = self.refusal(command.name, now)
+            if refusal is not None:
+                raise refusal
             before = self._dump()
             try:
                 events += self._handlers[command.name](self, command, now)
@@ -325,28 +354,56 @@ class TableClock:
         return [self._clock_event("clock.paused", now, {"reason": "restart"})]
 
     # -- the rules on top of the table ------------------------------------------------------
-    def _check_allowed(self, name: str) -> None:
+    def _why_not(self, name: str, now: float) -> _Why | None:
         phase = self.phase
         if self.match.over and name != "undo":
             winner = self.match.winner
             assert winner is not None
             a, b = self.match.score
-            self._refuse(name, "match_over",
-                         f"the match is over: {self.players[winner]} won {a}-{b}; "
-                         "only undo is allowed", f"race to {self.match.race_to}")
-        if phase in ALLOWED[name]:
-            return
-        code, message, rule = REFUSALS.get(
-            (name, phase),
-            FRAME_OVER_REFUSAL if phase == "frame_over" else
-            ("not_allowed", f"not allowed while the clock is {phase}", None),
-        )
-        self._refuse(name, code, message, rule)
+            return ("match_over", f"the match is over: {self.players[winner]} won {a}-{b}; "
+                    "only undo is allowed", f"race to {self.match.race_to}")
+        if phase not in ALLOWED[name]:
+            return REFUSALS.get(
+                (name, phase),
+                FRAME_OVER_REFUSAL if phase == "frame_over" else
+                ("not_allowed", f"not allowed while the clock is {phase}", None),
+            )
+        guard = self._GUARDS.get(name)
+        return guard(self, now) if guard is not None else None
 
-    def _refuse(self, name: str, code: str, message: str, rule: str | None) -> None:
-        suffix = f" ({rule})" if rule else ""
-        raise RuleRefusal(f"{name} refused in phase {self.phase}: {message}{suffix}",
-                          code=code, rule=rule)
+    # Guards: what the rules forbid on top of the phase table, from the state alone.
+    def _guard_timer(self, now: float) -> _Why | None:
+        if not self.timer:
+            return ("no_timer", "this match is played without a timer", "12.1")
+        return None
+
+    def _guard_extension(self, now: float) -> _Why | None:
+        if not self.timer:
+            return self._guard_timer(now)
+        player = self.player
+        if self.extensions_used[player] >= self.profile.extensions_per_frame:
+            return ("extension_used",
+                    f"{self.players[player]} already used the extension this frame", "12.5")
+        if (self.remaining_ms(now) or 0) <= 0:
+            return ("extension_too_late", "the main time has run out", "12.7")
+        return None
+
+    def _guard_hand_back(self, now: float) -> _Why | None:
+        if self.hand_back_to is None:
+            return ("no_foul_pending", "there is no foul to hand back", "10.4")
+        return None
+
+    def _guard_undo(self, now: float) -> _Why | None:
+        if not self.history:
+            return ("nothing_to_undo", "there is nothing to undo", None)
+        return None
+
+    _GUARDS: dict[str, Callable[[TableClock, float], _Why | None]] = {
+        "extension": _guard_extension,
+        "hand_back": _guard_hand_back,
+        "undo": _guard_undo,
+        "set_time": _guard_timer,
+    }
 
     def _rules(self, name: str, action: Callable[[], _T]) -> _T:
         """Run a rules command; its refusals become the service's (409 / 422)."""
@@ -376,15 +433,8 @@ class TableClock:
         return [event]
 
     def _on_extension(self, command: Extension, now: float) -> list[Event]:
-        if not self.timer:
-            self._refuse("extension", "no_timer", "this match is played without a timer", "12.1")
         player = self.player
-        if self.extensions_used[player] >= self.profile.extensions_per_frame:
-            self._refuse("extension", "extension_used",
-                         f"{self.players[player]} already used the extension this frame", "12.5")
         left = self.remaining_ms(now) or 0
-        if left <= 0:
-            self._refuse("extension", "extension_too_late", "the main time has run out", "12.7")
         self.extensions_used[player] += 1
         extra = self.profile.extension_ms
         if self.phase == "running":
@@ -418,8 +468,6 @@ class TableClock:
         return events + self._add_foul(fouler, command.reason, command.rule or "10.1", now)
 
     def _on_hand_back(self, command: HandBack, now: float) -> list[Event]:
-        if self.hand_back_to is None:
-            self._refuse("hand_back", "no_foul_pending", "there is no foul to hand back", "10.4")
         outcome = self._rules("hand_back", self.match.hand_back)
         assert outcome.next_player is not None
         return self._pass_turn(outcome.next_player, "hand_back", now)
@@ -465,8 +513,6 @@ class TableClock:
         return events
 
     def _on_undo(self, command: Undo, now: float) -> list[Event]:
-        if not self.history:
-            self._refuse("undo", "nothing_to_undo", "there is nothing to undo", None)
         step, at, state = self.history.pop()
         self._load(json.loads(state))
         if self.phase == "running" and self.deadline is not None:
@@ -480,8 +526,6 @@ class TableClock:
         })]
 
     def _on_set_time(self, command: SetTime, now: float) -> list[Event]:
-        if not self.timer:
-            self._refuse("set_time", "no_timer", "this match is played without a timer", "12.1")
         if self.phase == "running":
             self._set_deadline(now + command.remaining_ms, now)
         else:

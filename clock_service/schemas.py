@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from clock_service.clock import ALLOWED
 from clock_service.commands import MAX_SET_MS, MAX_TEXT
 from clock_service.rules import (
     BALLS,
@@ -92,6 +93,11 @@ class TableState(BaseModel):
     whites: list[int] = Field(description="whites credited per player this frame (5.2-5.3)")
     on_break: bool = Field(description="the next shot is the break of the frame (4.x)")
     match: MatchState
+    allowed: list[str] = Field(
+        description="the commands legal right now, sorted: the clock's own transition table "
+                    "and rule checks (TableClock.refusal), so a page need not keep a copy of "
+                    "the rules; a command left out would be refused (409) whatever its fields",
+        json_schema_extra={"items": {"type": "string", "enum": [*sorted(ALLOWED)]}})
 
 
 

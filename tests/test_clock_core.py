@@ -152,6 +152,8 @@ def test_every_command_in_every_phase(name: str, phase: str) -> None:
         legal = False
     if name == "undo" and not clock.history:
         legal = False
+    # The state says the same before the press (convention 3: `allowed`, one check).
+    assert (name in clock.state(T0 + 2000)["allowed"]) == legal, clock.state(T0 + 2000)["allowed"]
     if legal:
         events = clock.handle(command, T0 + 2000)  # type: ignore[arg-type]
         assert events, f"{name} in {phase} produced no event"
@@ -162,6 +164,97 @@ def test_every_command_in_every_phase(name: str, phase: str) -> None:
         assert message.startswith(f"{name} refused in phase {phase}"), message
         assert info.value.code
         assert clock.to_dict() == before, "a refused command must change nothing"
+
+
+# -- `allowed`: the commands legal now, from the same check handle uses --------------------
+def clock_after(setup: str) -> TableClock:
+    """A clock in a named situation (each beyond what the phase alone says)."""
+    clock = new_clock(timer=setup != "timer off", race_to=1 if setup == "match over" else None)
+    at = T0
+    for step in {
+        "fresh": [],
+        "timer off": [],
+        "extension used": [Extension()],
+        "running, extension used": [Extension(), Start()],
+        "paused": [Start(), Pause()],
+        "paused at 0 after an undone expiry": [Start(), "expire", Undo()],
+        "expired": [Start(), "expire"],
+        "after a foul": [Foul(reason="x")],
+        "after a shot": [Start(), Shot()],
+        "frame over": [Foul(reason="x"), HandBack(), Foul(reason="x")],
+        "match over": [NewFrame(winner=0)],
+        "opponent at the table": [Turn()],
+    }[setup]:
+        if step == "expire":
+            at += 35_000
+            clock.advance(at)
+        else:
+            clock.handle(step, at)  # type: ignore[arg-type]
+        at += 100
+    return clock
+
+
+ALL = sorted(ALLOWED)
+
+
+@pytest.mark.parametrize(
+    ("setup", "allowed"),
+    [
+        # Pause in ready: no (issue 9 point 3); nothing to undo on a fresh table.
+        ("fresh", ["extension", "foul", "new_frame", "result", "set_time", "start", "turn"]),
+        # 12.1: no extension, no set_time without a timer.
+        ("timer off", ["foul", "new_frame", "result", "start", "turn"]),
+        # 12.5: the extension once per frame.
+        ("extension used", ["foul", "new_frame", "result", "set_time", "start", "turn", "undo"]),
+        ("running, extension used", ["foul", "new_frame", "pause", "set_time", "shot", "turn",
+                                     "undo"]),
+        ("paused", ["extension", "foul", "new_frame", "resume", "set_time", "shot", "turn",
+                    "undo"]),
+        # 12.7: nothing left, no extension (the undone expiry leaves 0 on the clock).
+        ("paused at 0 after an undone expiry", ["foul", "new_frame", "resume", "set_time",
+                                                "shot", "turn", "undo"]),
+        # 12.4 + 10.4: after a time foul the opponent accepts (start) or hands back.
+        ("expired", ["foul", "hand_back", "new_frame", "start", "undo"]),
+        ("after a foul", ["extension", "foul", "hand_back", "new_frame", "result", "set_time",
+                          "start", "turn", "undo"]),
+        ("after a shot", ["extension", "foul", "new_frame", "result", "set_time", "start",
+                          "turn", "undo"]),
+        # 10.5: everything but new frame and undo is over with the frame.
+        ("frame over", ["new_frame", "undo"]),
+        # race to 1 won: only undo.
+        ("match over", ["undo"]),
+        # The opponent's extension is still there (12.5 is per player).
+        ("opponent at the table", ["extension", "foul", "new_frame", "result", "set_time",
+                                   "start", "turn", "undo"]),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_allowed_lists_exactly_the_commands_handle_accepts(setup: str, allowed: list[str]) -> None:
+    clock = clock_after(setup)
+    now = T0 + 200_000 if setup == "paused at 0 after an undone expiry" else T0 + 36_000
+    state = clock.state(now)
+    assert state["allowed"] == allowed
+    for name in ALL:  # and handle agrees, command by command, on a copy of the clock
+        copy = TableClock.from_dict(clock.to_dict())
+        try:
+            copy.handle(sample_command(name), now)  # type: ignore[arg-type]
+        except RuleRefusal as refusal:
+            assert name not in allowed, f"{name} is listed but refused: {refusal}"
+            assert refusal.code and str(refusal).startswith(f"{name} refused")
+        else:
+            assert name in allowed, f"{name} went through but is not listed"
+
+
+def test_allowed_is_one_check_with_the_refusal() -> None:
+    """The refusal `allowed` leaves a command out for is the one handle raises."""
+    clock = clock_after("extension used")
+    refusal = clock.refusal("extension", T0 + 1000)
+    assert refusal is not None and (refusal.code, refusal.rule) == ("extension_used", "12.5")
+    with pytest.raises(RuleRefusal) as info:
+        clock.handle(Extension(), T0 + 1000)
+    assert (info.value.code, info.value.rule, str(info.value)) == (
+        refusal.code, refusal.rule, str(refusal))
+    assert clock.refusal("start", T0 + 1000) is None
 
 
 # -- expiry exactly at the deadline (12.4) --------------------------------------------------

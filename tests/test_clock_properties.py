@@ -70,12 +70,20 @@ def test_invariants_hold_for_any_sequence_of_presses(steps: list[Any], timer: bo
             now = wake
         now = target
         before = clock.to_dict()
+        allowed = clock.state(now)["allowed"]
         try:
             clock.handle(command, now)
-        except (RuleRefusal, InvalidCommand) as refusal:
-            # A refusal changes nothing but what was due anyway (an expiry, I17).
-            if not getattr(refusal, "events", None):
+        except RuleRefusal as refusal:
+            # `allowed` (convention 3) never lists a command the rules then refuse.
+            assert command.name not in allowed, (command.name, allowed, str(refusal))
+            if not refusal.events:
                 assert clock.to_dict() == before
+        except InvalidCommand:
+            # Legal now, but the fields are wrong (a report that cannot happen): nothing changes.
+            assert command.name in allowed, (command.name, allowed)
+            assert clock.to_dict() == before
+        else:
+            assert command.name in allowed, (command.name, allowed)
         state = clock.state(now)
         assert state["phase"] in PHASES
         assert state["round"] == (state["visit"] + 1) // 2
