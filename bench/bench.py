@@ -388,7 +388,7 @@ async def scenario(load: Load, http: httpx.AsyncClient, n_tables: int, n_clients
         "cmd_to_last_client_ms": summary(latencies), "cmd_unmatched": missing,
         "ack_ms": summary(load.ack_ms), "refused": load.refused,
         "events_per_s": messages / elapsed, "server_rss_mb": rss_mb, "server_cpu": cpu,
-        "store": health.get("store"), "cut_off": health.get("cut_off"),
+        "store": health.get("components", {}).get("store"), "cut_off": health.get("cut_off"),
     }
 
 

@@ -32,6 +32,7 @@ from clock_service.schemas import (
     CommandRequest,
     CreateTable,
     ErrorResponse,
+    HealthResponse,
     TableState,
     WireEvent,
 )
@@ -121,17 +122,17 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
             raise NotAuthorized("this command needs the referee token: "
                                 "Authorization: Bearer <token>")
 
-    @app.get("/api/health", tags=["service"])
+    @app.get("/api/health", tags=["service"], response_model=None,
+             responses={200: {"model": HealthResponse}})
     async def health(request: Request) -> dict[str, Any]:
+        """Liveness, counts, the status of each part (``components``) and the current
+        ``faults`` (the same list the pages show)."""
         runtime = runtime_of(request)
-        commit_ms = sorted(runtime.store.commit_ms)
         return {"ok": True, "tables": len(runtime.tables), "clients": runtime.hub.count(),
                 "server_time": runtime.time.now_ms(),
-                "store": {"commits": runtime.store.commits,
-                          "commit_ms_p50": commit_ms[len(commit_ms) // 2] if commit_ms else None,
-                          "commit_ms_max": commit_ms[-1] if commit_ms else None,
-                          "write_errors": runtime.store.write_errors},
-                "delivered": runtime.hub.delivered, "cut_off": runtime.hub.cut_off}
+                "delivered": runtime.hub.delivered, "cut_off": runtime.hub.cut_off,
+                "components": runtime.health.components(),
+                "faults": runtime.health.faults()}
 
     @app.get("/api/tables", tags=["tables"], response_model=None,
              responses={200: {"model": list[TableState]}})
@@ -273,7 +274,8 @@ class WsSession:
         seq, state = self.runtime.snapshot(self.table_id)
         self.snapshot_seq = seq
         await self._send_now({"type": "snapshot", "seq": seq, "table": self.table_id,
-                              "state": state, "referee": self.referee})
+                              "state": state, "referee": self.referee,
+                              "faults": self.runtime.health.faults(self.table_id)})
         if since is not None and since < seq:
             self.state = "replay"
             for event in await self.runtime.events_since(self.table_id, since, until=seq):

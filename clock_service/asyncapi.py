@@ -50,6 +50,7 @@ from clock_service.schemas import (
     RespotEvent,
     ShotResultEvent,
     SnapshotMessage,
+    StatusMessage,
     TableCreatedEvent,
     TurnEvent,
 )
@@ -89,6 +90,7 @@ EVENT_MESSAGES: dict[str, tuple[type[BaseModel], str]] = {
 SERVER_MESSAGES: dict[str, type[BaseModel]] = {
     "snapshot": SnapshotMessage,
     **{name: model for name, (model, _) in EVENT_MESSAGES.items()},
+    "status": StatusMessage,
     "pong": PongMessage,
     "ack": AckMessage,
     "error": ErrorMessage,
@@ -125,11 +127,13 @@ The WebSocket half of the shot clock's contract (HTTP: `/openapi.json`). One con
 follows one table. Server to client, in this order:
 
 1. `snapshot`: the state as of event `seq`; `referee` says whether this connection may send
-   commands.
+   commands; `faults` lists what needs a person's attention now (store, hardware ...).
 2. With `?since=M` (M < snapshot seq): every event M+1..seq from the store (replay).
 3. Live: every event, `seq` rising by one per table, each exactly once. Every event has
    `type`, `seq`, `table`, `at` (unix ms), `data` (one schema per type) and `state` (the table
    state after the command that made it).
+4. At any time, `status`: the faults that concern the table changed (a part failed or
+   recovered); the whole current list, to replace what is shown. Not an event: no `seq`.
 
 Client to server: `ping` (answered by `pong`, for the clock offset) and `command` (a referee
 command; its events, then `ack` with the new state, or `error` with `status` 401/404/409/422/
@@ -224,6 +228,7 @@ def build_asyncapi() -> dict[str, Any]:
     summaries = {
         "snapshot": "First message: the table state as of event seq.",
         **{name: summary for name, (_, summary) in EVENT_MESSAGES.items()},
+        "status": "The table's current faults (a part failed or recovered); not an event.",
         "pong": "Answer to a ping: the server's unix ms, for the clock offset.",
         "ack": "The command was applied; its events were sent before this.",
         "error": "A refused or unreadable client message, or a connect error before a close.",
@@ -290,6 +295,13 @@ def build_asyncapi() -> dict[str, Any]:
             "summary": "The replay (?since=), then every live event of the table, in seq "
             "order, each exactly once.",
             "messages": msgs(*events),
+        },
+        "sendStatus": {
+            "action": "send", "channel": {"$ref": _CHANNEL},
+            "title": "Status",
+            "summary": "Whenever the faults that concern the table change: the whole current "
+            "list (the snapshot carries it too). No seq: not an event, not stored.",
+            "messages": msgs("status"),
         },
         "sendError": {
             "action": "send", "channel": {"$ref": _CHANNEL},

@@ -90,6 +90,25 @@ class Hub:
             return sum(len(s) for s in self._subs.values())
         return len(self._subs.get(table_id, ()))
 
+    def tables(self) -> list[str]:
+        """The tables that have clients now."""
+        return list(self._subs)
+
+    def send(self, table_id: str, text: str) -> None:
+        """Offer a message that is not an event (no seq: a status) to every client of the
+        table, under the same queue bound as events."""
+        subs = self._subs.get(table_id)
+        if not subs:
+            return
+        for sub in list(subs):
+            if not sub.offer(0, text) and sub.dropped:
+                self._cut(table_id, subs, sub)
+
+    def _cut(self, table_id: str, subs: set[Subscriber], sub: Subscriber) -> None:
+        self.cut_off += 1
+        log.warning("table %s: client cut off: %s", table_id, sub.dropped)
+        subs.discard(sub)
+
     def publish(self, table_id: str, events: list[dict[str, Any]], texts: list[str]) -> None:
         """Offer events to every client of the table; ``texts`` is their JSON (made once by
         the runtime for the store and every client)."""
@@ -101,6 +120,4 @@ class Hub:
                 if sub.offer(event["seq"], text):
                     self.delivered += 1
                 elif sub.dropped:
-                    self.cut_off += 1
-                    log.warning("table %s: client cut off: %s", table_id, sub.dropped)
-                    subs.discard(sub)
+                    self._cut(table_id, subs, sub)

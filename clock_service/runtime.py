@@ -26,6 +26,7 @@ from clock_service.errors import (
     UnknownTable,
 )
 from clock_service.events import Event
+from clock_service.health import Health
 from clock_service.hub import Hub, encode
 from clock_service.profile import Profile
 from clock_service.store import Store
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 HEARTBEAT_MS = 500.0
 STORE_WAIT_S = 5.0
+STORE_FAULT = "store.write"
 
 # A local listener gets (table_id, wire events, state after them), on the loop thread.
 Listener = Callable[[str, list[dict[str, Any]], dict[str, Any]], None]
@@ -65,10 +67,21 @@ class Runtime:
         # How long a command waits for its events to be on disk before answering 503.
         self.store_wait_s = STORE_WAIT_S
         self._running = False
+        # Status of the parts and faults for people (TEAM convention 2): /api/health,
+        # snapshots and status messages to the clients of the tables concerned.
+        self.health = Health(time.now_ms)
+        self.health.listeners.append(self._faults_changed)
+        self.health.register("store", self._store_status)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self, default_table: str | None = "1") -> None:
         """Rebuild every table from the store; running clocks come back paused (recover)."""
+        loop = asyncio.get_running_loop()
+
+        def store_trouble(error: BaseException | None) -> None:  # from the writer thread
+            loop.call_soon_threadsafe(self._store_trouble, error)
+
+        self.store.on_trouble = store_trouble
         self.store.open()
         alive_at = self.store.alive_at()
         now = self.time.now_ms()
@@ -111,6 +124,33 @@ class Runtime:
         now = self.time.now_ms()
         self.store.heartbeat(now)
         self._heartbeat = self.time.call_at(now + HEARTBEAT_MS, self._beat)
+
+    # -- status and faults -------------------------------------------------------------------------
+    def _store_status(self) -> dict[str, Any]:
+        store = self.store
+        commit_ms = sorted(store.commit_ms)
+        return {"writable": store.failing_since is None, "commits": store.commits,
+                "commit_ms_p50": commit_ms[len(commit_ms) // 2] if commit_ms else None,
+                "commit_ms_max": commit_ms[-1] if commit_ms else None,
+                "write_errors": store.write_errors, "pending": store.pending}
+
+    def _store_trouble(self, error: BaseException | None) -> None:
+        if error is None:
+            self.health.clear(STORE_FAULT)
+            return
+        self.health.fault(
+            STORE_FAULT, component="store", code="store_unwritable",
+            message=f"the event store cannot write ({type(error).__name__}: {error}): the "
+            "clocks keep running, but what happened since is not yet durable; it is stored "
+            "and sent in order when the disk recovers, and lost if the service stops first")
+
+    def _faults_changed(self, table_id: str | None) -> None:
+        """Send the clients of the table(s) concerned their current list of faults."""
+        for tid in self.hub.tables() if table_id is None else [table_id]:
+            self.hub.send(tid, encode(self.status_message(tid)))
+
+    def status_message(self, table_id: str) -> dict[str, Any]:
+        return {"type": "status", "table": table_id, "faults": self.health.faults(table_id)}
 
     # -- tables ----------------------------------------------------------------------------------
     def table(self, table_id: str) -> TableRuntime:
@@ -188,9 +228,11 @@ class Runtime:
             await asyncio.wait_for(asyncio.shield(pending), self.store_wait_s)
         except TimeoutError:
             raise StoreError(
-                f"the event store did not confirm the write within {self.store_wait_s:g} s: "
-                "the command was applied and its events will be stored and sent, in order, "
-                "as soon as the disk recovers", code="store_unavailable") from None
+                f"the command was applied on the table, but it is not yet durable: the event "
+                f"store did not confirm the write within {self.store_wait_s:g} s. Its events "
+                "are stored and sent in order if the disk recovers; if the service stops "
+                "first, they are lost and the table comes back as it was before",
+                code="store_unavailable") from None
         return state
 
     # -- the clock's own wake-ups -----------------------------------------------------------------

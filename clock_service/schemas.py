@@ -23,7 +23,7 @@ from clock_service.rules import Turn as RulesTurn
 
 __all__ = [
     "CreateTable", "CommandRequest", "MatchState", "TableState", "ErrorBody", "ErrorResponse",
-    "WireEvent",
+    "WireEvent", "FaultInfo", "HealthResponse", "StatusMessage",
 ]
 
 
@@ -109,6 +109,32 @@ class ErrorBody(BaseModel):
 
 class ErrorResponse(BaseModel):
     error: ErrorBody
+
+
+class FaultInfo(BaseModel):
+    """A fault that needs a person's attention (clock_service/health.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(description="stable identity, e.g. store.write")
+    component: str = Field(description="the part at fault: store, hardware, mqtt, camera ...")
+    code: str = Field(description="machine code (translated by the pages)",
+                      examples=["store_unwritable"])
+    message: str = Field(description="the fact, in English")
+    table: str | None = Field(description="the table it concerns; null: every table")
+    since: int = Field(description="unix ms when it was first raised")
+
+
+class HealthResponse(BaseModel):
+    ok: bool = Field(description="the service answers (faults are listed apart)")
+    tables: int
+    clients: int = Field(description="WebSocket clients now")
+    server_time: float = Field(description="unix ms")
+    delivered: int = Field(description="event messages queued to clients since start")
+    cut_off: int = Field(description="clients cut off for being too slow since start")
+    components: dict[str, dict[str, Any]] = Field(
+        description="status of each part, by name (store, hardware, mqtt, camera ...)")
+    faults: list[FaultInfo] = Field(description="every current fault, oldest first")
 
 
 class WireEvent(BaseModel):
@@ -378,6 +404,17 @@ class SnapshotMessage(_Closed):
     table: str
     state: WsTableState
     referee: bool = Field(description="whether this connection may send commands")
+    faults: list[FaultInfo] = Field(description="the current faults that concern this "
+                                    "table (see the status message)")
+
+
+class StatusMessage(_Closed):
+    """The faults that concern the table changed (a part failed or recovered): the whole
+    current list, to replace what is shown. Not an event: no seq, nothing stored."""
+
+    type: Literal["status"]
+    table: str
+    faults: list[FaultInfo]
 
 
 class _EventMessage(_Closed):

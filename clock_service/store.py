@@ -113,6 +113,10 @@ class Store:
         self._closing = False  # for the benchmark: how many fsyncs the batching saved
         # Duration of the recent commits in ms (BEGIN..COMMIT, fsync included), for /api/health.
         self.commit_ms: deque[float] = deque(maxlen=1024)
+        # Told from the writer thread when writes start failing (the error) and when they
+        # succeed again (None); the runtime turns it into the store fault.
+        self.on_trouble: Callable[[BaseException | None], None] | None = None
+        self.failing_since: float | None = None  # time.time() of the first failed attempt
 
     # -- lifecycle -----------------------------------------------------------------------
     def open(self) -> None:
@@ -203,6 +207,9 @@ class Store:
                 self.commits += 1
                 if attempt:
                     log.warning("event store writable again after %d failed attempts", attempt)
+                if self.failing_since is not None:
+                    self.failing_since = None
+                    self._tell(None)
                 return None
             except Exception as exc:
                 attempt += 1
@@ -210,6 +217,9 @@ class Store:
                 with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
                 retry = isinstance(exc, sqlite3.OperationalError) and not self._closing
+                if self.failing_since is None:
+                    self.failing_since = time.time()
+                    self._tell(exc)
                 if attempt == 1 or not retry:
                     log.error("event store write failed (%s: %s)%s", type(exc).__name__, exc,
                               "; retrying until the disk recovers" if retry else "")
@@ -217,6 +227,18 @@ class Store:
                     return StoreError(f"event store write failed: {exc}")
                 time.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_S)
+
+    def _tell(self, error: BaseException | None) -> None:
+        if self.on_trouble is not None:
+            try:
+                self.on_trouble(error)
+            except Exception:
+                log.exception("store trouble callback failed")
+
+    @property
+    def pending(self) -> int:
+        """Writes queued and not yet committed (approximate)."""
+        return self._queue.qsize()
 
     def _commit(self, conn: sqlite3.Connection, batch: list[Any]) -> None:
         conn.execute("BEGIN IMMEDIATE")

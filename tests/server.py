@@ -101,6 +101,18 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
 
+    def disk_full(self, full: bool = True) -> None:
+        """Make every write of the server past the first byte of a file fail (EFBIG), as a
+        full disk fails them, or undo it: the soft RLIMIT_FSIZE of the running process
+        (Python ignores SIGXFSZ, so the write just fails; SQLite reports a disk I/O error).
+        The server's log writes fail too while it lasts."""
+        import psutil
+
+        assert self.proc is not None
+        process = psutil.Process(self.proc.pid)
+        _, hard = process.rlimit(psutil.RLIMIT_FSIZE)
+        process.rlimit(psutil.RLIMIT_FSIZE, (1 if full else hard, hard))
+
     def get(self, path: str) -> Any:
         status, body = http("GET", self.url + path)
         assert status == 200, (status, body)

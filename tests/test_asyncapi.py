@@ -49,7 +49,7 @@ def test_the_committed_document_is_up_to_date() -> None:
 def test_the_document_covers_every_event_type_and_command() -> None:
     document = build_asyncapi()
     messages = document["components"]["messages"]
-    assert set(SERVER_MESSAGES) == {"snapshot", "pong", "ack", "error", *EVENT_TYPES}
+    assert set(SERVER_MESSAGES) == {"snapshot", "status", "pong", "ack", "error", *EVENT_TYPES}
     assert set(messages) == set(SERVER_MESSAGES) | set(CLIENT_MESSAGES)
     for name, model in {**SERVER_MESSAGES, **CLIENT_MESSAGES}.items():
         assert messages[name]["payload"] == {"$ref": f"#/components/schemas/{model.__name__}"}
@@ -201,6 +201,18 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
                 "shot.result", "frame.ended", "match.ended"]  # an early pot (8.1): 2-0
             refused = rec.command("start")[-1]
             assert refused["error"]["code"] == "match_over"
+
+            # The disk fills: a status message with the store fault, in the snapshot of a
+            # new connection too; the disk recovers: a status message with no faults.
+            server.disk_full()
+            fault = rec.until(lambda m: m["type"] == "status", timeout=5)[-1]
+            assert [f["code"] for f in fault["faults"]] == ["store_unwritable"], fault
+            with connect(f"{server.ws_url}/ws/tables/c") as other:
+                second = Recorder(other)
+                assert second.receive()["faults"] == fault["faults"]
+                raw += second.raw
+            server.disk_full(False)
+            assert rec.until(lambda m: m["type"] == "status", timeout=5)[-1]["faults"] == []
             raw += rec.raw
             for message in rec.sent:
                 CLIENT_MESSAGES[message["type"]].model_validate(message)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -203,14 +204,19 @@ async def test_a_failing_disk_delays_events_but_never_loses_or_reorders_them(
     assert attempts[0] >= 4 and rt.store.write_errors >= 3
     assert state["phase"] == "running"
     await rt.command("t", Pause())
-    published = []
+    published, statuses = [], []
     while not sub.queue.empty():
         item = sub.queue.get_nowait()
         assert item is not None
-        published.append(item[0])
+        if item[0]:
+            published.append(item[0])
+        else:  # no seq: a status message (the store fault raised, then cleared)
+            statuses.append([f["code"] for f in json.loads(item[1])["faults"]])
     stored = [e["seq"] for e in await rt.events_since("t", 0)]
     assert stored == list(range(1, len(stored) + 1))
     assert published == stored[-2:]  # clock.started, clock.paused: in order, once each
+    assert statuses == [["store_unwritable"], []]
+    assert rt.health.faults() == [] and rt.health.components()["store"]["writable"]
 
 
 async def test_a_disk_down_longer_than_the_wait_answers_503_and_catches_up(

@@ -271,6 +271,8 @@ const ERRORS = {
     table_exists: "a table with this id already exists",
     invalid_profile: "the time profile is not valid",
     invalid_players: "players must be two names of 1 to 60 characters",
+    store_unavailable: "applied on the table, but not yet saved: the disk is not taking writes",
+    store_unwritable: "the event store cannot write to disk: the clock runs, but nothing new is saved",
   },
   ru: {
     already_running: "время уже идёт",
@@ -294,6 +296,8 @@ const ERRORS = {
     table_exists: "стол с таким номером уже есть",
     invalid_profile: "регламент времени задан неверно",
     invalid_players: "нужны два имени игроков длиной от 1 до 60 символов",
+    store_unavailable: "применено на столе, но ещё не сохранено: диск не принимает запись",
+    store_unwritable: "журнал событий не может писать на диск: часы идут, но новое не сохраняется",
   },
 };
 
