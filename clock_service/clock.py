@@ -34,6 +34,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from clock_service.commands import (
+    PRESS_FUTURE_MS,
+    PRESS_STALE_MS,
+    TIMED,
     Command,
     Extension,
     Foul,
@@ -176,6 +179,9 @@ class TableClock:
         self.deadline: float | None = None  # authoritative while running
         self.pending_warnings: list[int] = []
         self.extensions_used = [0, 0]
+        # The instant of the last step (a command, an expiry, a restart): a press time given
+        # with a command is never placed before it (see ``press_instant``).
+        self.last_step_at: float | None = None
         # The correction (undo) stack: (step, at, state as JSON). Kept as text so that a
         # hall of tables does not hold thousands of small dicts for the garbage collector
         # to walk (its full passes showed up as 100 ms stalls at 500 tables).
@@ -290,6 +296,7 @@ class TableClock:
         """Start frame 1 of the match (table creation)."""
         if self.frame != 0:
             raise RuntimeError("open() is for a new table only")
+        self.last_step_at = now
         return self._start_frame(now)
 
     def advance(self, now: float) -> list[Event]:
@@ -319,25 +326,60 @@ class TableClock:
         is too late (I17, tie rule: the expiry wins at ``now >= deadline``). If the command
         is then refused, ``RuleRefusal.events`` carries what happened anyway (the expiry)
         and nothing else has changed.
+
+        A command that carries its press time (``at``, TEAM convention 1) is refused when
+        that press is stale (409 ``stale_press``) or from the future (422), and a timed step
+        (start, shot, pause, resume) happens at ``press_instant``: the table's press, not
+        the network's delay, decides how much time was used.
         """
+        self._check_not_future(command, now)
         events = self.advance(now)
         try:
+            self._check_fresh(command, now)
             refusal = self.refusal(command.name, now)
             if refusal is not None:
                 raise refusal
+            at = self.press_instant(command, now)
             before = self._dump()
             try:
-                events += self._handlers[command.name](self, command, now)
+                made = self._handlers[command.name](self, command, at)
             except Exception:
                 self._load(before)
                 raise
         except RuleRefusal as refusal:
             refusal.events = events
             raise
+        events += [e.caused_by(command) for e in made]
         if command.undoable:
-            self._remember(command.name, now, before)
+            self._remember(command.name, at, before)
+        self.last_step_at = at
         events += self.advance(now)  # e.g. resume or set_time with nothing left
         return events
+
+    def press_instant(self, command: Command, now: float) -> float:
+        """When a command takes effect: ``now``, or for a timed step with a press time,
+        ``max(last step, min(now, at))`` (never after it arrived, never before the step it
+        follows: a shot cannot be timed before its own start)."""
+        if command.at is None or command.name not in TIMED:
+            return now
+        instant = min(now, float(command.at))
+        if self.last_step_at is not None:
+            instant = max(instant, self.last_step_at)
+        return instant
+
+    def _check_not_future(self, command: Command, now: float) -> None:
+        if command.at is not None and command.at - now > PRESS_FUTURE_MS:
+            raise InvalidCommand(
+                f"{command.name}: press time at={command.at:.0f} is {command.at - now:.0f} ms "
+                f"ahead of the service's clock (at most {PRESS_FUTURE_MS} ms allowed): the "
+                "sender's clock offset is wrong", code="press_in_future")
+
+    def _check_fresh(self, command: Command, now: float) -> None:
+        if command.at is not None and now - command.at > PRESS_STALE_MS:
+            raise RuleRefusal(
+                f"{command.name} refused: the press is {now - command.at:.0f} ms old (more "
+                f"than {PRESS_STALE_MS} ms): it reached the service too late to be applied; "
+                "press again", code="stale_press")
 
     def recover(self, alive_at: float, now: float) -> list[Event]:
         """After a restart: a running clock comes back paused with the time it had when the
@@ -348,6 +390,7 @@ class TableClock:
         left = self.deadline - alive_at
         if left <= 0:
             return self.advance(max(now, self.deadline))
+        self.last_step_at = now
         self.phase = "paused"
         self.remaining = _ceil_ms(left)
         self.deadline = None
@@ -609,6 +652,7 @@ class TableClock:
         before = self._dump()
         fouler = self.player
         deadline = self.deadline
+        self.last_step_at = deadline
         self.phase = "expired"
         self.deadline = None
         self.pending_warnings = []
@@ -675,7 +719,7 @@ class TableClock:
     # The clock's own facts; "match" (the rules' state) is dumped beside them.
     _FIELDS = (
         "frame", "breaker", "visit", "player", "phase", "remaining", "deadline",
-        "pending_warnings", "extensions_used",
+        "pending_warnings", "extensions_used", "last_step_at",
     )
 
     def _dump(self) -> dict[str, Any]:
@@ -685,7 +729,9 @@ class TableClock:
 
     def _load(self, data: Mapping[str, Any]) -> None:
         for name in self._FIELDS:
-            setattr(self, name, copy.copy(data[name]))
+            # last_step_at: absent from states stored before press times existed.
+            setattr(self, name, copy.copy(data.get(name) if name == "last_step_at"
+                                          else data[name]))
         match = data.get("match")
         self.match = Match.from_dict(match if match is not None else self._legacy_match(data))
 

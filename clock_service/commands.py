@@ -6,6 +6,7 @@ refusing unknown commands, unknown or missing fields and wrong types with ``Inva
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
@@ -28,15 +29,31 @@ __all__ = [
     "SetTime",
     "Result",
     "COMMANDS",
+    "BY",
+    "PRESS_STALE_MS",
+    "PRESS_FUTURE_MS",
+    "TIMED",
     "parse_command",
     "register_command",
 ]
 
 MAX_TEXT = 200
 MAX_SET_MS = 600_000
-# Fields every command may carry without being part of it: a client's correlation id
-# (WebSocket), and where the press came from (for the log).
-ENVELOPE_FIELDS = frozenset({"command", "id", "source"})
+# Fields of the message that are not the command's: its name, and a client's correlation
+# id (WebSocket). The envelope proper (``at``, ``by``, ``source``) is on ``Command`` itself.
+ENVELOPE_FIELDS = frozenset({"command", "id"})
+
+# The command envelope (TEAM convention 1). ``by``: who decided it (SPEC: camera commands
+# are marked ``by: camera``). ``at``: when the press (or camera frame) happened at the
+# table, unix ms on the service's clock; a press that reaches the service more than
+# PRESS_STALE_MS later is refused (409 stale_press: a press reported lost must not stop a
+# clock seconds later), one more than PRESS_FUTURE_MS ahead is malformed (422: the
+# sender's clock offset is wrong).
+BY = ("referee", "camera")
+PRESS_STALE_MS = 2000
+PRESS_FUTURE_MS = 1000
+# Steps whose instant matters: the core applies them at the press time (see clock.handle).
+TIMED = frozenset({"start", "shot", "pause", "resume"})
 
 
 def _text(value: Any, name: str, *, required: bool) -> None:
@@ -56,9 +73,36 @@ def _player(value: Any, name: str = "player") -> None:
 
 @dataclass(frozen=True)
 class Command:
+    """Base of every command; carries the envelope (keyword-only, recorded in its events).
+
+    ``at``: press time (unix ms, service clock) or None (the service's arrival time);
+    ``by``: ``referee`` or ``camera``; ``source``: where it came from (``console``,
+    ``button``, ``pedal``, ``camera``, ``mqtt`` ...), for the log.
+    """
+
     name: ClassVar[str] = ""
     # Undoable commands are kept on the correction stack (SPEC "Corrections").
     undoable: ClassVar[bool] = True
+    at: float | None = field(default=None, kw_only=True)
+    by: str = field(default="referee", kw_only=True)
+    source: str | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        self._check_envelope()
+
+    def _check_envelope(self, *, free_by: bool = False) -> None:
+        at = self.at
+        if at is not None and (isinstance(at, bool) or not isinstance(at, int | float)
+                               or not math.isfinite(at)):
+            raise InvalidCommand(f"at must be unix ms (a finite number), got {at!r}",
+                                 code="invalid_field")
+        if free_by:  # corrections name who made them (undo, set_time): any short text
+            _text(self.by, "by", required=True)
+        elif self.by not in BY:
+            raise InvalidCommand(f"by must be one of {list(BY)}, got {self.by!r}",
+                                 code="invalid_field")
+        if self.source is not None:
+            _text(self.source, "source", required=True)
 
 
 @dataclass(frozen=True)
@@ -109,6 +153,7 @@ class Foul(Command):
     rule: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         _text(self.reason, "reason", required=True)
         _player(self.player)
         _text(self.rule, "rule", required=False)
@@ -129,6 +174,7 @@ class NewFrame(Command):
     winner: int | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         _player(self.winner, "winner")
 
 
@@ -138,11 +184,11 @@ class Undo(Command):
 
     name: ClassVar[str] = "undo"
     undoable: ClassVar[bool] = False
-    by: str = "referee"
+    by: str = field(default="referee", kw_only=True)  # who corrected: any short text
     reason: str | None = None
 
     def __post_init__(self) -> None:
-        _text(self.by, "by", required=True)
+        self._check_envelope(free_by=True)
         _text(self.reason, "reason", required=False)
 
 
@@ -152,7 +198,7 @@ class SetTime(Command):
 
     name: ClassVar[str] = "set_time"
     remaining_ms: int
-    by: str = "referee"
+    by: str = field(default="referee", kw_only=True)  # who corrected: any short text
     reason: str | None = None
 
     def __post_init__(self) -> None:
@@ -162,7 +208,7 @@ class SetTime(Command):
                 f"remaining_ms must be a whole number of ms in 1..{MAX_SET_MS}, got {value!r}",
                 code="invalid_field",
             )
-        _text(self.by, "by", required=True)
+        self._check_envelope(free_by=True)
         _text(self.reason, "reason", required=False)
 
 
@@ -187,6 +233,7 @@ class Result(Command):
     shot_result: ShotResult = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         try:
             call = _built("call", self.call, Call)
             route = _built("route", self.route, Route)

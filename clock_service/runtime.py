@@ -260,7 +260,7 @@ class Runtime:
             table.seq += 1
             wires.append({
                 "type": event.type, "seq": table.seq, "table": table.id, "at": int(now),
-                "data": dict(event.data), "state": state,
+                **event.envelope(), "data": dict(event.data), "state": state,
             })
         state["seq"] = table.seq
         return wires

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from clock_service.clock import ALLOWED
-from clock_service.commands import MAX_SET_MS, MAX_TEXT
+from clock_service.commands import MAX_SET_MS, MAX_TEXT, PRESS_FUTURE_MS, PRESS_STALE_MS
 from clock_service.rules import (
     BALLS,
     WHITES,
@@ -20,6 +20,17 @@ from clock_service.rules import (
     ShotType,
 )
 from clock_service.rules import Turn as RulesTurn
+
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+# The command envelope (TEAM convention 1), described once for HTTP and WebSocket.
+AT_DOC = ("when the press (or camera frame) happened at the table, unix ms on the service's "
+          "clock (a remote bridge corrects its clock offset). Older than "
+          f"{PRESS_STALE_MS} ms on arrival: 409 stale_press; more than {PRESS_FUTURE_MS} ms "
+          "ahead: 422 press_in_future. start, shot, pause and resume take effect at "
+          "max(last step, min(arrival, at)); an expiry already due at arrival stands (I17).")
+BY_DOC = "who decided it: referee (default) or camera; recorded in its events"
+SOURCE_DOC = ("where it came from (console, button, pedal, camera, mqtt ...); recorded in "
+              "its events")
 
 __all__ = [
     "CreateTable", "CommandRequest", "MatchState", "TableState", "ErrorBody", "ErrorResponse",
@@ -56,6 +67,10 @@ class CommandRequest(BaseModel):
         "hand_back | new_frame (winner?) | undo (by?, reason?) | set_time (remaining_ms, by?, "
         "reason?) | result (whites_potted?, colour_potted?, call?, route?, legal_break?, "
         "referee_foul?)"))
+    at: float | None = Field(None, description=AT_DOC, examples=[1_700_000_000_000])
+    by: str = Field("referee", description=BY_DOC + "; for undo and set_time, who corrected "
+                    "(any text)")
+    source: str | None = Field(None, description=SOURCE_DOC, examples=["button"])
 
 
 class MatchState(BaseModel):
@@ -142,6 +157,9 @@ class WireEvent(BaseModel):
     seq: int
     table: str
     at: int = Field(description="unix ms")
+    by: str | None = Field(None, description="events a command made: who decided it")
+    source: str | None = Field(None, description="events a command made: where it came from")
+    press_at: int | None = Field(None, description="events a command made with a press time")
     data: dict[str, Any]
     state: dict[str, Any] = Field(description="the table state after the command that made it")
 
@@ -421,6 +439,13 @@ class _EventMessage(_Closed):
     seq: int = Field(description="rises by one per table, no gaps")
     table: str
     at: int = Field(description="unix ms")
+    by: str | None = Field(None, description="on events a command made: who decided it "
+                           "(referee, camera; for undo/set_time the name given); absent on "
+                           "the clock's own events (warning, expiry)")
+    source: str | None = Field(None, description="on events a command made: where it came "
+                               "from, when the command said so")
+    press_at: int | None = Field(None, description="on events a command made with a press "
+                                 "time: that time (unix ms)")
     state: WsTableState = Field(description="the table state after the command that made it")
 
 
@@ -546,10 +571,9 @@ class _CommandEnvelope(_Closed):
     type: Literal["command"] = Field(
         "command", description="may be left out when the message has a 'command'")
     id: Any = Field(None, description="echoed in the ack or error")
-    source: str | None = Field(None, description="where the press came from (for the log)")
-
-
-Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+    source: Text | None = Field(None, description=SOURCE_DOC)
+    by: Literal["referee", "camera"] = Field("referee", description=BY_DOC)
+    at: float | None = Field(None, description=AT_DOC)
 
 
 class StartCommand(_CommandEnvelope):
@@ -610,7 +634,7 @@ class UndoCommand(_CommandEnvelope):
     """Take back the last step (a command or an expiry)."""
 
     command: Literal["undo"]
-    by: Text = "referee"
+    by: Text = "referee"  # type: ignore[assignment]  # a correction names who made it
     reason: Text | None = None
 
 
@@ -619,7 +643,7 @@ class SetTimeCommand(_CommandEnvelope):
 
     command: Literal["set_time"]
     remaining_ms: int = Field(ge=1, le=MAX_SET_MS)
-    by: Text = "referee"
+    by: Text = "referee"  # type: ignore[assignment]  # a correction names who made it
     reason: Text | None = None
 
 

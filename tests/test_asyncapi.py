@@ -38,7 +38,7 @@ TOKEN = "t0ken"
 # A short profile: 600 ms shots, warnings at 300 and 150 ms.
 SHORT = {"shot_ms": 600, "full_rounds": 1, "step_ms": 100, "floor_ms": 400,
          "extension_ms": 300, "warnings_ms": [300, 150]}
-ENVELOPE = {"type", "id", "source", "command"}
+ENVELOPE = {"type", "id", "command"}  # the rest (at, by, source) is on Command itself
 
 
 def test_the_committed_document_is_up_to_date() -> None:

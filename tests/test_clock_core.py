@@ -587,4 +587,4 @@ def test_malformed_commands_are_refused_with_a_code(payload: dict, code: str) ->
 
 def test_parse_command_accepts_the_envelope_fields() -> None:
     assert parse_command({"command": "foul", "reason": "r", "id": "7", "source": "ws"}) == Foul(
-        reason="r")
+        reason="r", source="ws")

@@ -273,6 +273,8 @@ const ERRORS = {
     invalid_players: "players must be two names of 1 to 60 characters",
     store_unavailable: "applied on the table, but not yet saved: the disk is not taking writes",
     store_unwritable: "the event store cannot write to disk: the clock runs, but nothing new is saved",
+    stale_press: "the press reached the service more than 2 s late and was not applied: press again",
+    press_in_future: "the press time is ahead of the service's clock: the sender's clock is wrong",
   },
   ru: {
     already_running: "время уже идёт",
@@ -298,6 +300,8 @@ const ERRORS = {
     invalid_players: "нужны два имени игроков длиной от 1 до 60 символов",
     store_unavailable: "применено на столе, но ещё не сохранено: диск не принимает запись",
     store_unwritable: "журнал событий не может писать на диск: часы идут, но новое не сохраняется",
+    stale_press: "нажатие дошло до сервера позже чем через 2 с и не применено: нажмите ещё раз",
+    press_in_future: "время нажатия впереди часов сервера: часы отправителя идут неверно",
   },
 };
 
