@@ -30,6 +30,7 @@ from clock_service.events import EVENT_TYPES
 from clock_service.hub import CLOSE_TOO_SLOW
 from clock_service.schemas import (
     AckMessage,
+    CallAnnouncedEvent,
     ClockCorrectedEvent,
     ClockExpiredEvent,
     ClockExtendedEvent,
@@ -71,6 +72,8 @@ EVENT_MESSAGES: dict[str, tuple[type[BaseModel], str]] = {
     "match.ended": (MatchEndedEvent, "The match was won (race_to); only undo from here."),
     "shot.result": (ShotResultEvent, "The referee's report of a shot as the rules applied it "
                     "(sections 3-11); foul, respot, turn or frame.ended follow."),
+    "call.announced": (CallAnnouncedEvent, "The strict call announced before the shot (7.1); "
+                       "the next shot.result is judged against it."),
     "respot": (RespotEvent, "Balls to put back before the next shot (11.x); the clock waits "
                "for start (I14)."),
     "clock.started": (ClockStartedEvent, "The clock counts down (I15)."),

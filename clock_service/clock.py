@@ -37,6 +37,7 @@ from clock_service.commands import (
     PRESS_FUTURE_MS,
     PRESS_STALE_MS,
     TIMED,
+    AnnounceCall,
     Command,
     Extension,
     Foul,
@@ -86,6 +87,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "set_time": frozenset({"ready", "running", "paused"}),
     # What the shot did (sections 3-11): once the clock stopped on the shot (I15).
     "result": frozenset({"ready"}),
+    # The strict call, announced while the player is at the table before the shot (7.1).
+    # The rules on top (_guard_call): not after the shot, not on the break (4.4).
+    "call": frozenset({"ready", "running", "paused"}),
 }
 
 # Why a command is refused in a phase, where the generic message would not say enough:
@@ -118,6 +122,10 @@ REFUSALS: dict[tuple[str, str], tuple[str, str, str | None]] = {
         "clock_paused",
         "the clock is paused: press shot when the shot is played, then report its result",
         "I15"),
+    ("call", "expired"): (
+        "call_after_expiry",
+        "the shot time ran out (a time foul, 12.4); the opponent accepts (start) or hands "
+        "back first, then announces", "10.4"),
     ("result", "expired"): (
         "result_after_expiry",
         "the shot time ran out (a time foul, 12.4); the opponent accepts (start) or hands "
@@ -182,6 +190,9 @@ class TableClock:
         # The instant of the last step (a command, an expiry, a restart): a press time given
         # with a command is never placed before it (see ``press_instant``).
         self.last_step_at: float | None = None
+        # True from ``shot`` until the next result, start or change of turn: the shot was
+        # played and its result is still to come, so a ``call`` now would be after it (7.1).
+        self.shot_played = False
         # The correction (undo) stack: (step, at, state as JSON). Kept as text so that a
         # hall of tables does not hold thousands of small dicts for the garbage collector
         # to walk (its full passes showed up as 100 ms stalls at 500 tables).
@@ -262,6 +273,8 @@ class TableClock:
             "profile": self.profile.to_dict(),
             "whites": self.whites,
             "on_break": not self.match.frame.break_done and self.phase != "frame_over",
+            "announced_call": (None if self.match.frame.announced_call is None
+                               else self.match.frame.announced_call.to_dict()),
             "match": self._match_summary(),
             "allowed": self.allowed(now),
         }
@@ -441,7 +454,19 @@ class TableClock:
             return ("nothing_to_undo", "there is nothing to undo", None)
         return None
 
+    def _guard_call(self, now: float) -> _Why | None:
+        # The call is announced before the shot (7.1); the break has none (4.4, D2).
+        if not self.match.frame.break_done:
+            return ("call_on_break", "the break is played without a call: the coloured ball "
+                    "can only drop by chance on it and goes back on the spot", "4.4-4.5")
+        if self.shot_played:
+            return ("call_after_shot", "the shot was already played: give its call inside "
+                    "result (it is recorded as given after the shot), then announce the next "
+                    "one", "7.1")
+        return None
+
     _GUARDS: dict[str, Callable[[TableClock, float], _Why | None]] = {
+        "call": _guard_call,
         "extension": _guard_extension,
         "hand_back": _guard_hand_back,
         "undo": _guard_undo,
@@ -468,12 +493,23 @@ class TableClock:
             self.remaining = self.shot_limit()
         self._accept_if_choice_open("start")
         self.phase = "running"
+        self.shot_played = False
         return [self._clock_event("clock.started", now, self._run(now))]
 
     def _on_shot(self, command: Shot, now: float) -> list[Event]:
         event = self._clock_event("clock.stopped", now, {"reason": "shot"})
         self._make_ready(self.shot_limit())
+        self.shot_played = True
         return [event]
+
+    def _on_call(self, command: AnnounceCall, now: float) -> list[Event]:
+        """The strict call announced before the shot (7.1); ``result`` is judged against it."""
+        replaced = self._rules("call", lambda: self.match.announce(command.call))
+        return [self._clock_event("call.announced", now, {
+            "call": command.call.to_dict(),
+            "replaced": None if replaced is None else replaced.to_dict(),
+            "frame": self.frame, "visit": self.visit, "phase": self.phase,
+        })]
 
     def _on_extension(self, command: Extension, now: float) -> list[Event]:
         player = self.player
@@ -589,6 +625,7 @@ class TableClock:
         "undo": _on_undo,
         "set_time": _on_set_time,
         "result": _on_result,
+        "call": _on_call,
     }
 
     # -- building blocks -------------------------------------------------------------------
@@ -607,6 +644,7 @@ class TableClock:
 
     def _make_ready(self, remaining: int | None) -> None:
         self.phase = "ready"
+        self.shot_played = False
         self.deadline = None
         self.pending_warnings = []
         self.remaining = remaining if self.timer else None
@@ -719,8 +757,10 @@ class TableClock:
     # The clock's own facts; "match" (the rules' state) is dumped beside them.
     _FIELDS = (
         "frame", "breaker", "visit", "player", "phase", "remaining", "deadline",
-        "pending_warnings", "extensions_used", "last_step_at",
+        "pending_warnings", "extensions_used", "last_step_at", "shot_played",
     )
+    # Fields added after states were first stored, with the value an old state means.
+    _FIELD_DEFAULTS: dict[str, Any] = {"last_step_at": None, "shot_played": False}
 
     def _dump(self) -> dict[str, Any]:
         data = {name: copy.copy(getattr(self, name)) for name in self._FIELDS}
@@ -729,9 +769,8 @@ class TableClock:
 
     def _load(self, data: Mapping[str, Any]) -> None:
         for name in self._FIELDS:
-            # last_step_at: absent from states stored before press times existed.
-            setattr(self, name, copy.copy(data.get(name) if name == "last_step_at"
-                                          else data[name]))
+            setattr(self, name, copy.copy(data.get(name, self._FIELD_DEFAULTS.get(name))
+                                          if name in self._FIELD_DEFAULTS else data[name]))
         match = data.get("match")
         self.match = Match.from_dict(match if match is not None else self._legacy_match(data))
 

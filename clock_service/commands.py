@@ -7,7 +7,7 @@ refusing unknown commands, unknown or missing fields and wrong types with ``Inva
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -28,6 +28,7 @@ __all__ = [
     "Undo",
     "SetTime",
     "Result",
+    "AnnounceCall",
     "COMMANDS",
     "BY",
     "PRESS_STALE_MS",
@@ -252,6 +253,31 @@ class Result(Command):
         object.__setattr__(self, "shot_result", result)
 
 
+@dataclass(frozen=True)
+class AnnounceCall(Command):
+    """The strict call announced before the shot (7.1-7.2, I11): the command ``call``.
+
+    The fields are those of ``rules.Call`` (pocket, cushions, contacts, shot_type), built
+    and checked by the rules themselves; a call that cannot be made is refused here with
+    the rules' own code (HTTP 422). The next ``result`` is judged against it (D1).
+    """
+
+    name: ClassVar[str] = "call"
+    pocket: str
+    cushions: Sequence[str] = ()
+    contacts: Sequence[str] = ()
+    shot_type: str = "normal"
+    call: Call = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        try:
+            call = _built("call", {"pocket": self.pocket, "cushions": self.cushions,
+                                   "contacts": self.contacts, "shot_type": self.shot_type}, Call)
+        except InvalidResult as exc:
+            raise InvalidCommand(str(exc), code=exc.code) from exc
+        object.__setattr__(self, "call", call)
+
+
 def _built(name: str, value: Any, cls: type[Call] | type[Route]) -> Any:
     """A call or route from its JSON object; the rules' ``from_dict`` checks every field."""
     if value is None or isinstance(value, cls):
@@ -279,7 +305,7 @@ def register_command(cls: type[Command]) -> type[Command]:
 
 
 for _cls in (Start, Shot, Extension, Pause, Resume, Turn, Foul, HandBack, NewFrame, Undo, SetTime,
-             Result):
+             Result, AnnounceCall):
     register_command(_cls)
 
 

@@ -26,6 +26,7 @@ EVENT_TYPES = frozenset(
         "turn",
         "match.ended",
         "shot.result",
+        "call.announced",
         "respot",
     }
 )

@@ -11,6 +11,7 @@ from clock_service.commands import MAX_SET_MS, MAX_TEXT, PRESS_FUTURE_MS, PRESS_
 from clock_service.rules import (
     BALLS,
     WHITES,
+    CallTiming,
     CueBall,
     Cushion,
     EndReason,
@@ -66,7 +67,7 @@ class CommandRequest(BaseModel):
         "start | shot | extension | pause | resume | turn | foul (reason, player?, rule?) | "
         "hand_back | new_frame (winner?) | undo (by?, reason?) | set_time (remaining_ms, by?, "
         "reason?) | result (whites_potted?, colour_potted?, call?, route?, legal_break?, "
-        "referee_foul?)"))
+        "referee_foul?) | call (pocket, cushions?, contacts?, shot_type?)"))
     at: float | None = Field(None, description=AT_DOC, examples=[1_700_000_000_000])
     by: str = Field("referee", description=BY_DOC + "; for undo and set_time, who corrected "
                     "(any text)")
@@ -107,6 +108,9 @@ class TableState(BaseModel):
     profile: dict[str, Any]
     whites: list[int] = Field(description="whites credited per player this frame (5.2-5.3)")
     on_break: bool = Field(description="the next shot is the break of the frame (4.x)")
+    announced_call: dict[str, Any] | None = Field(
+        None, description="the call announced for the next shot of the player at the table "
+        "(7.1, the call command), as {pocket, cushions, contacts, shot_type}; null: none")
     match: MatchState
     allowed: list[str] = Field(
         description="the commands legal right now, sorted: the clock's own transition table "
@@ -194,26 +198,6 @@ class TimeProfile(_Closed):
     warnings_ms: list[int] = Field(description="clock.warning thresholds, largest first")
 
 
-class WsMatchState(MatchState):
-    model_config = ConfigDict(extra="forbid")
-
-
-class WsTableState(TableState):
-    """The table state as sent over the WebSocket (snapshot, every event, ack): the same
-    fields as ``TableState`` (HTTP), closed, with ``profile`` and ``match`` spelled out."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    profile: TimeProfile  # type: ignore[assignment]
-    match: WsMatchState
-
-
-class WsErrorBody(ErrorBody):
-    model_config = ConfigDict(extra="forbid")
-
-    rule: str | None = Field(None, description="the rule that refused it; absent otherwise")
-
-
 # -- the rules' report (shot.result, and the result command) -------------------------------
 
 class CallSpec(_Closed):
@@ -238,6 +222,27 @@ class RouteSpec(_Closed):
     cue_ball: CueBall = CueBall.WHITE
     unannounced_contact: bool = False
     jaw_before_drop: bool = False
+
+
+class WsMatchState(MatchState):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WsTableState(TableState):
+    """The table state as sent over the WebSocket (snapshot, every event, ack): the same
+    fields as ``TableState`` (HTTP), closed, with ``profile`` and ``match`` spelled out."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile: TimeProfile  # type: ignore[assignment]
+    announced_call: CallSpec | None  # type: ignore[assignment]
+    match: WsMatchState
+
+
+class WsErrorBody(ErrorBody):
+    model_config = ConfigDict(extra="forbid")
+
+    rule: str | None = Field(None, description="the rule that refused it; absent otherwise")
 
 
 class ShotReport(_Closed):
@@ -266,6 +271,14 @@ class RespotInstruction(_Closed):
     instruction: str = Field(description="the instruction as the referee's page shows it")
 
 
+class CallVerdictSpec(_Closed):
+    """The judge's answer on the call (7.3-7.5, 8.x)."""
+
+    fulfilled: bool
+    rule: str | None = Field(description="the rule the route broke; null when fulfilled")
+    message: str
+
+
 class ShotOutcome(_Closed):
     player: Player
     whites_credited: int
@@ -278,6 +291,12 @@ class ShotOutcome(_Closed):
     winner: Player | None
     end_reason: EndReason | None
     end_rule: str | None
+    call: CallSpec | None = Field(description="the call the shot was judged against")
+    call_timing: CallTiming | None = Field(
+        description="announced: given with the call command before the shot (7.1); "
+        "after_shot: given inside result by the referee recording it afterwards")
+    call_verdict: CallVerdictSpec | None = Field(
+        description="the judge's verdict; null when there was no call or no route")
 
 
 # -- event data, one model per event type ----------------------------------------------------
@@ -327,6 +346,21 @@ class ShotResultData(_Closed):
     outcome: ShotOutcome
     whites: PlayerPair = Field(description="whites credited this frame, after the shot")
     fouls: PlayerPair = Field(description="fouls this frame, after the shot")
+
+
+class CallAnnouncedData(_Closed):
+    """The strict call announced before the shot (7.1), with the clock's time then."""
+
+    call: CallSpec
+    replaced: CallSpec | None = Field(description="the call announced before it for the "
+                                      "same shot (the player changed it); null: none")
+    frame: int
+    visit: int
+    phase: Literal["ready", "running", "paused"] = Field(
+        description="the clock when it was announced: ready (before start), running, paused")
+    player: Player
+    remaining_ms: int | None = Field(description="the shot time left when it was announced")
+    deadline: UnixMs | None = Field(description="null unless running")
 
 
 class RespotData(_Closed):
@@ -472,6 +506,11 @@ class MatchEndedEvent(_EventMessage):
 class ShotResultEvent(_EventMessage):
     type: Literal["shot.result"]
     data: ShotResultData
+
+
+class CallAnnouncedEvent(_EventMessage):
+    type: Literal["call.announced"]
+    data: CallAnnouncedData
 
 
 class RespotEvent(_EventMessage):
@@ -659,10 +698,25 @@ class ResultCommand(_CommandEnvelope):
     referee_foul: Text | None = None
 
 
+class CallCommand(_CommandEnvelope):
+    """The strict call, announced before the shot (7.1-7.2): while the player is at the
+    table (ready, running, paused), not on the break (4.4) and not after shot; the next
+    result is judged against it."""
+
+    command: Literal["call"]
+    pocket: Pocket
+    cushions: list[Cushion] = Field(default_factory=list,
+                                    description="the coloured ball's cushions, in order")
+    contacts: list[Annotated[str, Field(pattern=CONTACT_PATTERN)]] = Field(
+        default_factory=list, description="ball-to-ball contacts 'striker>struck', in order; "
+        "(balls: cue, colour, white1..white7)")
+    shot_type: ShotType = ShotType.NORMAL
+
+
 class CommandMessage(RootModel[Annotated[
     StartCommand | ShotCommand | ExtensionCommand | PauseCommand | ResumeCommand | TurnCommand
     | FoulCommand | HandBackCommand | NewFrameCommand | UndoCommand | SetTimeCommand
-    | ResultCommand,
+    | ResultCommand | CallCommand,
     Field(discriminator="command"),
 ]]):
     """A referee command; needs the referee token when the service has one."""
@@ -681,5 +735,6 @@ __all__ += [
     "FoulEvent", "TurnEvent", "PongMessage", "AckMessage", "ErrorMessage", "PingMessage",
     "StartCommand", "ShotCommand", "ExtensionCommand", "PauseCommand", "ResumeCommand",
     "TurnCommand", "FoulCommand", "HandBackCommand", "NewFrameCommand", "UndoCommand",
-    "SetTimeCommand", "ResultCommand", "CommandMessage",
+    "SetTimeCommand", "ResultCommand", "CommandMessage", "CallCommand", "CallAnnouncedData",
+    "CallAnnouncedEvent", "CallVerdictSpec",
 ]

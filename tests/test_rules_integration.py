@@ -271,6 +271,125 @@ def test_plain_turns_keep_the_rules_in_step() -> None:
     assert clock.player == 1 and clock.hand_back_to is None
 
 
+# -- the call announced before the shot (7.1, D1) ---------------------------------------------
+def three_whites_ready(clock: TableClock) -> None:
+    three_whites_for_player_0(clock)
+    assert clock.phase == "ready" and not clock.shot_played
+
+
+@pytest.mark.parametrize("phase", ["ready", "running", "paused"])
+def test_call_is_announced_while_the_player_is_at_the_table_7_1(phase: str) -> None:
+    clock = new_clock()
+    three_whites_ready(clock)
+    if phase != "ready":
+        clock.handle(Start(), T0 + 10_000)
+    if phase == "paused":
+        clock.handle(parse_command({"command": "pause"}), T0 + 11_000)
+    events = clock.handle(parse_command({"command": "call", **CALL}), T0 + 12_000)
+    assert types(events) == ["call.announced"]
+    data = events[0].data
+    assert data["call"] == {**CALL, "shot_type": "normal"} and data["replaced"] is None
+    assert (data["player"], data["phase"], data["frame"], data["visit"]) == (0, phase, 1, 1)
+    assert data["remaining_ms"] == (33_000 if phase == "running" else 35_000 if
+                                    phase == "ready" else 34_000)
+    assert clock.state(T0 + 12_000)["announced_call"] == data["call"]
+    if phase != "ready":
+        clock.handle(Shot(), T0 + 13_000)
+    events = clock.handle(Result(colour_potted=True, route=ROUTE), T0 + 14_000)
+    outcome = events[0].data["outcome"]
+    assert events[0].data["report"]["call"] is None  # the result says only what happened
+    assert (outcome["call"], outcome["call_timing"], outcome["call_verdict"]["fulfilled"]) == (
+        data["call"], "announced", True)
+    assert types(events) == ["shot.result", "frame.ended"]
+    assert clock.state(T0)["announced_call"] is None
+
+
+def test_a_call_inside_result_is_recorded_after_the_shot() -> None:
+    clock = new_clock()
+    three_whites_ready(clock)
+    events = play(clock, colour_potted=True, call=CALL, route=ROUTE)
+    assert events[0].data["outcome"]["call_timing"] == "after_shot"
+    assert events[-1].data["reason"] == "legal_colour_pot"
+
+
+def _expired(clock: TableClock) -> None:
+    clock.handle(Start(), T0 + 10_000)
+    clock.advance(T0 + 45_000)
+
+
+def _after_shot(clock: TableClock) -> None:
+    clock.handle(Start(), T0 + 10_000)
+    clock.handle(Shot(), T0 + 11_000)
+
+
+@pytest.mark.parametrize(("setup", "code", "rule"), [
+    pytest.param(_after_shot, "call_after_shot", "7.1", id="7.1-after-shot"),
+    pytest.param(_expired, "call_after_expiry", "10.4", id="12.4-10.4-expired"),
+])
+def test_call_is_refused_naming_command_phase_and_rule(setup, code: str, rule: str) -> None:
+    clock = new_clock()
+    three_whites_ready(clock)
+    setup(clock)
+    before = clock.to_dict()
+    with pytest.raises(RuleRefusal) as info:
+        clock.handle(parse_command({"command": "call", **CALL}), T0 + 50_000)
+    assert (info.value.code, info.value.rule) == (code, rule)
+    assert str(info.value).startswith(f"call refused in phase {clock.phase}: ")
+    assert clock.to_dict() == before
+
+
+def test_call_on_the_break_is_refused_4_4() -> None:
+    clock = new_clock()
+    with pytest.raises(RuleRefusal) as info:
+        clock.handle(parse_command({"command": "call", **CALL}), T0)
+    assert (info.value.code, info.value.rule) == ("call_on_break", "4.4-4.5")
+    assert str(info.value).startswith("call refused in phase ready: ")
+
+
+def test_call_in_a_frame_over_is_refused() -> None:
+    clock = new_clock()
+    three_whites_for_player_0(clock)
+    play(clock, colour_potted=True, call=CALL, route=ROUTE)
+    with pytest.raises(RuleRefusal) as info:
+        clock.handle(parse_command({"command": "call", **CALL}), T0)
+    assert info.value.code == "frame_over"
+
+
+def test_undo_takes_back_a_call_and_restores_it_under_a_result() -> None:
+    clock = new_clock()
+    three_whites_ready(clock)
+    clock.handle(parse_command({"command": "call", **CALL}), T0 + 10_000)
+    other = {"pocket": "top_left", "cushions": [], "contacts": []}
+    events = clock.handle(parse_command({"command": "call", **other}), T0 + 10_500)
+    assert events[0].data["replaced"] == {**CALL, "shot_type": "normal"}
+    assert clock.state(T0)["can_undo"] == "call"
+    clock.handle(Undo(), T0 + 11_000)  # back to the first call
+    assert clock.state(T0)["announced_call"] == {**CALL, "shot_type": "normal"}
+    clock.handle(Start(), T0 + 12_000)
+    clock.handle(Shot(), T0 + 13_000)
+    clock.handle(Result(colour_potted=True, route=ROUTE), T0 + 14_000)
+    assert clock.phase == "frame_over"
+    events = clock.handle(Undo(), T0 + 15_000)  # the result: the call is back, shot played
+    assert events[0].data["undone"] == "result"
+    assert clock.state(T0)["announced_call"] == {**CALL, "shot_type": "normal"}
+    assert clock.shot_played
+    copy = TableClock.from_dict(json.loads(json.dumps(clock.to_dict())))
+    assert copy.state(T0) == clock.state(T0) and copy.shot_played
+    clock.handle(Undo(), T0 + 16_000)  # the shot
+    clock.handle(Undo(), T0 + 16_000)  # the start
+    clock.handle(Undo(), T0 + 16_000)  # the first call
+    assert clock.state(T0)["announced_call"] is None and clock.history[-1][0] == "result"
+
+
+def test_a_state_stored_before_the_call_command_loads() -> None:
+    clock = new_clock()
+    data = clock.to_dict()
+    del data["shot_played"]
+    del data["match"]["frame"]["announced_call"]
+    copy = TableClock.from_dict(data)
+    assert copy.shot_played is False and copy.state(T0)["announced_call"] is None
+
+
 # -- corrections and persistence ----------------------------------------------------------------
 def test_undo_of_a_result_restores_credits_fouls_and_the_turn() -> None:
     clock = new_clock()
@@ -431,3 +550,31 @@ def test_a_match_race_to_two_over_http(server: ServerProcess) -> None:
     assert [(d["winner"], d["reason"]) for d in ended] == [
         (0, "legal_colour_pot"), (1, "technical_loss"), (0, "legal_colour_pot")]
     assert events[-1]["data"]["score"] == [2, 1]
+
+
+@pytest.mark.e2e
+def test_call_then_shot_then_result_over_http(server: ServerProcess) -> None:
+    status, state = server.post("/api/tables", {"id": "c", "players": ["Ivanov", "Petrov"]})
+    assert status == 201, state
+    status, error = server.command("c", "call", **CALL)
+    assert (status, error["error"]["code"], error["error"]["rule"]) == (409, "call_on_break",
+                                                                       "4.4-4.5")
+    _shot(server, "c", whites_potted=3, legal_break=True)
+    _ok(server.command("c", "start"))
+    state = _ok(server.command("c", "call", **CALL))
+    assert state["announced_call"] == {**CALL, "shot_type": "normal"}
+    _ok(server.command("c", "shot"))
+    status, error = server.command("c", "call", **CALL)
+    assert (status, error["error"]["code"]) == (409, "call_after_shot")
+    assert error["error"]["message"].startswith("call refused in phase ready")
+    status, error = server.command("c", "call", pocket="corner")
+    assert (status, error["error"]["code"]) == (422, "unknown_pocket")
+    state = _ok(server.command("c", "result", colour_potted=True, route=ROUTE))
+    assert (state["frame_winner"], state["frame_end_reason"]) == (0, "legal_colour_pot")
+    events = server.get("/api/tables/c/events?since=0&limit=100")
+    announced = [e for e in events if e["type"] == "call.announced"]
+    assert len(announced) == 1 and announced[0]["data"]["phase"] == "running"
+    result = next(e for e in events if e["type"] == "shot.result" and e["data"]["visit"] == 1
+                  and e["data"]["report"]["colour_potted"])
+    assert result["data"]["outcome"]["call_timing"] == "announced"
+    assert result["seq"] > announced[0]["seq"]

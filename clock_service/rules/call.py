@@ -409,6 +409,9 @@ class CallVerdict:
                 code="bad_verdict",
             )
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"fulfilled": self.fulfilled, "rule": self.rule, "message": self.message}
+
 
 def _names(items: Iterable[object]) -> str:
     listed = ", ".join(str(i) for i in items)

@@ -18,16 +18,19 @@ the foul's ``rule`` is the first breach found, its ``reason`` names them all.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from clock_service.rules.call import Call, Route, ShotType, judge_call
+from clock_service.rules.call import Call, CallVerdict, Route, ShotType, judge_call
 from clock_service.rules.errors import InvalidResult, RuleRefusal
 
 __all__ = [
     "COMMANDS",
+    "CallTiming",
     "EndReason",
     "Foul",
     "FrameRules",
@@ -72,6 +75,13 @@ _END_RULE: Final = {
 }
 
 
+class CallTiming(StrEnum):
+    """When the call that judged a shot was recorded (7.1, D1)."""
+
+    ANNOUNCED = "announced"  # the ``call`` command, before the shot (7.1)
+    AFTER_SHOT = "after_shot"  # inside ``result``: the referee recording it afterwards
+
+
 class RespotBall(StrEnum):
     COLOUR = "colour"
     WHITE = "white"
@@ -82,12 +92,13 @@ class RespotSpot(StrEnum):
     BACK_CUSHION_MIDDLE = "back_cushion_middle"  # 11.2
 
 
-# Which command is legal in which phase (10.4, 3.2, 10.5). Everything not
+# Which command is legal in which phase (10.4, 3.2, 10.5, 4.4). Everything not
 # listed is refused by _refuse() below with the rule that forbids it.
+# ``call`` in CHOICE: the chooser is at the table and may announce before playing on.
 COMMANDS: Final[Mapping[Phase, frozenset[str]]] = {
     Phase.BREAK: frozenset({"shot", "record_foul", "pass_turn", "end_by_referee"}),
-    Phase.PLAY: frozenset({"shot", "record_foul", "pass_turn", "end_by_referee"}),
-    Phase.CHOICE: frozenset({"accept", "hand_back", "record_foul", "end_by_referee"}),
+    Phase.PLAY: frozenset({"shot", "call", "record_foul", "pass_turn", "end_by_referee"}),
+    Phase.CHOICE: frozenset({"accept", "hand_back", "call", "record_foul", "end_by_referee"}),
     Phase.OVER: frozenset(),
 }
 
@@ -100,6 +111,13 @@ def _refuse(command: str, phase: Phase) -> RuleRefusal | InvalidResult:
         )
     if phase is Phase.OVER:
         return RuleRefusal(f"{command}: the frame is over", code="frame_over", rule="3.2, 10.5")
+    if command == "call":  # phase BREAK (D2)
+        return RuleRefusal(
+            "call: the break is played without a call; the coloured ball can only drop by "
+            "chance on it and goes back on the spot",
+            code="call_on_break",
+            rule="4.4-4.5",
+        )
     if command in ("shot", "pass_turn"):  # phase CHOICE
         return RuleRefusal(
             f"{command}: the opponent must first accept the position or hand the turn back",
@@ -297,6 +315,9 @@ class Outcome:
     - ``fouls``: counted fouls (the clock shows them; the frame already
       counted them, I12).
     - ``frame_over``/``winner``/``end_reason``/``end_rule``: the frame ended.
+    - ``call``/``call_timing``/``call_verdict``: the call the shot was judged
+      against, whether it was announced before the shot or given inside the
+      result (D1), and the judge's verdict when there was a route to judge.
     """
 
     player: int
@@ -308,10 +329,21 @@ class Outcome:
     choice_for: int | None = None
     winner: int | None = None
     end_reason: EndReason | None = None
+    call: Call | None = None
+    call_timing: CallTiming | None = None
+    call_verdict: CallVerdict | None = None
 
     def __post_init__(self) -> None:
         _check_player("outcome.player", self.player)
         _check_count("outcome.whites_credited", self.whites_credited, WHITE_LIMIT)
+        if (self.call is None) != (self.call_timing is None) or (
+            self.call is None and self.call_verdict is not None
+        ):
+            raise InvalidResult(
+                f"outcome.call={self.call!r} with call_timing={self.call_timing!r} and "
+                f"call_verdict={self.call_verdict!r}",
+                code="bad_outcome",
+            )
         over = self.winner is not None
         if over != (self.end_reason is not None) or over == (self.turn is not None):
             raise InvalidResult(
@@ -351,6 +383,9 @@ class Outcome:
             "winner": self.winner,
             "end_reason": None if self.end_reason is None else self.end_reason.value,
             "end_rule": self.end_rule,
+            "call": None if self.call is None else self.call.to_dict(),
+            "call_timing": None if self.call_timing is None else self.call_timing.value,
+            "call_verdict": None if self.call_verdict is None else self.call_verdict.to_dict(),
         }
 
 
@@ -362,10 +397,14 @@ def _colour_respot(cause: str) -> Respot:
     return Respot(RespotBall.COLOUR, 1, RespotSpot.BACK_SPOT, "11.1", cause)
 
 
+def _call_text(call: Call) -> str:
+    return json.dumps(call.to_dict(), separators=(", ", ": "))
+
+
 class FrameRules:
     """The rules state of one frame for players 0 and 1.
 
-    Commands: :meth:`shot`, :meth:`record_foul`, :meth:`accept`,
+    Commands: :meth:`announce`, :meth:`shot`, :meth:`record_foul`, :meth:`accept`,
     :meth:`hand_back`, :meth:`pass_turn`, :meth:`end_by_referee`; which is
     legal when is the :data:`COMMANDS` table.
     Each returns an :class:`Outcome` or raises :class:`InvalidResult` /
@@ -382,6 +421,8 @@ class FrameRules:
         self._choice_for: int | None = None
         self._winner: int | None = None
         self._end_reason: EndReason | None = None
+        # The call the player at the table announced for the next shot (7.1, D1).
+        self._call: Call | None = None
 
     # -- reading the state ---------------------------------------------------
 
@@ -413,6 +454,11 @@ class FrameRules:
         return WHITES - sum(self._credited)
 
     @property
+    def announced_call(self) -> Call | None:
+        """The call announced for the next shot of the player at the table (7.1), if any."""
+        return self._call
+
+    @property
     def choice_for(self) -> int | None:
         """The player who must accept or hand back after a foul (10.4), if any."""
         return self._choice_for
@@ -442,14 +488,69 @@ class FrameRules:
         if command not in COMMANDS[phase]:
             raise _refuse(command, phase)
 
+    def _set_player(self, player: int) -> None:
+        # A call belongs to the player who announced it: a change at the table drops it (D1).
+        if player != self._player_at_table:
+            self._call = None
+        self._player_at_table = player
+
     # -- commands ------------------------------------------------------------
 
+    def announce(self, call: Call) -> Call | None:
+        """The player at the table announces the call of the next shot (7.1, D1).
+
+        Returns the call it replaces: until the shot is played the player may
+        change the call; the last one announced is the one judged. Refused on
+        the break (4.4, D2) and once the frame is over.
+        """
+        self._require("call")
+        if not self._break_done:  # a choice after a time foul before the break (D2)
+            raise _refuse("call", Phase.BREAK)
+        if not isinstance(call, Call):
+            raise InvalidResult(f"call expects a Call, got {call!r}", code="bad_call")
+        replaced, self._call = self._call, call
+        return replaced
+
     def shot(self, result: ShotResult) -> Outcome:
-        """Apply the referee's report of the shot just played by the player at the table."""
+        """Apply the referee's report of the shot just played by the player at the table.
+
+        The shot is judged against the call announced before it (7.1); a call
+        inside ``result`` is the referee recording it after the shot (D1). Both
+        at once must agree: a different call would rewrite what was announced.
+        """
         self._require("shot")
         shooter = self._player_at_table
         breaking = not self._break_done
         self._check_result(result, breaking)
+        timing: CallTiming | None = None
+        if self._call is not None:
+            if result.call is not None and result.call != self._call:
+                raise RuleRefusal(
+                    f"shot: the call announced before the shot was {_call_text(self._call)}; "
+                    f"the result may not change it to {_call_text(result.call)}: leave the "
+                    "call out of the result",
+                    code="call_differs_from_announced",
+                    rule="7.1",
+                )
+            result = dataclasses.replace(result, call=self._call)
+            timing = CallTiming.ANNOUNCED
+        elif result.call is not None:
+            timing = CallTiming.AFTER_SHOT
+        if result.colour_potted and result.call is not None and result.route is None:
+            raise InvalidResult(
+                "shot_result.route is missing: a called coloured ball was potted and the "
+                "call cannot be judged without the route (7.3)",
+                code="missing_route",
+            )
+        verdict = (None if result.call is None or result.route is None
+                   else judge_call(result.call, result.route))
+        self._call = None
+        outcome = self._apply_shot(shooter, breaking, result, verdict)
+        return dataclasses.replace(outcome, call=result.call, call_timing=timing,
+                                   call_verdict=verdict)
+
+    def _apply_shot(self, shooter: int, breaking: bool, result: ShotResult,
+                    verdict: CallVerdict | None) -> Outcome:
 
         breaches: list[tuple[str, str]] = []  # (rule, reason), first is the foul's rule
         respots: list[Respot] = []
@@ -465,11 +566,9 @@ class FrameRules:
             if breach is not None:
                 breaches.append(breach)
                 colour_cause = "I8"
-        elif result.call is not None and result.route is not None:
-            verdict = judge_call(result.call, result.route)
-            if verdict.rule == "7.4" and whites > 0:
-                breaches.append(("7.4", f"{verdict.message}; the shot does not count and a "
-                                        "ball was potted"))
+        elif verdict is not None and verdict.rule == "7.4" and whites > 0:
+            breaches.append(("7.4", f"{verdict.message}; the shot does not count and a "
+                                    "ball was potted"))
         if whites and self._credited[shooter] + whites > WHITE_LIMIT:
             breaches.append((
                 "5.6",
@@ -499,7 +598,7 @@ class FrameRules:
         # 5.2, 4.8, I6: credited; I1, 4.6-4.7: the turn stays only if a white was credited.
         self._credited[shooter] += whites
         if whites == 0:
-            self._player_at_table = 1 - shooter
+            self._set_player(1 - shooter)
         return Outcome(
             player=shooter,
             whites_credited=whites,
@@ -531,7 +630,7 @@ class FrameRules:
         self._require("hand_back")
         chooser = self._chooser()
         self._choice_for = None
-        self._player_at_table = 1 - chooser
+        self._set_player(1 - chooser)
         return Outcome(player=chooser, turn=Turn.PASSES, next_player=self._player_at_table)
 
     def pass_turn(self) -> Outcome:
@@ -545,7 +644,7 @@ class FrameRules:
         self._require("pass_turn")
         shooter = self._player_at_table
         self._break_done = True
-        self._player_at_table = 1 - shooter
+        self._set_player(1 - shooter)
         return Outcome(player=shooter, turn=Turn.PASSES, next_player=self._player_at_table)
 
     def end_by_referee(self, winner: int | None) -> None:
@@ -556,6 +655,7 @@ class FrameRules:
         self._winner = winner
         self._end_reason = EndReason.REFEREE
         self._choice_for = None
+        self._call = None
 
     # -- internals -----------------------------------------------------------
 
@@ -619,7 +719,7 @@ class FrameRules:
             return self._end(fouler, 1 - fouler, EndReason.TECHNICAL_LOSS, (foul,))
         before = self._player_at_table
         self._choice_for = 1 - fouler  # 10.4, I2: the opponent is at the table and chooses
-        self._player_at_table = 1 - fouler
+        self._set_player(1 - fouler)
         return Outcome(
             player=fouler,
             fouls=(foul,),
@@ -635,6 +735,7 @@ class FrameRules:
         self._winner = winner
         self._end_reason = reason
         self._choice_for = None
+        self._call = None
         return Outcome(player=actor, fouls=fouls, winner=winner, end_reason=reason)
 
     # -- serialisation -------------------------------------------------------
@@ -649,6 +750,7 @@ class FrameRules:
             "choice_for": self._choice_for,
             "winner": self._winner,
             "end_reason": None if self._end_reason is None else self._end_reason.value,
+            "announced_call": None if self._call is None else self._call.to_dict(),
         }
 
     @classmethod
@@ -656,7 +758,8 @@ class FrameRules:
         """Rebuild from :meth:`to_dict`; an impossible state is refused (``bad_state``)."""
         keys = {"breaker", "player_at_table", "break_done", "credited", "fouls", "choice_for",
                 "winner", "end_reason"}
-        if not isinstance(data, Mapping) or set(data) != keys:
+        # "announced_call" came with the call command; a state stored before may lack it.
+        if not isinstance(data, Mapping) or set(data) - {"announced_call"} != keys:
             got = sorted(data) if isinstance(data, Mapping) else data
             raise InvalidResult(f"frame state needs fields {sorted(keys)}, got {got}",
                                 code="bad_state")
@@ -678,7 +781,9 @@ class FrameRules:
             choice_for = data["choice_for"]
             if choice_for is not None:
                 _check_player("choice_for", choice_for)
-        except ValueError as exc:
+            call_data = data.get("announced_call")
+            call = None if call_data is None else Call.from_dict(call_data)
+        except (ValueError, TypeError) as exc:
             raise InvalidResult(f"bad frame state: {exc}", code="bad_state") from exc
         over = end_reason is not None
         if (
@@ -687,6 +792,7 @@ class FrameRules:
             or (over and choice_for is not None)
             or (choice_for is not None and choice_for != data["player_at_table"])
             or (not over and max(data["fouls"]) >= _FOULS_FOR_TECHNICAL_LOSS)
+            or (call is not None and (over or not data["break_done"]))
         ):
             raise InvalidResult(f"inconsistent frame state: {dict(data)}", code="bad_state")
         frame._player_at_table = data["player_at_table"]
@@ -696,6 +802,7 @@ class FrameRules:
         frame._choice_for = choice_for
         frame._winner = winner
         frame._end_reason = end_reason
+        frame._call = call
         return frame
 
     def __eq__(self, other: object) -> bool:

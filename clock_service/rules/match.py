@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from clock_service.rules.call import Call
 from clock_service.rules.errors import InvalidResult, RuleRefusal
 from clock_service.rules.frame import FrameRules, Outcome, ShotResult
 
@@ -105,6 +106,9 @@ class Match:
         return self._first_breaker if frame_number % 2 == 1 else 1 - self._first_breaker
 
     # -- commands, passed to the current frame --------------------------------
+
+    def announce(self, call: Call) -> Call | None:
+        return self._frame.announce(call)
 
     def shot(self, result: ShotResult) -> Outcome:
         return self._counted(self._frame.shot(result))

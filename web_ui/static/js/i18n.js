@@ -71,6 +71,7 @@ const DICT = {
     "step.foul": "foul",
     "step.hand_back": "hand-back",
     "step.new_frame": "new frame",
+    "step.call": "call",
     "step.set_time": "time correction",
     "step.expiry": "expiry (time foul)",
     "foul.title": "Foul",
@@ -190,6 +191,7 @@ const DICT = {
     "step.foul": "фол",
     "step.hand_back": "возврат хода",
     "step.new_frame": "новая партия",
+    "step.call": "заказ",
     "step.set_time": "поправка времени",
     "step.expiry": "истечение времени (фол)",
     "foul.title": "Фол",
@@ -275,6 +277,11 @@ const ERRORS = {
     store_unwritable: "the event store cannot write to disk: the clock runs, but nothing new is saved",
     stale_press: "the press reached the service more than 2 s late and was not applied: press again",
     press_in_future: "the press time is ahead of the service's clock: the sender's clock is wrong",
+    // The strict call (7.1, the call command): rules helper, issue 12.
+    call_after_shot: "the shot was already played: give its call in the shot result",
+    call_on_break: "the break is played without a call (4.4)",
+    call_after_expiry: "time ran out: the opponent accepts (Start) or hands back first",
+    call_differs_from_announced: "a different call was announced before the shot: leave the call out of the result",
   },
   ru: {
     already_running: "время уже идёт",
@@ -302,6 +309,10 @@ const ERRORS = {
     store_unwritable: "журнал событий не может писать на диск: часы идут, но новое не сохраняется",
     stale_press: "нажатие дошло до сервера позже чем через 2 с и не применено: нажмите ещё раз",
     press_in_future: "время нажатия впереди часов сервера: часы отправителя идут неверно",
+    call_after_shot: "удар уже сыгран: укажите заказ в результате удара",
+    call_on_break: "разбой играется без заказа (4.4)",
+    call_after_expiry: "время вышло: соперник сначала принимает (Старт) или возвращает ход",
+    call_differs_from_announced: "до удара был объявлен другой заказ: не указывайте заказ в результате",
   },
 };
 
