@@ -192,10 +192,11 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
             assert rec.ok("shot") == ["clock.stopped"]
             assert rec.ok("result", whites_potted=0) == ["shot.result", "turn"]
             assert rec.ok("start") == ["clock.started"]
+            assert rec.ok("call", pocket="bottom_left", cushions=["right_bottom"],
+                          contacts=["cue>colour"], shot_type="early_cushion") == [
+                "call.announced"]                                          # 7.1
             assert rec.ok("shot") == ["clock.stopped"]
             assert rec.ok("result", colour_potted=True,
-                          call={"pocket": "bottom_left", "cushions": ["right_bottom"],
-                                "contacts": ["cue>colour"], "shot_type": "early_cushion"},
                           route={"pocket": "bottom_left",
                                  "path": ["cue>colour", "right_bottom"]}) == [
                 "shot.result", "frame.ended", "match.ended"]  # an early pot (8.1): 2-0

@@ -10,6 +10,7 @@ import pytest
 from clock_service.clock import ALLOWED, PHASES, TableClock, round_of_visit
 from clock_service.commands import (
     COMMANDS,
+    AnnounceCall,
     Extension,
     Foul,
     HandBack,
@@ -137,6 +138,7 @@ def sample_command(name: str) -> object:
     return {
         "foul": Foul(reason="touched a ball"),
         "set_time": SetTime(remaining_ms=5000),
+        "call": AnnounceCall(pocket="bottom_left", cushions=["right_bottom"]),
     }.get(name) or COMMANDS[name]()
 
 
@@ -151,6 +153,8 @@ def test_every_command_in_every_phase(name: str, phase: str) -> None:
     if name == "hand_back" and clock.hand_back_to is None:
         legal = False
     if name == "undo" and not clock.history:
+        legal = False
+    if name == "call" and not clock.match.frame.break_done:  # 4.4: the break has no call
         legal = False
     # The state says the same before the press (convention 3: `allowed`, one check).
     assert (name in clock.state(T0 + 2000)["allowed"]) == legal, clock.state(T0 + 2000)["allowed"]
@@ -184,6 +188,8 @@ def clock_after(setup: str) -> TableClock:
         "frame over": [Foul(reason="x"), HandBack(), Foul(reason="x")],
         "match over": [NewFrame(winner=0)],
         "opponent at the table": [Turn()],
+        "after the break, running": [Turn(), Extension(), Start()],
+        "after the break, after a shot": [Turn(), Start(), Shot()],
     }[setup]:
         if step == "expire":
             at += 35_000
@@ -224,8 +230,13 @@ ALL = sorted(ALLOWED)
         # race to 1 won: only undo.
         ("match over", ["undo"]),
         # The opponent's extension is still there (12.5 is per player).
-        ("opponent at the table", ["extension", "foul", "new_frame", "result", "set_time",
-                                   "start", "turn", "undo"]),
+        ("opponent at the table", ["call", "extension", "foul", "new_frame", "result",
+                                   "set_time", "start", "turn", "undo"]),
+        # 7.1: the call before the shot (4.4: none on the break), not after it.
+        ("after the break, running", ["call", "foul", "new_frame", "pause", "set_time", "shot",
+                                      "turn", "undo"]),
+        ("after the break, after a shot", ["extension", "foul", "new_frame", "result",
+                                           "set_time", "start", "turn", "undo"]),
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )
