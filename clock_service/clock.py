@@ -276,12 +276,26 @@ class TableClock:
             "announced_call": (None if self.match.frame.announced_call is None
                                else self.match.frame.announced_call.to_dict()),
             "match": self._match_summary(),
-            "allowed": self.allowed(now),
+            **self._legality(now),
         }
 
     def allowed(self, now: float) -> list[str]:
         """The commands legal at ``now``, sorted: those ``refusal`` has nothing against."""
-        return sorted(name for name in ALLOWED if self.refusal(name, now) is None)
+        return sorted(name for name in ALLOWED if self._why_not(name, now) is None)
+
+    def _legality(self, now: float) -> dict[str, Any]:
+        """``allowed`` and, for every other command, the code and rule of its refusal (a
+        page shows why a button is disabled without a copy of the rules)."""
+        allowed: list[str] = []
+        refused: dict[str, dict[str, str]] = {}
+        for name in sorted(ALLOWED):
+            why = self._why_not(name, now)
+            if why is None:
+                allowed.append(name)
+            else:
+                code, _, rule = why
+                refused[name] = {"code": code, "rule": rule} if rule else {"code": code}
+        return {"allowed": allowed, "refused": refused}
 
     def refusal(self, name: str, now: float) -> RuleRefusal | None:
         """Why ``name`` would be refused at ``now`` whatever its fields, or None.

@@ -34,7 +34,8 @@ SOURCE_DOC = ("where it came from (console, button, pedal, camera, mqtt ...); re
               "its events")
 
 __all__ = [
-    "CreateTable", "CommandRequest", "MatchState", "TableState", "ErrorBody", "ErrorResponse",
+    "CreateTable", "CommandRequest", "MatchState", "RefusedCommand", "TableState", "ErrorBody",
+    "ErrorResponse",
     "WireEvent", "FaultInfo", "HealthResponse", "StatusMessage",
 ]
 
@@ -83,6 +84,13 @@ class MatchState(BaseModel):
     undecided: int = Field(description="frames the referee ended without a winner")
 
 
+class RefusedCommand(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    code: str = Field(description="the error code the command would be refused with now")
+    rule: str | None = Field(None, description="the rule that refuses it; absent otherwise")
+
+
 class TableState(BaseModel):
     table: str
     seq: int = Field(description="seq of the last event reflected in this state")
@@ -117,6 +125,9 @@ class TableState(BaseModel):
                     "and rule checks (TableClock.refusal), so a page need not keep a copy of "
                     "the rules; a command left out would be refused (409) whatever its fields",
         json_schema_extra={"items": {"type": "string", "enum": [*sorted(ALLOWED)]}})
+    refused: dict[str, RefusedCommand] = Field(
+        description="every command not in `allowed`, with the code (and rule) of the refusal it "
+                    "would get now: what a page shows on a disabled button")
 
 
 

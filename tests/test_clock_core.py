@@ -245,6 +245,7 @@ def test_allowed_lists_exactly_the_commands_handle_accepts(setup: str, allowed: 
     now = T0 + 200_000 if setup == "paused at 0 after an undone expiry" else T0 + 36_000
     state = clock.state(now)
     assert state["allowed"] == allowed
+    assert sorted(state["refused"]) == sorted(set(ALL) - set(allowed))
     for name in ALL:  # and handle agrees, command by command, on a copy of the clock
         copy = TableClock.from_dict(clock.to_dict())
         try:
@@ -252,6 +253,10 @@ def test_allowed_lists_exactly_the_commands_handle_accepts(setup: str, allowed: 
         except RuleRefusal as refusal:
             assert name not in allowed, f"{name} is listed but refused: {refusal}"
             assert refusal.code and str(refusal).startswith(f"{name} refused")
+            # ... with the code and rule the state gave for it.
+            assert state["refused"][name] == (
+                {"code": refusal.code, "rule": refusal.rule} if refusal.rule
+                else {"code": refusal.code})
         else:
             assert name in allowed, f"{name} went through but is not listed"
 
