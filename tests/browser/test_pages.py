@@ -50,8 +50,14 @@ def test_pages_are_served_as_html_and_load_nothing_from_outside(
             assert kind in response.headers["content-type"], asset
     for path in ["/?lang=ru", "/referee?table=served", "/overlay?table=served",
                  "/display?table=served"]:
+        before = len(traffic.sockets)
         page = open_page(context, shared_server, path)
-        page.wait_for_timeout(150)
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(300)  # anything the load event set off has happened by now
+        if "table=" in path:
+            # The feed is opened once: not opened, closed on the load event and reopened.
+            assert len(traffic.sockets) - before == 1, traffic.sockets[before:]
+            assert page.evaluate("window.shotclockConnection.opened") == 1
         page.close()
     assert traffic.requests, "no request was recorded: the recorder is broken"
     assert any(u.startswith("ws://127.0.0.1") for u in traffic.sockets)
@@ -79,18 +85,19 @@ def test_console_presses_change_overlay_and_display(
     expect(overlay.locator("#p0 .ext b")).to_have_text("0")
     expect(overlay.locator("#p1 .ext b")).to_have_text("1")
 
-    # The second extension is refused, with the reason and the rule, at once.
-    referee.locator("#btn-extension").click()
+    # A second extension is not offered: the button says why, with the rule, at a tap.
+    expect(referee.locator("#btn-extension")).to_be_disabled()
+    referee.locator("#btn-extension").click(force=True)
     banner = referee.locator("#banner")
     expect(banner).to_be_visible()
-    expect(banner).to_contain_text("Refused")
+    expect(banner).to_contain_text("Not now")
     expect(banner).to_contain_text("Ivanov already used the extension this frame")
     expect(referee.locator("#banner-rule")).to_have_text("rule 12.5")
     shoot(referee, "referee-refusal-en-phone")
-    # ... and in Russian after the toggle, the rule number unchanged.
+    # ... and in Russian after the toggle, the rule number unchanged, the name not declined.
     referee.locator("#lang").click()
-    expect(banner).to_contain_text("Отказ")
-    expect(banner).to_contain_text("Ivanov уже брал(а) продление в этой партии")
+    expect(banner).to_contain_text("Сейчас нельзя")
+    expect(banner).to_contain_text("продление в этой партии уже использовано: Ivanov")
     expect(referee.locator("#banner-rule")).to_have_text("правило 12.5")
     expect(referee.locator("#btn-main")).to_have_text("Старт")
     shoot(referee, "referee-refusal-ru-phone")
@@ -108,10 +115,13 @@ def test_console_presses_change_overlay_and_display(
     expect(display.locator("body")).to_have_attribute("data-stage", "paused")
     expect(display.locator("#phase")).to_have_text("paused")
     expect(referee.locator("#btn-pause")).to_have_text("Resume")
+    expect(referee.locator("#btn-main")).to_have_text("Resume")
     frozen = display.locator("#clock").inner_text()
     display.wait_for_timeout(300)
     assert display.locator("#clock").inner_text() == frozen
-    # The shot button ends the shot: the next limit (3 s) shows, not counting.
+    # Resume, then the shot button ends the shot: the next limit (3 s) shows, not counting.
+    referee.locator("#btn-main").click()
+    expect(referee.locator("#btn-main")).to_have_text("Shot")
     referee.locator("#btn-main").click()
     expect(overlay.locator("#third")).to_have_attribute("data-stage", "ready")
     expect(overlay.locator("#clock")).to_have_text("3.0")
@@ -165,11 +175,11 @@ def test_refusals_in_russian_and_unknown_codes_fall_back(
     expect(referee.locator("#btn-main")).to_have_text("Старт")
     referee.locator("#btn-extension").click()
     expect(referee.locator("#p0 .stats")).to_contain_text("Продл.: 0")
-    referee.locator("#btn-extension").click()
-    expect(referee.locator("#banner")).to_contain_text("Сидоров уже брал(а) продление в этой партии")
+    referee.locator("#btn-extension").click(force=True)
+    expect(referee.locator("#banner")).to_contain_text("продление в этой партии уже использовано: Сидоров")
     expect(referee.locator("#banner-rule")).to_have_text("правило 12.5")
-    # A refusal without a rule: hand-back... is disabled, so pause while ready.
-    referee.locator("#btn-pause").click()
+    # A reason without a rule: pause while ready.
+    referee.locator("#btn-pause").click(force=True)
     expect(referee.locator("#banner")).to_contain_text("отсчёт для этого удара не запущен")
     expect(referee.locator("#banner-rule")).to_be_hidden()
     # Without ?lang= the browser's language (en-US here) decides; the toggle is remembered.
@@ -310,21 +320,40 @@ def test_hall_lists_tables_live_and_creates_one(shared_server: ServerProcess, co
     shoot(hall, "hall-1080p")
 
 
-def test_referee_token_is_asked_for_and_remembered(tmp_path: Any, context: Any) -> None:
+def test_referee_token_is_asked_for_before_the_first_press_and_the_press_retried(
+        tmp_path: Any, context: Any) -> None:
+    """Issue 9.10: the console asks for the token before the first press when the service
+    needs one, and retries the press refused with 401 once the right token is given."""
     server = ServerProcess(tmp_path / "token.db", env={"SHOTCLOCK_REFEREE_TOKEN": "s3cret"}).start()
     try:
         assert server.post("/api/tables", {"id": "tok", "players": ["A", "B"]}, token="s3cret")[0] == 201
         referee = open_page(context, server, "/referee?table=tok&lang=en", PHONE)
+        dialog = referee.locator("#token-dialog")
+        expect(dialog).to_be_visible()  # before any press
+        expect(referee.locator("#token-help")).to_contain_text("needs the referee token")
+        shoot(referee, "console-token-asked-phone")
+        referee.locator("#token-dialog button[value=cancel]").click()
+        # A press without it: refused (401), the box again, the press kept.
         referee.locator("#btn-main").click()
         expect(referee.locator("#banner")).to_contain_text("needs the referee token")
-        expect(referee.locator("#token-dialog")).to_be_visible()
+        expect(dialog).to_be_visible()
+        referee.locator("#token-input").fill("wrong")
+        referee.locator("#token-save").click()
+        # Retried with the wrong token: refused again, and the box says the token is wrong.
+        expect(dialog).to_be_visible()
+        expect(referee.locator("#token-help")).to_contain_text("did not accept the token")
         referee.locator("#token-input").fill("s3cret")
         referee.locator("#token-save").click()
+        expect(referee.locator("#btn-main")).to_have_text("Shot")  # the kept press went through
+        events = [e["type"] for e in server.get("/api/tables/tok/events")]
+        assert events.count("clock.started") == 1, events
+        # Remembered on this device, accepted on the feed (no box after a reload).
         referee.reload()
         referee.wait_for_function("window.shotclockConnection.status === 'live'")
+        assert referee.evaluate("window.shotclockConnection.referee") is True
+        expect(dialog).to_be_hidden()
         referee.locator("#btn-main").click()
-        expect(referee.locator("#btn-main")).to_have_text("Shot")
-        assert server.get("/api/tables/tok")["phase"] == "running"
+        expect(referee.locator("#btn-main")).to_have_text("Start")
     finally:
         server.stop()
 

@@ -74,7 +74,7 @@ def test_break_foul_and_winning_pot_reported_from_the_console(
     page.locator("#btn-result").click()
     expect(page.locator("#res-break-row")).to_be_hidden()
     page.locator("#res-colour").click()
-    expect(page.locator("#res-route")).to_be_visible()
+    expect(page.locator("#res-route")).to_be_visible()  # nothing called: the route editor
     expect(page.locator("#route-copy")).to_be_disabled()  # nothing was called
     page.locator("#route-table [data-pocket='top_left']").click()
     expect(page.locator("#route-pocket")).to_have_text("top left")
@@ -84,6 +84,7 @@ def test_break_foul_and_winning_pot_reported_from_the_console(
     expect(card).to_have_attribute("data-kind", "foul")
     expect(card).to_contain_text("Foul — Ivanov: the coloured ball potted without a call (6.3)")
     expect(card.locator("li.foul .rule")).to_have_text("rule 9")
+    expect(card.locator("li.foul")).not_to_contain_text("(9)")  # the rule once (issue 9.19)
     expect(card).to_contain_text("Re-spot the coloured ball on the back spot (11.1)")
     expect(card.locator("li.respot .rule")).to_have_text("rule 11.1")
     expect(card).to_contain_text("Petrov chooses")
@@ -91,6 +92,7 @@ def test_break_foul_and_winning_pot_reported_from_the_console(
     shoot(page, "referee-result-foul-en-phone")
     page.locator("#lang").click()
     expect(card).to_contain_text("Фол — Ivanov: цветной забит без заказа (6.3)")
+    expect(card).to_contain_text("Ход: Petrov")  # a name is never declined (issue 9.19)
     expect(card.locator("li.foul .rule")).to_have_text("правило 9")
     expect(card).to_contain_text("Выставить цветной шар на заднюю отметку (11.1)")
     expect(card.locator("li.respot .rule")).to_have_text("правило 11.1")
@@ -119,7 +121,9 @@ def test_break_foul_and_winning_pot_reported_from_the_console(
     expect(page.locator("#call-cushions")).to_have_text("right lower")
     page.locator("#call-contact-buttons [data-contact='cue>colour']").click()
     expect(page.locator("#call-contacts")).to_have_text("cue→colour")
+    expect(page.locator("#res-route")).to_be_hidden()  # one editor at a time
     page.locator("#route-copy").click()
+    expect(page.locator("#res-call")).to_be_hidden()
     expect(page.locator("#route-pocket")).to_have_text("bottom left")
     expect(page.locator("#route-path")).to_have_text("cue→colour · right lower")
     panel.scroll_into_view_if_needed()
@@ -129,8 +133,12 @@ def test_break_foul_and_winning_pot_reported_from_the_console(
     page.locator("#res-send").click()
     page.locator("#result-ok").click()
     expect(card).to_have_attribute("data-kind", "end")
-    expect(card).to_contain_text("Frame over: Petrov wins (legal pot of the coloured ball)")
-    expect(card).to_contain_text("Match over: Petrov wins 0–1")
+    expect(card).to_contain_text("Frame over. Winner: Petrov (legal pot of the coloured ball)")
+    expect(card).to_contain_text("Match over. Winner: Petrov, 0–1")
+    # After sending, the page is back at the top: the board and the main button in view.
+    assert page.evaluate("window.scrollY") == 0
+    main_box = page.locator("#btn-main").bounding_box()
+    assert main_box is not None and main_box["y"] + main_box["height"] <= PHONE["height"]
     expect(page.locator("#score-value")).to_have_text("0 : 1")
     expect(page.locator("#p1")).not_to_have_class(re.compile("at-table"))
     shoot(page, "referee-result-match-phone")
@@ -148,13 +156,17 @@ def test_result_while_the_clock_runs_is_refused_with_the_reason(
         shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
     make_table(shared_server, "res2", profile=SLOW_PROFILE)
     page = open_referee(context, shared_server, "res2")
+    page.locator("#btn-result").click()  # the panel is open before the shot
     page.locator("#btn-main").click()
     expect(page.locator("#btn-main")).to_have_attribute("data-command", "shot")
-    page.locator("#btn-result").click()
+    expect(page.locator("#btn-result")).to_be_disabled()
     page.locator("#res-whites-plus").click()
-    page.locator("#res-send").click()
+    expect(page.locator("#res-send")).to_be_disabled()
+    seq = shared_server.get("/api/tables/res2")["seq"]
+    page.locator("#res-send").click(force=True)
     banner = page.locator("#banner")
     expect(banner).to_contain_text("the shot is still being timed")
+    assert shared_server.get("/api/tables/res2")["seq"] == seq  # nothing was sent
     expect(page.locator("#banner-rule")).to_have_text("rule I15")
     expect(page.locator("#result-panel")).to_be_visible()  # the report stays to be sent later
     page.locator("#lang").click()

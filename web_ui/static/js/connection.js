@@ -12,6 +12,7 @@ import { ClockOffset, localNow } from "./timesync.js";
 
 const PING_EVERY_MS = 2000;
 const SILENCE_MS = 6000; // no message at all for this long: the link is dead
+const STALE_MS = 1500; // no message for this long: what is shown may no longer be true
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5000;
 const CLOSE_TOO_SLOW = 4001;
@@ -29,11 +30,24 @@ export class TableConnection {
   /**
    * @param {string} table
    * @param {object} handlers  onState(state, why), onEvent(event, {replayed}),
-   *                           onStatus(status) with status in connecting|live|offline|unknown_table
+   *                           onStatus(status) with status in
+   *                           connecting|live|stale|offline|unknown_table,
+   *                           onFaults(faults), onTokenRefused()
+   * @param {object} options   pingEveryMs, staleMs, token: () => string
    */
-  constructor(table, handlers = {}) {
+  constructor(table, handlers = {}, options = {}) {
     this.table = table;
     this.handlers = handlers;
+    // pingEveryMs: how often to ping (a display that must notice a dead link in 1.5 s pings
+    // more often); token(): the referee token to offer, if any.
+    this.pingEveryMs = options.pingEveryMs || PING_EVERY_MS;
+    this.staleMs = options.staleMs || STALE_MS;
+    this.token = options.token || (() => "");
+    this.tokenRefused = false; // the offered token was refused at the handshake
+    this.tokenSuspect = false; // the last try with the token failed before it opened
+    this.referee = null; // from the snapshot: may this connection send commands?
+    this.faults = [];
+    this.opened = 0; // sockets created, for the curious (and the tests)
     this.clock = new ClockOffset();
     this.state = null;
     this.lastSeq = null; // the last event seq seen (snapshot or event): ?since= on reconnect
@@ -52,7 +66,17 @@ export class TableConnection {
       if (document.visibilityState === "visible") this.wake();
     });
     window.addEventListener("online", this._onWake);
-    window.addEventListener("pageshow", this._onWake);
+    // pageshow also fires on the first load: only a page restored from the back-forward
+    // cache (persisted) needs waking, or the socket just opened would be thrown away.
+    window.addEventListener("pageshow", (ev) => { if (ev.persisted) this.wake(); });
+  }
+
+  /** Open again now, e.g. with a new token (a deliberate reopen; ?since= keeps the place). */
+  restart() {
+    this.tokenRefused = false;
+    this.tokenSuspect = false;
+    this.attempt = 0;
+    this._reconnect(0);
   }
 
   serverNow() {
@@ -75,8 +99,9 @@ export class TableConnection {
   /** After sleep, a tab coming back, the network coming back: make sure the feed is live. */
   wake() {
     if (this.stopped) return;
+    if (this.ws && this.ws.readyState === WebSocket.CONNECTING) return; // on its way
     const fresh = this.ws && this.ws.readyState === WebSocket.OPEN
-      && localNow() - this.lastMessageAt < PING_EVERY_MS + 1000;
+      && localNow() - this.lastMessageAt < this.pingEveryMs + 1000;
     if (fresh) {
       this._ping();
       return;
@@ -97,6 +122,11 @@ export class TableConnection {
     this.handlers.onStatus?.(status);
   }
 
+  _setFaults(faults) {
+    this.faults = Array.isArray(faults) ? faults : [];
+    this.handlers.onFaults?.(this.faults);
+  }
+
   _setState(state, why) {
     this.state = state;
     this.handlers.onState?.(state, why);
@@ -110,26 +140,34 @@ export class TableConnection {
 
   _open() {
     clearTimeout(this.retryTimer);
-    this._setStatus("connecting");
+    // The status stays what it is (connecting before the first snapshot, offline after a
+    // drop) until a snapshot says live.
+    const suspecting = this.tokenSuspect;
+    const token = this.tokenRefused || suspecting ? "" : this.token();
     let ws;
     try {
-      ws = new WebSocket(this._url());
+      ws = token ? new WebSocket(this._url(), [`bearer.${token}`]) : new WebSocket(this._url());
     } catch {
-      this._scheduleRetry();
+      if (token) this._refuseToken(); // not even a valid subprotocol: try without it
+      this._scheduleRetry(token ? 0 : undefined);
       return;
     }
+    this.opened += 1;
     this.ws = ws;
     this.snapshotSeq = null;
+    let didOpen = false;
     ws.onopen = () => {
+      didOpen = true;
       this.lastMessageAt = localNow();
       this.clock.reset();
       this._ping();
       clearInterval(this.pingTimer);
-      this.pingTimer = setInterval(() => this._tick(), PING_EVERY_MS / 2);
+      this.pingTimer = setInterval(() => this._tick(), Math.min(250, this.pingEveryMs / 2));
     };
     ws.onmessage = (msg) => {
       if (ws !== this.ws) return;
       this.lastMessageAt = localNow();
+      if (this.status === "stale") this._setStatus("live");
       let data;
       try { data = JSON.parse(msg.data); } catch { return; }
       this._receive(data);
@@ -139,6 +177,16 @@ export class TableConnection {
       clearInterval(this.pingTimer);
       this.ws = null;
       if (this.stopped) return;
+      if (!didOpen && token) {
+        // Refused at the handshake (a wrong token is HTTP 403 there), or the server is not
+        // there at all: the browser cannot tell which. Try once without the token; its
+        // snapshot tells (referee: false means a token is needed and ours was refused).
+        this.tokenSuspect = true;
+        this._setStatus(this.status === "connecting" ? "connecting" : "offline");
+        this._scheduleRetry(0);
+        return;
+      }
+      if (!didOpen && suspecting) this.tokenSuspect = false; // the server is away: not the token
       if (ev.code === CLOSE_UNKNOWN_TABLE) {
         this._setStatus("unknown_table");
         this._scheduleRetry(BACKOFF_MAX_MS);
@@ -150,13 +198,20 @@ export class TableConnection {
     ws.onerror = () => { /* onclose follows */ };
   }
 
+  _refuseToken() {
+    this.tokenRefused = true;
+    this.handlers.onTokenRefused?.();
+  }
+
   _tick() {
     if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return;
-    if (localNow() - this.lastMessageAt > SILENCE_MS) {
+    const quiet = localNow() - this.lastMessageAt;
+    if (quiet > SILENCE_MS) {
       this._reconnect(0);
       return;
     }
-    if (localNow() - (this.lastPingAt || 0) >= PING_EVERY_MS) this._ping();
+    if (quiet > this.staleMs && this.status === "live") this._setStatus("stale");
+    if (localNow() - (this.lastPingAt || 0) >= this.pingEveryMs) this._ping();
   }
 
   _ping() {
@@ -174,7 +229,7 @@ export class TableConnection {
     this.ws = null;
     clearInterval(this.pingTimer);
     if (old) { try { old.close(); } catch { /* already closed */ } }
-    this._setStatus("offline");
+    if (this.status !== "connecting") this._setStatus("offline"); // connecting: never was live
     this._scheduleRetry(delay);
   }
 
@@ -198,11 +253,20 @@ export class TableConnection {
         const state = { ...msg.state, seq: msg.state.seq ?? msg.seq };
         this.clock.roughFrom(state.server_time);
         this.lastSeq = msg.seq; // live events follow the snapshot's seq
+        this.referee = msg.referee ?? null;
+        if (this.tokenSuspect) {
+          this.tokenSuspect = false;
+          if (this.referee === false) this._refuseToken();
+        }
+        this._setFaults(msg.faults);
         // A snapshot is the truth now, even if it is "older" (a server restarted from its store).
         this._setState(state, "snapshot");
         this._setStatus("live");
         return;
       }
+      case "status":
+        this._setFaults(msg.faults);
+        return;
       case "pong": {
         const t0 = this.pings.get(msg.id);
         if (t0 !== undefined) {

@@ -1,78 +1,94 @@
 // Referee console: commands over HTTP (with the token remembered on the device), the feed
-// over the WebSocket, a refused press explained at once in a banner.
+// over the WebSocket. The main button follows the phase; what the state's `allowed` leaves
+// out is disabled, and a tap (or hover) on it says why, from the state's `refused`. Refusals,
+// reasons, the card of the last shot / time foul / frame end and a hint share one reserved
+// area of fixed height, so nothing ever moves the buttons under the thumb.
 
 import { getToken, sendCommand, setToken } from "./api.js";
-import { TableConnection, showStatus, tableFromQuery } from "./connection.js";
+import { TableConnection, tableFromQuery } from "./connection.js";
 import { animate, render, seconds } from "./countdown.js";
 import { applyI18n, bindLangToggle, errorText, onLangChange, t } from "./i18n.js";
-import {
-  CONTACTS, buildResult, contactLabel, drawTable, emptyReport, itemLabel, routeFromCall,
-  summaryLines,
-} from "./result.js";
+import { ACTIONS, KeyMap, keyLabel, keyName } from "./keymap.js";
+import { foulText, mountResultPanel, summaryLines } from "./result.js";
+import { StatusStrip } from "./status.js";
 
 const $ = (id) => document.getElementById(id);
 const table = tableFromQuery("1");
 $("table-id").textContent = table;
-document.title = `${t("page.referee")} ${table} · ${t("app.title")}`;
+const setTitle = () => { document.title = `${t("page.referee")} ${table} · ${t("app.title")}`; };
+setTitle();
 
 let state = null;
-let bannerTimer = 0;
+const strip = new StatusStrip($("status"));
 
 const conn = new TableConnection(table, {
   onState: (s) => { state = s; draw(); },
   onEvent: (event, { replayed }) => { if (!replayed) takeEvent(event); },
-  onStatus: (status) => showStatus($("conn"), status, t),
-});
+  onStatus: (status) => {
+    strip.setConnection(status);
+    $("unknown").classList.toggle("hidden", status !== "unknown_table");
+    $("console").classList.toggle("hidden", status === "unknown_table");
+    if (status === "live") askTokenIfNeeded();
+    drawClockLiveness();
+  },
+  onFaults: (faults) => strip.setFaults(faults),
+  onTokenRefused: () => { tokenRefused = true; askTokenIfNeeded(); },
+}, { token: getToken });
 
-// -- the banner: refusals stay until the next press; confirmations fade ------------------------
-function showBanner(kind, title, text, rule) {
+// -- the notice area: refusal / why / info banner over the card, over the hint ---------------
+let bannerTimer = 0;
+let lastBanner = null; // re-shown in the other language when the toggle is pressed
+
+function showBanner(kind, error, { title, fade } = {}) {
+  lastBanner = { kind, error, title, fade };
+  const name = state ? state.players[state.player] : "";
   const banner = $("banner");
-  banner.classList.remove("hidden", "info");
-  if (kind === "info") banner.classList.add("info");
+  let text;
+  let rule = null;
+  if (error.key) {
+    text = t(error.key, error.vars);
+  } else {
+    ({ text, rule } = errorText(error, { name }));
+    if (rule) text = stripRule(text, rule);
+  }
   banner.dataset.kind = kind;
-  $("banner-title").textContent = title;
+  banner.dataset.code = error.code || error.key || "";
+  $("banner-title").textContent = title || t(kind === "why" ? "banner.why" : kind === "info" ? "banner.done_title" : "banner.refused");
   $("banner-text").textContent = text;
   $("banner-rule").textContent = rule ? t("banner.rule", { rule }) : "";
+  banner.classList.remove("hidden");
   clearTimeout(bannerTimer);
-  if (kind === "info") bannerTimer = setTimeout(hideBanner, 1500);
+  if (fade) bannerTimer = setTimeout(hideBanner, fade);
+}
+
+/** "... this frame (12.5)" shown with the pill "rule 12.5": say the number once. */
+function stripRule(text, rule) {
+  const tail = ` (${rule})`;
+  return text.endsWith(tail) ? text.slice(0, -tail.length) : text;
 }
 
 function hideBanner() {
   clearTimeout(bannerTimer);
+  lastBanner = null;
   $("banner").classList.add("hidden");
 }
 
-let lastRefusal = null; // re-shown in the other language when the toggle is pressed
-
-function showRefusal(error) {
-  lastRefusal = error;
-  const name = state ? state.players[state.player] : "";
-  const { text, rule, code } = errorText(error, { name });
-  $("banner").dataset.code = code || "";
-  showBanner("error", t("banner.refused"), text, rule);
-}
-
-onLangChange(() => {
-  if (lastRefusal && !$("banner").classList.contains("hidden")) showRefusal(lastRefusal);
-  document.title = `${t("page.referee")} ${table} · ${t("app.title")}`;
-  showStatus($("conn"), conn.status, t);
-  draw();
-  drawReport();
-  drawSummary();
-});
+$("banner").addEventListener("click", hideBanner);
 
 // -- commands ------------------------------------------------------------------------------------
 // Presses are sent one after the other, in order: a quick second press (turn right after
 // shot) waits for the first one's answer instead of being lost or overtaking it.
 let queue = Promise.resolve();
+let inFlight = 0;
+let pendingPress = null; // the press refused with 401, retried once a token is given
 
 function command(name, fields = {}) {
-  queue = queue.then(() => send(name, fields));
+  inFlight += 1;
+  queue = queue.then(() => send(name, fields)).finally(() => { inFlight -= 1; });
   return queue;
 }
 
 async function send(name, fields) {
-  lastRefusal = null;
   hideBanner();
   const result = await sendCommand(table, name, fields);
   if (result.ok) {
@@ -80,38 +96,81 @@ async function send(name, fields) {
     return result;
   }
   if (result.status === 0) {
-    showBanner("error", t("banner.refused"), t("banner.network"), null);
+    showBanner("error", { key: "banner.network" });
     conn.wake();
     return result;
   }
   const error = (result.body && result.body.error) || { code: "error", message: `HTTP ${result.status}` };
-  showRefusal(error);
-  if (result.status === 401) openTokenDialog();
+  showBanner("error", error);
+  if (result.status === 401) {
+    pendingPress = { name, fields };
+    tokenRefused = Boolean(getToken());
+    openTokenDialog();
+  }
   return result;
 }
 
-function mainCommand() {
-  if (!state) return null;
-  switch (state.phase) {
+/** Why `name` is not legal now (from the state), or null; unknown while a press is on its way. */
+function whyNot(name) {
+  if (!state || !name) return null;
+  if (Array.isArray(state.allowed) && state.allowed.includes(name)) return null;
+  if (!Array.isArray(state.allowed)) return null; // an older server: let it decide
+  return (state.refused && state.refused[name]) || { code: "not_allowed" };
+}
+
+/** Run an action if its command is legal now; else say why. While an earlier press is
+ * still on its way the state may be behind: then the server decides. */
+function attempt(commandName, run) {
+  const why = whyNot(commandName);
+  if (why && inFlight === 0) {
+    showBanner("why", why, { fade: 4000 });
+    return;
+  }
+  run();
+}
+
+function mainCommand(s) {
+  if (!s) return { name: null, label: "btn.start" };
+  switch (s.phase) {
     case "ready": return { name: "start", label: "btn.start" };
     case "expired": return { name: "start", label: "btn.accept" };
     case "running": return { name: "shot", label: "btn.shot" };
-    case "paused": return { name: "shot", label: "btn.shot" };
-    default: return { name: null, label: "btn.frame_over" };
+    case "paused": return { name: "resume", label: "btn.resume" };
+    default: return { name: "new_frame", label: s.match && s.match.over ? "btn.match_over" : "btn.next_frame" };
   }
 }
 
-function pressMain() {
-  const main = mainCommand();
-  if (main && main.name) command(main.name);
-}
+const ACTION_COMMAND = {
+  main: () => mainCommand(state).name,
+  extension: () => "extension",
+  turn: () => "turn",
+  pause: () => (state && state.phase === "paused" ? "resume" : "pause"),
+  foul: () => "foul",
+  hand_back: () => "hand_back",
+  result: () => "result",
+  new_frame: () => "new_frame",
+  undo: () => "undo",
+};
 
-function pressPause() {
-  command(state && state.phase === "paused" ? "resume" : "pause");
-}
+const ACTION_RUN = {
+  main: () => { const name = mainCommand(state).name; if (name) command(name); },
+  extension: () => command("extension"),
+  turn: () => command("turn"),
+  pause: () => command(ACTION_COMMAND.pause()),
+  foul: openFoulDialog,
+  hand_back: () => command("hand_back"),
+  result: openResultPanel,
+  new_frame: () => {
+    // After a frame that ended by itself the next one just starts: its winner is recorded.
+    if (state && state.phase === "frame_over") command("new_frame");
+    else openFrameDialog();
+  },
+  undo: openUndoDialog,
+};
 
-function pressHandBack() {
-  if (state && state.hand_back_to != null) command("hand_back");
+function press(action) {
+  if (!state) return;
+  attempt(ACTION_COMMAND[action](), ACTION_RUN[action]);
 }
 
 // -- dialogs ------------------------------------------------------------------------------------
@@ -126,14 +185,42 @@ function openFoulDialog() {
   fillPlayerOptions($("foul-player"), 0);
   $("foul-player").value = String(state.player);
   $("foul-text").value = "";
+  drawFoulDialog();
   $("foul-dialog").showModal();
+  $("foul-ok").focus();
 }
+
+/** The clock keeps running while the dialog is open: say so (and offer a pause); warn when
+ * this foul would be the player's second (technical loss, 10.5). */
+function drawFoulDialog() {
+  if (!state) return;
+  const running = state.phase === "running";
+  $("foul-clock").classList.toggle("hidden", !running && state.phase !== "paused");
+  $("foul-pause").classList.toggle("hidden", !running);
+  $("foul-clock-text").textContent = running ? t("foul.clock_runs") : t("foul.clock_paused");
+  const who = Number($("foul-player").value);
+  const second = state.fouls[who] >= 1;
+  const warn = $("foul-second");
+  warn.classList.toggle("hidden", !second);
+  warn.textContent = second ? t("foul.second", { name: state.players[who], other: state.players[1 - who] }) : "";
+  $("foul-ok").textContent = t(second ? "foul.confirm_loss" : "foul.confirm");
+}
+
+$("foul-player").addEventListener("change", drawFoulDialog);
+$("foul-pause").addEventListener("click", () => command("pause"));
+$("foul-dialog").addEventListener("keydown", (ev) => {
+  // Enter confirms from anywhere in the dialog (a select would otherwise swallow it).
+  if (ev.key === "Enter" && !ev.isComposing && ev.target.id !== "foul-pause") {
+    ev.preventDefault();
+    $("foul-dialog").close("ok");
+  }
+});
 
 $("foul-dialog").addEventListener("close", () => {
   if ($("foul-dialog").returnValue !== "ok") return;
   const choice = $("foul-reason").value;
   const free = $("foul-text").value.trim();
-  const reason = free || (choice === "other" ? t("foul.r.other") : t(`foul.r.${choice}`));
+  const reason = free || t(`foul.r.${choice}`);
   command("foul", { reason, player: Number($("foul-player").value) });
 });
 
@@ -156,7 +243,6 @@ function undoWhat() {
 
 function openUndoDialog() {
   if (!state) return;
-  if (!state.can_undo) { command("undo"); return; } // the server says why not
   $("undo-question").textContent = t("undo.confirm", { what: undoWhat() });
   $("undo-dialog").showModal();
 }
@@ -165,60 +251,306 @@ $("undo-dialog").addEventListener("close", () => {
   if ($("undo-dialog").returnValue === "ok") command("undo", { by: "referee" });
 });
 
+// -- the token: asked before the first press when the service needs one ----------------------
+let tokenRefused = false;
+let tokenAsked = false;
+
+function askTokenIfNeeded() {
+  if (conn.status !== "live") return;
+  const needed = conn.referee === false && (!getToken() || tokenRefused);
+  if (needed && !tokenAsked) {
+    tokenAsked = true;
+    openTokenDialog();
+  }
+}
+
 function openTokenDialog() {
   if ($("token-dialog").open) return;
   $("token-input").value = getToken();
+  $("token-help").textContent = t(tokenRefused ? "token.refused" : conn.referee === false ? "token.needed_now" : "token.help");
   $("token-dialog").showModal();
 }
 
 $("token-dialog").addEventListener("close", () => {
-  if ($("token-dialog").returnValue === "ok") setToken($("token-input").value.trim());
+  const retry = pendingPress;
+  pendingPress = null;
+  if ($("token-dialog").returnValue !== "ok") return;
+  setToken($("token-input").value.trim());
+  tokenRefused = false;
+  tokenAsked = false;
+  conn.restart(); // the feed with the new token: its snapshot says whether it is right
+  if (retry) command(retry.name, retry.fields); // the press that was refused for want of it
 });
 
+// -- the key map ------------------------------------------------------------------------------------
+const keys = new KeyMap();
+let listeningFor = null;
+
+function drawKeyHints() {
+  for (const button of document.querySelectorAll("[data-action]")) {
+    const first = keys.keys(button.dataset.action)[0];
+    if (first) button.dataset.key = keyLabel(first);
+    else delete button.dataset.key;
+  }
+}
+
+function drawKeysDialog() {
+  $("keys-rows").replaceChildren(...ACTIONS.map((action) => {
+    const row = document.createElement("tr");
+    row.dataset.action = action;
+    const name = document.createElement("td");
+    name.textContent = t(`keys.action.${action}`);
+    const list = document.createElement("td");
+    list.className = "keys";
+    for (const k of keys.keys(action)) {
+      const kbd = document.createElement("kbd");
+      kbd.textContent = keyLabel(k);
+      list.append(kbd);
+    }
+    const set = document.createElement("button");
+    set.type = "button";
+    set.className = `set${listeningFor === action ? " listening" : ""}`;
+    set.textContent = t("keys.add");
+    set.addEventListener("click", () => { listeningFor = action; drawKeysDialog(); });
+    const clear = document.createElement("button");
+    clear.type = "button";
+    clear.className = "clear";
+    clear.textContent = "✕";
+    clear.setAttribute("aria-label", t("keys.clear"));
+    clear.addEventListener("click", () => { keys.clear(action); drawKeysDialog(); drawKeyHints(); });
+    list.append(set, clear);
+    row.append(name, list);
+    return row;
+  }));
+  $("keys-listening").classList.toggle("hidden", !listeningFor);
+}
+
+$("keys-btn").addEventListener("click", () => {
+  listeningFor = null;
+  drawKeysDialog();
+  $("keys-dialog").showModal();
+});
+$("keys-reset").addEventListener("click", () => { keys.reset(); drawKeysDialog(); drawKeyHints(); });
+$("keys-dialog").addEventListener("keydown", (ev) => {
+  if (!listeningFor) return;
+  ev.preventDefault();
+  ev.stopPropagation();
+  if (ev.key !== "Escape") keys.assign(listeningFor, keyName(ev));
+  listeningFor = null;
+  drawKeysDialog();
+  drawKeyHints();
+});
+$("keys-dialog").addEventListener("cancel", (ev) => { if (listeningFor) ev.preventDefault(); });
+$("keys-dialog").addEventListener("close", () => { listeningFor = null; });
+
 // -- wiring ------------------------------------------------------------------------------------
-$("btn-main").addEventListener("click", pressMain);
-$("btn-extension").addEventListener("click", () => command("extension"));
-$("btn-turn").addEventListener("click", () => command("turn"));
-$("btn-pause").addEventListener("click", pressPause);
-$("btn-foul").addEventListener("click", openFoulDialog);
-$("btn-hand-back").addEventListener("click", pressHandBack);
-$("btn-new-frame").addEventListener("click", openFrameDialog);
-$("btn-undo").addEventListener("click", openUndoDialog);
-$("btn-result").addEventListener("click", openResultPanel);
+for (const button of document.querySelectorAll("#console [data-action]")) {
+  button.addEventListener("click", () => {
+    button.blur(); // Space/Enter must not "click" the last tapped button again
+    press(button.dataset.action);
+  });
+}
 $("token-btn").addEventListener("click", openTokenDialog);
-$("banner").addEventListener("click", hideBanner);
 
-const KEYS = {
-  " ": pressMain,
-  e: () => command("extension"),
-  t: () => command("turn"),
-  p: pressPause,
-  u: openUndoDialog,
-  f: openFoulDialog,
-  h: pressHandBack,
-  n: openFrameDialog,
-  r: openResultPanel,
-};
-
-// A button keeps the focus after a tap or click; without this, Space would both run the
-// shortcut and "click" that button on keyup.
 document.addEventListener("keyup", (ev) => {
   if (ev.key === " " && !document.querySelector("dialog[open]")) ev.preventDefault();
 });
-for (const button of document.querySelectorAll(".buttons .btn")) {
-  button.addEventListener("click", () => button.blur());
-}
 
 document.addEventListener("keydown", (ev) => {
   if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat) return;
   if (document.querySelector("dialog[open]")) return; // dialogs take their own keys
   const tag = (ev.target && ev.target.tagName) || "";
   if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
-  const action = KEYS[ev.key.toLowerCase()];
+  const action = keys.action(keyName(ev));
   if (!action) return;
-  ev.preventDefault(); // space would also "click" a focused button
-  action();
+  ev.preventDefault(); // space would "click" a focused button, PageDown would scroll
+  press(action);
 });
+
+// -- the result panel (static/js/result.js) -------------------------------------------------------
+const wide = window.matchMedia("(min-width: 900px)");
+const panel = mountResultPanel($("result-panel"), {
+  state: () => state,
+  send: (name, body) => command(name, body),
+  showError: (error) => showBanner("error", error),
+  showWhy: (why) => showBanner("why", why, { fade: 4000 }),
+  busy: () => inFlight > 0,
+  sent: async (before) => {
+    if (!wide.matches) panel.close();
+    window.scrollTo({ top: 0, behavior: "instant" }); // the board and the main button again
+    if (!card || card.seq <= before) await fetchSince(before);
+  },
+});
+
+function openResultPanel() {
+  panel.open();
+  $("result-panel").scrollIntoView({ block: "start", behavior: "instant" });
+}
+
+// If the reply overtook the feed, read the events from the log for the card.
+async function fetchSince(since) {
+  const res = await fetch(`/api/tables/${encodeURIComponent(table)}/events?since=${since}&limit=20`,
+    { cache: "no-store" });
+  if (!res.ok) return;
+  const events = await res.json();
+  const list = Array.isArray(events) ? events : events.events || [];
+  for (const event of list) takeEvent(event);
+}
+
+// -- the card: one shot, one time foul, one foul or one frame end; gone at the next start ------
+let card = null; // {kind, seq, at, ...}
+let lastSeqTaken = 0;
+
+function takeEvent(event) {
+  if (event.seq <= lastSeqTaken) return;
+  lastSeqTaken = event.seq;
+  const d = event.data || {};
+  const same = card && card.at === event.at; // the events of one command share their `at`
+  switch (event.type) {
+    case "shot.result":
+      card = { kind: "result", seq: event.seq, at: event.at, player: d.player, outcome: d.outcome,
+        whites: d.whites, respots: null, match: null };
+      break;
+    case "clock.expired":
+      card = { kind: "time", seq: event.seq, at: event.at, player: d.player, fouls: [], turn: null };
+      break;
+    case "foul":
+      if (same && card.kind === "result") break; // the result card lists its fouls already
+      if (same && card.kind === "time") { card.fouls.push(d); break; }
+      card = { kind: "foul", seq: event.seq, at: event.at, player: d.player, fouls: [d], turn: null };
+      break;
+    case "respot":
+      if (same && card.kind === "result") card.respots = d.respots;
+      break;
+    case "turn":
+      if (same) card.turn = d;
+      break;
+    case "frame.ended":
+      if (same && card.kind === "result") { card.ended = d; break; }
+      card = { ...(same ? card : {}), kind: "end", seq: event.seq, at: event.at, ended: d,
+        cause: same ? card.kind : null };
+      break;
+    case "match.ended":
+      if (card) card.match = d;
+      break;
+    case "frame.started":
+      if (same && card.kind === "end") card.next = d; // the referee ended one and began the next
+      else card = null;
+      break;
+    case "clock.started":
+    case "correction.undone":
+      card = null; // the card belongs to one shot: the next start (or an undo) takes it away
+      if (event.type === "correction.undone") {
+        showBanner("info", { key: "banner.undone", vars: { what: t(`step.${d.undone}`) } }, { fade: 2500 });
+      }
+      break;
+    default:
+      return;
+  }
+  if (card) card.seq = Math.max(card.seq, event.seq);
+  drawCard();
+}
+
+const name = (i) => (i == null || !state ? "–" : state.players[i]);
+
+function foulCount(d) {
+  return Array.isArray(d.fouls) ? d.fouls[d.player] : null;
+}
+
+function cardContent() {
+  const lines = [];
+  let title;
+  let kind = card.kind;
+  if (card.kind === "result") {
+    title = t("res.summary", { name: name(card.player) });
+    lines.push(...summaryLines(card, state.players));
+    kind = card.outcome.frame_over ? "end" : card.outcome.fouls.length ? "foul" : "ok";
+  } else if (card.kind === "time" || card.kind === "foul" || (card.kind === "end" && card.fouls)) {
+    const first = card.fouls && card.fouls[0];
+    if (card.kind === "time" || card.cause === "time") {
+      title = t("card.time_foul", { name: name(card.player) });
+    } else {
+      title = t("card.foul", { name: name(card.player) });
+      if (first) lines.push({ kind: "foul", text: foulText(first), rule: first.rule });
+    }
+    if (card.turn && state.hand_back_to != null) {
+      lines.push({ kind: "turn", text: t("res.choice", { name: name(card.turn.player) }), rule: "10.4" });
+    } else if (card.turn) {
+      lines.push({ kind: "turn", text: t("res.turn_passes", { name: name(card.turn.player) }) });
+    }
+    if (first && !first.technical_loss && foulCount(first) === 1) {
+      lines.push({ kind: "foul", text: t("card.one_foul", { name: name(first.player) }), rule: "10.5" });
+    }
+  }
+  if (card.kind === "end") {
+    const e = card.ended;
+    kind = "end";
+    if (e.reason === "technical_loss") {
+      title = t("card.technical_loss", { name: name(e.winner == null ? null : 1 - e.winner) });
+      lines.push({ kind: "end", text: t("card.frame_to", { name: name(e.winner) }), rule: "10.5-10.6" });
+    } else {
+      title = t("card.frame_over", { frame: e.frame });
+      lines.push({ kind: "end", text: e.winner == null ? t("card.no_winner")
+        : t("card.winner_why", { name: name(e.winner), reason: t(`end.${e.reason}`) }) });
+    }
+    if (Array.isArray(e.frames_won)) lines.push({ kind: "", text: t("card.score", { a: e.frames_won[0], b: e.frames_won[1] }) });
+    if (card.next) lines.push({ kind: "", text: t("card.next_frame", { frame: card.next.frame, name: name(card.next.breaker) }) });
+  }
+  if (card.match && card.kind !== "result") {
+    const m = card.match;
+    lines.push({ kind: "end", text: t("res.match_end", { name: name(m.winner), score: `${m.score[0]}–${m.score[1]}` }) });
+  }
+  return { title, lines, kind };
+}
+
+function drawCard() {
+  const box = $("outcome");
+  if (!card || !state) {
+    box.classList.add("hidden");
+    drawHint();
+    return;
+  }
+  const { title, lines, kind } = cardContent();
+  box.classList.remove("hidden");
+  box.dataset.kind = kind;
+  box.dataset.card = card.kind;
+  $("outcome-title").textContent = title;
+  $("outcome-lines").replaceChildren(...lines.map((line) => {
+    const li = document.createElement("li");
+    li.className = line.kind || "";
+    li.append(document.createTextNode(line.rule ? stripRule(line.text, line.rule) : line.text));
+    if (line.rule) {
+      const rule = document.createElement("span");
+      rule.className = "rule";
+      rule.textContent = t("banner.rule", { rule: line.rule });
+      li.append(" ", rule);
+    }
+    return li;
+  }));
+  drawHint();
+}
+
+$("outcome-close").addEventListener("click", () => { card = null; drawCard(); });
+
+// What to do now, when nothing else is to be said.
+function drawHint() {
+  const hint = $("hint");
+  hint.classList.toggle("hidden", Boolean(card));
+  if (!state || card) return;
+  const who = name(state.player);
+  let text;
+  switch (state.phase) {
+    case "ready": text = t(state.on_break ? "hint.break" : "hint.ready", { name: who }); break;
+    case "running": text = t("hint.running", { name: who }); break;
+    case "paused": text = t("hint.paused"); break;
+    case "expired": text = t("hint.expired", { name: who, other: name(state.hand_back_to) }); break;
+    default:
+      if (state.match && state.match.over) text = t("hint.match_over", { name: name(state.match.winner) });
+      else if (state.frame_winner != null) text = t("hint.frame_won", { name: name(state.frame_winner), reason: t(`end.${state.frame_end_reason}`) });
+      else text = t("hint.frame_over");
+  }
+  hint.textContent = text;
+}
 
 // -- drawing ------------------------------------------------------------------------------------
 function playerStats(i) {
@@ -227,12 +559,21 @@ function playerStats(i) {
     `${t("label.extensions")}: ${state.extensions_left[i]}`,
   ];
   if (Array.isArray(state.whites)) parts.push(`${t("label.whites")}: ${state.whites[i]}`);
-  if (state.match && Array.isArray(state.match.score)) {
-    parts.push(`${t("label.match")}: ${state.match.score[i]}`);
-  } else if (Array.isArray(state.frames_won)) {
-    parts.push(`${t("label.frames")}: ${state.frames_won[i]}`);
-  }
+  if (state.match && Array.isArray(state.match.score)) parts.push(`${t("label.match")}: ${state.match.score[i]}`);
   return parts.join(" · ");
+}
+
+function setDisabled(button, why) {
+  if (why) {
+    button.setAttribute("aria-disabled", "true");
+    const { text, rule } = errorText(why, { name: state ? state.players[state.player] : "" });
+    button.title = rule ? `${stripRule(text, rule)} (${t("banner.rule", { rule })})` : text;
+    button.dataset.why = why.code || "";
+  } else {
+    button.removeAttribute("aria-disabled");
+    button.removeAttribute("title");
+    delete button.dataset.why;
+  }
 }
 
 function draw() {
@@ -241,35 +582,60 @@ function draw() {
     const el = $(`p${i}`);
     el.querySelector(".name").textContent = state.players[i];
     el.querySelector(".stats").textContent = playerStats(i);
+    const fouls = el.querySelector(".mark.fouls");
+    fouls.dataset.n = String(state.fouls[i]);
+    fouls.textContent = t("mark.fouls", { n: state.fouls[i] });
+    const ext = el.querySelector(".mark.ext");
+    ext.dataset.n = String(state.extensions_left[i]);
+    ext.textContent = t("mark.ext");
+    ext.classList.toggle("hidden", !state.timer);
     el.classList.toggle("at-table", state.player === i && state.phase !== "frame_over");
+    const whites = el.querySelector(".whites");
+    whites.classList.toggle("hidden", !Array.isArray(state.whites));
+    if (Array.isArray(state.whites)) whites.querySelector("b").textContent = state.whites[i];
   }
   $("round").textContent = state.round;
   $("limit").textContent = state.timer ? `${seconds(state.limit_ms)} ${t("label.sec")}` : "–";
   $("frame").textContent = state.frame;
   $("visit").textContent = state.visit;
-  let phaseText = t(`phase.${state.phase}`);
-  if (state.phase === "frame_over" && state.frame_winner != null) {
-    phaseText += ` — ${t("winner", { name: state.players[state.frame_winner] })}`;
-  }
-  $("phase").textContent = phaseText;
+  $("phase").textContent = t(`phase.${state.phase}`);
+  // Frame over: the clock's place says who won and why.
+  const won = state.frame_winner;
+  $("over-name").textContent = won == null ? t("card.no_winner") : t("over.winner", { name: state.players[won] });
+  $("over-why").textContent = state.frame_end_reason ? t(`end.${state.frame_end_reason}`) : "";
 
-  const main = mainCommand();
+  const main = mainCommand(state);
   const mainBtn = $("btn-main");
   mainBtn.textContent = t(main.label);
   mainBtn.dataset.command = main.name || "";
-  mainBtn.disabled = !main.name;
+  setDisabled(mainBtn, whyNot(main.name));
+  for (const button of document.querySelectorAll(".buttons [data-action]")) {
+    setDisabled(button, whyNot(ACTION_COMMAND[button.dataset.action]()));
+  }
   $("btn-pause").textContent = t(state.phase === "paused" ? "btn.resume" : "btn.pause");
-  const handBack = $("btn-hand-back");
-  handBack.disabled = state.hand_back_to == null;
-  handBack.textContent = state.hand_back_to == null ? t("btn.hand_back")
+  $("btn-hand-back").textContent = state.hand_back_to == null ? t("btn.hand_back")
     : t("btn.hand_back_to", { name: state.players[state.hand_back_to] });
   const undo = $("btn-undo");
   undo.textContent = state.can_undo ? t("btn.undo_what", { what: undoWhat() }) : t("btn.undo");
   undo.dataset.step = state.can_undo || "";
-  drawScore();
   $("btn-result").classList.toggle("due", state.phase === "ready" && state.can_undo === "shot");
-  drawReport();
+  drawScore();
+  drawCard();
+  panel.redraw();
+  if ($("foul-dialog").open) drawFoulDialog();
   tick();
+}
+
+function drawScore() {
+  const m = state.match;
+  $("score").classList.toggle("invisible", !m);
+  if (!m) return;
+  $("score-value").textContent = `${m.score[0]} : ${m.score[1]}`;
+  $("score-race").textContent = m.race_to ? t("label.race_to", { n: m.race_to }) : "";
+}
+
+function drawClockLiveness() {
+  $("clock-box").classList.toggle("stale", conn.status !== "live");
 }
 
 function tick() {
@@ -281,262 +647,21 @@ function tick() {
   $("clock-box").dataset.stage = stage;
 }
 
-// -- the shot result panel ------------------------------------------------------------------------
-let report = emptyReport();
-let summary = null; // {seq, outcome, player, whites, respots, match}
-
-function openResultPanel() {
-  if (!state) return;
-  const panel = $("result-panel");
-  panel.classList.remove("hidden");
-  drawReport();
-  panel.scrollIntoView({ block: "start", behavior: "instant" });
-}
-
-function closeResultPanel() {
-  $("result-panel").classList.add("hidden");
-}
-
-function resetReport() {
-  report = emptyReport();
-  $("res-foul").value = "";
-  $("res-foul-text").value = "";
-  drawReport();
-}
-
-const updateCallTable = drawTable($("call-table"), {
-  onPocket: (p) => { report.call.pocket = report.call.pocket === p ? null : p; drawReport(); },
-  onCushion: (c) => { report.call.cushions.push(c); drawReport(); },
+onLangChange(() => {
+  setTitle();
+  strip.draw();
+  if (lastBanner) showBanner(lastBanner.kind, lastBanner.error, lastBanner);
+  if ($("keys-dialog").open) drawKeysDialog();
+  $("unknown-text").textContent = t("unknown.text", { table });
+  draw();
+  drawHint();
 });
-const updateRouteTable = drawTable($("route-table"), {
-  onPocket: (p) => {
-    report.route.pocket = report.route.pocket === p ? null : p;
-    if (report.route.pocket) report.colour = true;
-    drawReport();
-  },
-  onCushion: (c) => { report.route.path.push(c); drawReport(); },
-});
-
-function contactButtons(host, onTap) {
-  host.replaceChildren(...CONTACTS.map((c) => {
-    const b = document.createElement("button");
-    b.type = "button";
-    b.className = "contact";
-    b.dataset.contact = c;
-    b.addEventListener("click", () => onTap(c));
-    return b;
-  }));
-}
-contactButtons($("call-contact-buttons"), (c) => { report.call.contacts.push(c); drawReport(); });
-contactButtons($("route-contact-buttons"), (c) => { report.route.path.push(c); drawReport(); });
-
-function setPressed(button, on) {
-  button.setAttribute("aria-pressed", on ? "true" : "false");
-}
-
-function seqText(items, label) {
-  return items.length ? items.map(label).join(" · ") : "–";
-}
-
-function drawReport() {
-  const onBreak = Boolean(state && state.on_break);
-  if (state) $("res-shooter").textContent = `— ${state.players[state.player]}`;
-  $("res-break-badge").classList.toggle("hidden", !onBreak);
-  $("res-whites").textContent = String(report.whites);
-  $("res-whites-minus").disabled = report.whites <= 0;
-  $("res-whites-plus").disabled = report.whites >= 7;
-  setPressed($("res-colour"), report.colour);
-  setPressed($("res-called"), report.called);
-  $("res-called").classList.toggle("hidden", onBreak);
-  $("res-break-row").classList.toggle("hidden", !onBreak);
-  setPressed($("res-break-yes"), report.legalBreak);
-  setPressed($("res-break-no"), !report.legalBreak);
-  $("res-foul-text").classList.toggle("hidden", $("res-foul").value !== "other" && !report.foulText);
-
-  const showCall = !onBreak && (report.colour || report.called);
-  $("res-call").classList.toggle("hidden", !showCall);
-  $("res-route").classList.toggle("hidden", !showCall);
-  $("route-copy").disabled = !report.called;
-  $("call-pocket").textContent = report.call.pocket ? t(`pocket.${report.call.pocket}`) : "–";
-  $("call-cushions").textContent = seqText(report.call.cushions, (c) => t(`cushion.${c}`));
-  $("call-contacts").textContent = seqText(report.call.contacts, contactLabel);
-  $("call-cushion-undo").disabled = !report.call.cushions.length;
-  $("call-contact-undo").disabled = !report.call.contacts.length;
-  for (const b of $("call-type").querySelectorAll("button")) {
-    setPressed(b, b.dataset.type === report.call.shot_type);
-  }
-  updateCallTable(report.call.pocket, report.call.cushions);
-  $("route-pocket").textContent = report.route.pocket ? t(`pocket.${report.route.pocket}`) : "–";
-  $("route-path").textContent = seqText(report.route.path, itemLabel);
-  $("route-undo").disabled = !report.route.path.length;
-  $("route-clear").disabled = !report.route.path.length && !report.route.pocket;
-  for (const b of $("route-cue").querySelectorAll("button")) {
-    setPressed(b, b.dataset.cue === report.route.cue_ball);
-  }
-  $("route-unannounced").checked = report.route.unannounced_contact;
-  $("route-jaw").checked = report.route.jaw_before_drop;
-  updateRouteTable(report.route.pocket, report.route.path.filter((i) => !i.includes(">")));
-  for (const b of document.querySelectorAll(".contact")) b.textContent = contactLabel(b.dataset.contact);
-}
-
-$("res-whites-minus").addEventListener("click", () => {
-  report.whites = Math.max(0, report.whites - 1); drawReport();
-});
-$("res-whites-plus").addEventListener("click", () => {
-  report.whites = Math.min(7, report.whites + 1); drawReport();
-});
-$("res-colour").addEventListener("click", () => {
-  report.colour = !report.colour;
-  if (!report.colour) { report.route.pocket = null; report.route.jaw_before_drop = false; }
-  drawReport();
-});
-$("res-called").addEventListener("click", () => { report.called = !report.called; drawReport(); });
-$("res-break-yes").addEventListener("click", () => { report.legalBreak = true; drawReport(); });
-$("res-break-no").addEventListener("click", () => { report.legalBreak = false; drawReport(); });
-$("res-foul").addEventListener("change", () => { report.foul = $("res-foul").value; drawReport(); });
-$("res-foul-text").addEventListener("input", () => { report.foulText = $("res-foul-text").value; });
-$("call-cushion-undo").addEventListener("click", () => { report.call.cushions.pop(); drawReport(); });
-$("call-contact-undo").addEventListener("click", () => { report.call.contacts.pop(); drawReport(); });
-for (const b of $("call-type").querySelectorAll("button")) {
-  b.addEventListener("click", () => { report.call.shot_type = b.dataset.type; drawReport(); });
-}
-$("route-copy").addEventListener("click", () => {
-  // Copying the call is what a pressed "call" means: the announced ball was aimed at its pocket.
-  report.called = true;
-  report.route = routeFromCall(report);
-  drawReport();
-});
-$("route-undo").addEventListener("click", () => { report.route.path.pop(); drawReport(); });
-$("route-clear").addEventListener("click", () => {
-  report.route.path = []; report.route.pocket = null; drawReport();
-});
-for (const b of $("route-cue").querySelectorAll("button")) {
-  b.addEventListener("click", () => { report.route.cue_ball = b.dataset.cue; drawReport(); });
-}
-$("route-unannounced").addEventListener("change", (ev) => {
-  report.route.unannounced_contact = ev.target.checked;
-});
-$("route-jaw").addEventListener("change", (ev) => { report.route.jaw_before_drop = ev.target.checked; });
-$("res-cancel").addEventListener("click", () => { resetReport(); closeResultPanel(); });
-
-let pendingResult = null;
-
-$("res-send").addEventListener("click", () => {
-  if (!state) return;
-  const built = buildResult(report, Boolean(state.on_break));
-  if (built.error) {
-    lastRefusal = null;
-    showBanner("error", t("banner.refused"), t(built.error), null);
-    return;
-  }
-  pendingResult = built.body;
-  // Ends the frame or takes a coloured-ball pot: ask, as for new frame and undo.
-  if (built.body.colour_potted && !state.on_break) {
-    $("result-question").textContent = describeResult(built.body);
-    $("result-dialog").showModal();
-    return;
-  }
-  sendResult();
-});
-
-$("result-dialog").addEventListener("close", () => {
-  if ($("result-dialog").returnValue === "ok") sendResult();
-});
-
-function describeResult(body) {
-  const parts = [`${t("res.whites")}: ${body.whites_potted}`];
-  if (body.colour_potted) parts.push(t("res.colour"));
-  if (body.call) parts.push(`${t("res.call")}: ${t(`pocket.${body.call.pocket}`)}`);
-  else parts.push(`${t("res.call")}: –`);
-  if (body.referee_foul) parts.push(`${t("res.foul_seen")}: ${body.referee_foul}`);
-  return parts.join(" · ");
-}
-
-async function sendResult() {
-  const body = pendingResult;
-  pendingResult = null;
-  if (!body) return;
-  const before = state ? state.seq : 0;
-  queue = queue.then(() => send("result", body));
-  const result = await queue;
-  if (!result || !result.ok) return; // the banner says why; the report stays for a fix
-  resetReport();
-  closeResultPanel();
-  if (!summary || summary.seq <= before) await fetchSummary(before);
-}
-
-// The summary comes from the feed; if the reply overtook the events, read them from the log.
-async function fetchSummary(since) {
-  const res = await fetch(`/api/tables/${encodeURIComponent(table)}/events?since=${since}&limit=20`,
-    { cache: "no-store" });
-  if (!res.ok) return;
-  const events = await res.json();
-  const list = Array.isArray(events) ? events : events.events || [];
-  for (const event of list) if (!summary || event.seq > summary.seq) takeEvent(event);
-}
-
-let lastSeqTaken = 0;
-
-function takeEvent(event) {
-  if (event.seq <= lastSeqTaken) return;
-  lastSeqTaken = event.seq;
-  const data = event.data || {};
-  if (event.type === "shot.result") {
-    summary = { seq: event.seq, player: data.player, outcome: data.outcome, whites: data.whites,
-      respots: null, match: null };
-  } else if (!summary) {
-    return;
-  } else if (event.type === "respot") {
-    summary.respots = data.respots;
-  } else if (event.type === "match.ended") {
-    summary.match = data;
-  } else if (event.type === "frame.started" || event.type === "correction.undone") {
-    summary = null;
-  } else {
-    return;
-  }
-  drawSummary();
-}
-
-function drawSummary() {
-  const card = $("outcome");
-  if (!summary || !state) { card.classList.add("hidden"); return; }
-  const o = summary.outcome;
-  card.classList.remove("hidden");
-  card.dataset.kind = o.frame_over ? "end" : o.fouls.length ? "foul" : "ok";
-  $("outcome-title").textContent = t("res.summary", { name: state.players[summary.player] });
-  $("outcome-lines").replaceChildren(...summaryLines(summary, state.players).map((line) => {
-    const li = document.createElement("li");
-    li.className = line.kind;
-    li.append(document.createTextNode(line.text));
-    if (line.rule) {
-      const rule = document.createElement("span");
-      rule.className = "rule";
-      rule.textContent = t("banner.rule", { rule: line.rule });
-      li.append(" ", rule);
-    }
-    return li;
-  }));
-}
-
-$("outcome-close").addEventListener("click", () => { summary = null; drawSummary(); });
-
-function drawScore() {
-  for (let i = 0; i < 2; i++) {
-    const whites = $(`p${i}`).querySelector(".whites");
-    whites.classList.toggle("hidden", !Array.isArray(state.whites));
-    if (Array.isArray(state.whites)) whites.querySelector("b").textContent = state.whites[i];
-  }
-  const m = state.match;
-  $("score").classList.toggle("hidden", !m);
-  if (!m) return;
-  $("score-value").textContent = `${m.score[0]} : ${m.score[1]}`;
-  $("score-race").textContent = m.race_to ? t("label.race_to", { n: m.race_to }) : "";
-}
 
 applyI18n();
 bindLangToggle($("lang"));
-showStatus($("conn"), "connecting", t);
+$("unknown-text").textContent = t("unknown.text", { table });
+drawKeyHints();
+drawHint();
 window.shotclockConnection = conn; // for debugging from the console (and the tests)
 conn.start();
 animate(tick);

@@ -3,8 +3,19 @@
 //
 // Vocabulary as clock_service/rules/call.py: six pockets, six cushion segments, contacts
 // "striker>struck" with the balls cue, colour, white1..white7.
+//
+// The panel is this module's own: `mountResultPanel(host, page)` builds it into the
+// console's reserved place and wires it; the console page gives it
+//   state()            the table's latest state,
+//   send(name, body)   a command through the console's ordered queue -> {ok, status, body},
+//   showError(error)   a refusal ({code, message, rule}) or a local problem ({key}),
+//   showWhy(refused)   why the result cannot be sent now (state.refused.result),
+//   busy()             a press is still on its way (the state may be behind: send anyway),
+//   sent(before)       after an accepted result (the console closes the panel, scrolls back
+//                      and reads the summary),
+// and gets {open(), close(), redraw(), isOpen()}.
 
-import { addErrors, addStrings, lang, t } from "./i18n.js";
+import { addErrors, addStrings, applyI18n, lang, onLangChange, t } from "./i18n.js";
 
 export const POCKETS = ["top_left", "top_right", "middle_left", "middle_right", "bottom_left",
   "bottom_right"];
@@ -30,6 +41,8 @@ addStrings({
     "res.foul_text": "or describe the foul",
     "res.call": "Call",
     "res.route": "Route (what happened)",
+    "res.route_tab": "Route",
+    "res.clear_report": "Clear",
     "res.route_copy": "Route = call",
     "res.pocket": "Pocket",
     "res.dropped": "Dropped in",
@@ -58,10 +71,10 @@ addStrings({
     "step.result": "shot result",
     "res.turn_stays": "{name} stays at the table",
     "res.turn_passes": "The turn passes to {name}",
-    "res.choice": "{name} chooses: play on (Start) or hand back (10.4)",
-    "res.frame_end": "Frame over: {name} wins ({reason})",
+    "res.choice": "{name} chooses: play on (Start) or hand back",
+    "res.frame_end": "Frame over. Winner: {name} ({reason})",
     "res.frame_end_none": "Frame over ({reason})",
-    "res.match_end": "Match over: {name} wins {score}",
+    "res.match_end": "Match over. Winner: {name}, {score}",
     "res.whites_now": "Whites: {a} – {b}",
     "end.legal_colour_pot": "legal pot of the coloured ball",
     "end.technical_loss": "technical loss",
@@ -91,6 +104,8 @@ addStrings({
     "res.foul_text": "или опишите фол",
     "res.call": "Заказ",
     "res.route": "Траектория (что было)",
+    "res.route_tab": "Траектория",
+    "res.clear_report": "Очистить",
     "res.route_copy": "Траектория = заказ",
     "res.pocket": "Луза",
     "res.dropped": "Упал в",
@@ -117,12 +132,12 @@ addStrings({
     "res.no_whites": "Белые не засчитаны",
     "res.foul": "Фол — {name}",
     "step.result": "результат удара",
-    "res.turn_stays": "{name} продолжает у стола",
-    "res.turn_passes": "Ход переходит к {name}",
-    "res.choice": "{name} выбирает: играть (Старт) или вернуть ход (10.4)",
-    "res.frame_end": "Партия окончена: победа {name} ({reason})",
+    "res.turn_stays": "Продолжает у стола: {name}",
+    "res.turn_passes": "Ход: {name}",
+    "res.choice": "Выбор — {name}: играть («Старт») или вернуть ход",
+    "res.frame_end": "Партия окончена. Победитель: {name} ({reason})",
     "res.frame_end_none": "Партия окончена ({reason})",
-    "res.match_end": "Матч окончен: победа {name} {score}",
+    "res.match_end": "Матч окончен. Победитель: {name}, {score}",
     "res.whites_now": "Белые: {a} – {b}",
     "end.legal_colour_pot": "правильно забит цветной",
     "end.technical_loss": "техническое поражение",
@@ -208,16 +223,19 @@ function itemLabel(item) {
 }
 
 // -- the table diagram ----------------------------------------------------------------------------
+// Drawn 200 px wide (result.css .table-svg), 1 unit = 5/3 px: every pocket and cushion tap
+// area is 28 units (47 px) across, a thumb's 44 px, and none overlaps another.
 const SVG_NS = "http://www.w3.org/2000/svg";
 const POCKET_XY = {
-  top_left: [12, 12], top_right: [108, 12], middle_left: [8, 110], middle_right: [112, 110],
-  bottom_left: [12, 208], bottom_right: [108, 208],
+  top_left: [14, 14], top_right: [106, 14], middle_left: [14, 110], middle_right: [106, 110],
+  bottom_left: [14, 206], bottom_right: [106, 206],
 };
-// x, y, w, h of each cushion's tap band (wider than it looks, for a thumb).
+const POCKET_HIT_R = 14;
+// x, y, w, h of each cushion's tap band (much wider than it looks, for a thumb).
 const CUSHION_BOX = {
-  top: [26, 2, 68, 18], bottom: [26, 200, 68, 18],
-  left_top: [2, 26, 18, 70], left_bottom: [2, 124, 18, 70],
-  right_top: [100, 26, 18, 70], right_bottom: [100, 124, 18, 70],
+  top: [28, 0, 64, 28], bottom: [28, 192, 64, 28],
+  left_top: [0, 28, 28, 66], left_bottom: [0, 126, 28, 66],
+  right_top: [92, 28, 28, 66], right_bottom: [92, 126, 28, 66],
 };
 
 function el(name, attrs) {
@@ -229,7 +247,7 @@ function el(name, attrs) {
 /** Draw a tappable table into `host`; returns update(pocket, cushionOrder) to mark taps. */
 export function drawTable(host, { onPocket, onCushion }) {
   const svg = el("svg", { viewBox: "0 0 120 220", class: "table-svg", role: "group" });
-  svg.append(el("rect", { x: 6, y: 6, width: 108, height: 208, rx: 8, class: "rail" }));
+  svg.append(el("rect", { x: 4, y: 4, width: 112, height: 212, rx: 8, class: "rail" }));
   svg.append(el("rect", { x: 16, y: 16, width: 88, height: 188, class: "cloth" }));
   svg.append(el("circle", { cx: 60, cy: 160, r: 2.2, class: "spot" })); // back spot (11.1)
   const labels = {};
@@ -238,9 +256,9 @@ export function drawTable(host, { onPocket, onCushion }) {
     g.append(el("rect", { x, y, width: w, height: h, class: "hit" }));
     const vertical = h > w;
     g.append(el("rect", vertical
-      ? { x: x + (name.startsWith("left") ? 11 : 1), y, width: 6, height: h, class: "band" }
-      : { x, y: y + (name === "top" ? 11 : 1), width: w, height: 6, class: "band" }));
-    const label = el("text", { x: x + w / 2, y: y + h / 2 + 3.5, class: "order" });
+      ? { x: name.startsWith("left") ? 10 : 104, y: y + 2, width: 6, height: h - 4, class: "band" }
+      : { x: x + 2, y: name === "top" ? 10 : 204, width: w - 4, height: 6, class: "band" }));
+    const label = el("text", { x: x + w / 2, y: y + h / 2 + 4, class: "order" });
     g.append(label);
     labels[name] = label;
     g.addEventListener("click", () => onCushion(name));
@@ -249,7 +267,7 @@ export function drawTable(host, { onPocket, onCushion }) {
   const pockets = {};
   for (const [name, [cx, cy]] of Object.entries(POCKET_XY)) {
     const g = el("g", { class: "pocket", "data-pocket": name, tabindex: "0" });
-    g.append(el("circle", { cx, cy, r: 12, class: "hit" }));
+    g.append(el("circle", { cx, cy, r: POCKET_HIT_R, class: "hit" }));
     g.append(el("circle", { cx, cy, r: 7, class: "hole" }));
     g.addEventListener("click", () => onPocket(name));
     pockets[name] = g;
@@ -353,3 +371,326 @@ export function summaryLines(summary, players) {
 }
 
 export { itemLabel };
+
+// -- the panel ------------------------------------------------------------------------------------
+const PANEL = `
+<h2 id="res-title"><span data-i18n="res.title"></span> <span id="res-shooter" class="muted"></span>
+  <span id="res-break-badge" class="badge hidden" data-i18n="res.break"></span></h2>
+<div class="res-row res-top">
+  <span class="res-label" data-i18n="res.whites"></span>
+  <div class="stepper">
+    <button id="res-whites-minus" type="button" class="step" aria-label="-">−</button>
+    <output id="res-whites" class="digits">0</output>
+    <button id="res-whites-plus" type="button" class="step" aria-label="+">+</button>
+  </div>
+</div>
+<div class="res-row toggles">
+  <button id="res-colour" type="button" class="toggle colour" aria-pressed="false" data-i18n="res.colour"></button>
+  <button id="res-called" type="button" class="toggle" aria-pressed="false" data-i18n="res.called"></button>
+</div>
+<div class="res-row" id="res-break-row">
+  <span class="res-label" data-i18n="res.legal_break"></span>
+  <div class="seg">
+    <button id="res-break-yes" type="button" aria-pressed="true" data-i18n="res.yes"></button>
+    <button id="res-break-no" type="button" aria-pressed="false" data-i18n="res.no"></button>
+  </div>
+</div>
+<div class="res-row foul-row">
+  <label class="res-label" for="res-foul" data-i18n="res.foul_seen"></label>
+  <select id="res-foul">
+    <option value="" data-i18n="res.foul_none"></option>
+    <option value="no_contact" data-i18n="foul.r.no_contact"></option>
+    <option value="off_table" data-i18n="foul.r.off_table"></option>
+    <option value="double_hit" data-i18n="foul.r.double_hit"></option>
+    <option value="touch" data-i18n="foul.r.touch"></option>
+    <option value="no_foot" data-i18n="foul.r.no_foot"></option>
+    <option value="other" data-i18n="foul.r.other"></option>
+  </select>
+  <input id="res-foul-text" maxlength="200" autocomplete="off" data-i18n-placeholder="res.foul_text">
+</div>
+<div id="res-editors" class="res-editors hidden">
+  <div class="res-row editor-tabs">
+    <div class="seg" id="res-tabs">
+      <button type="button" data-tab="call" aria-pressed="true" data-i18n="res.call"></button>
+      <button type="button" data-tab="route" aria-pressed="false" data-i18n="res.route_tab"></button>
+    </div>
+    <button id="route-copy" type="button" class="copy" data-i18n="res.route_copy"></button>
+  </div>
+  <fieldset id="res-call" class="editor">
+    <legend data-i18n="res.call"></legend>
+    <div class="editor-body">
+      <div class="table-pick" id="call-table"></div>
+      <div class="editor-side">
+        <div class="seq-line"><span class="seq-label" data-i18n="res.pocket"></span> <b id="call-pocket" class="seq">–</b></div>
+        <div class="seq-line"><span class="seq-label" data-i18n="res.cushions"></span> <b id="call-cushions" class="seq">–</b>
+          <button id="call-cushion-undo" type="button" class="mini" data-i18n="res.undo_tap"></button></div>
+        <div class="seq-line"><span class="seq-label" data-i18n="res.contacts"></span> <b id="call-contacts" class="seq">–</b>
+          <button id="call-contact-undo" type="button" class="mini" data-i18n="res.undo_tap"></button></div>
+        <div class="contacts" id="call-contact-buttons"></div>
+      </div>
+    </div>
+    <div class="seg three" id="call-type">
+      <button type="button" data-type="normal" aria-pressed="true" data-i18n="res.type.normal"></button>
+      <button type="button" data-type="early_cushion" aria-pressed="false" data-i18n="res.type.early_cushion"></button>
+      <button type="button" data-type="early_combination" aria-pressed="false" data-i18n="res.type.early_combination"></button>
+    </div>
+  </fieldset>
+  <fieldset id="res-route" class="editor hidden">
+    <legend data-i18n="res.route"></legend>
+    <div class="editor-body">
+      <div class="table-pick" id="route-table"></div>
+      <div class="editor-side">
+        <div class="seq-line"><span class="seq-label" data-i18n="res.dropped"></span> <b id="route-pocket" class="seq">–</b></div>
+        <div class="seq-line"><span class="seq-label" data-i18n="res.path"></span> <b id="route-path" class="seq">–</b></div>
+        <div class="seq-line"><button id="route-undo" type="button" class="mini" data-i18n="res.undo_tap"></button>
+          <button id="route-clear" type="button" class="mini" data-i18n="res.clear"></button></div>
+        <div class="contacts" id="route-contact-buttons"></div>
+      </div>
+    </div>
+    <div class="res-row">
+      <span class="res-label" data-i18n="res.cue_ball"></span>
+      <div class="seg" id="route-cue">
+        <button type="button" data-cue="white" aria-pressed="true" data-i18n="res.cue.white"></button>
+        <button type="button" data-cue="colour" aria-pressed="false" data-i18n="res.cue.colour"></button>
+      </div>
+    </div>
+    <label class="check"><input type="checkbox" id="route-unannounced"> <span data-i18n="res.unannounced"></span></label>
+    <label class="check"><input type="checkbox" id="route-jaw"> <span data-i18n="res.jaw"></span></label>
+  </fieldset>
+</div>
+<div class="res-actions">
+  <button id="res-cancel" type="button" class="btn minor" data-i18n="res.clear_report"></button>
+  <button id="res-send" type="button" class="btn send" data-i18n="res.send"></button>
+</div>`;
+
+const CONFIRM = `
+<form method="dialog">
+  <h2 data-i18n="res.confirm_title"></h2>
+  <p id="result-question" class="help"></p>
+  <div class="dialog-buttons">
+    <button value="cancel" data-i18n="btn.back"></button>
+    <button value="ok" class="primary" id="result-ok" data-i18n="res.send"></button>
+  </div>
+</form>`;
+
+function setPressed(button, on) {
+  button.setAttribute("aria-pressed", on ? "true" : "false");
+}
+
+function seqText(items, label) {
+  return items.length ? items.map(label).join(" · ") : "–";
+}
+
+/** Build the result panel into `host` and wire it; see the top of this module. */
+export function mountResultPanel(host, page) {
+  host.innerHTML = PANEL;
+  const dialog = document.createElement("dialog");
+  dialog.id = "result-dialog";
+  dialog.innerHTML = CONFIRM;
+  document.body.append(dialog);
+  applyI18n(host);
+  applyI18n(dialog);
+  const $ = (id) => document.getElementById(id);
+  let report = emptyReport();
+  let tab = "call";
+  let pending = null;
+
+  const updateCallTable = drawTable($("call-table"), {
+    onPocket: (p) => { report.call.pocket = report.call.pocket === p ? null : p; redraw(); },
+    onCushion: (c) => { report.call.cushions.push(c); redraw(); },
+  });
+  const updateRouteTable = drawTable($("route-table"), {
+    onPocket: (p) => {
+      report.route.pocket = report.route.pocket === p ? null : p;
+      if (report.route.pocket) report.colour = true;
+      redraw();
+    },
+    onCushion: (c) => { report.route.path.push(c); redraw(); },
+  });
+
+  function contactButtons(box, onTap) {
+    box.replaceChildren(...CONTACTS.map((c) => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "contact";
+      b.dataset.contact = c;
+      b.addEventListener("click", () => onTap(c));
+      return b;
+    }));
+  }
+  contactButtons($("call-contact-buttons"), (c) => { report.call.contacts.push(c); redraw(); });
+  contactButtons($("route-contact-buttons"), (c) => { report.route.path.push(c); redraw(); });
+
+  function redraw() {
+    const state = page.state();
+    const onBreak = Boolean(state && state.on_break);
+    if (state) $("res-shooter").textContent = `— ${state.players[state.player]}`;
+    $("res-break-badge").classList.toggle("hidden", !onBreak);
+    $("res-whites").textContent = String(report.whites);
+    $("res-whites-minus").disabled = report.whites <= 0;
+    $("res-whites-plus").disabled = report.whites >= 7;
+    setPressed($("res-colour"), report.colour);
+    setPressed($("res-called"), report.called);
+    $("res-called").classList.toggle("hidden", onBreak);
+    $("res-break-row").classList.toggle("hidden", !onBreak);
+    setPressed($("res-break-yes"), report.legalBreak);
+    setPressed($("res-break-no"), !report.legalBreak);
+    $("res-foul-text").classList.toggle("hidden", $("res-foul").value !== "other" && !report.foulText);
+
+    // The call and the route share the space: one editor at a time (Call | Route).
+    const showEditors = !onBreak && (report.colour || report.called);
+    if (!report.called && tab === "call") tab = "route";
+    $("res-editors").classList.toggle("hidden", !showEditors);
+    for (const b of $("res-tabs").querySelectorAll("button")) {
+      setPressed(b, b.dataset.tab === tab);
+      if (b.dataset.tab === "call") b.disabled = !report.called;
+    }
+    $("res-call").classList.toggle("hidden", tab !== "call");
+    $("res-route").classList.toggle("hidden", tab !== "route");
+    $("route-copy").disabled = !report.called;
+    $("call-pocket").textContent = report.call.pocket ? t(`pocket.${report.call.pocket}`) : "–";
+    $("call-cushions").textContent = seqText(report.call.cushions, (c) => t(`cushion.${c}`));
+    $("call-contacts").textContent = seqText(report.call.contacts, contactLabel);
+    $("call-cushion-undo").disabled = !report.call.cushions.length;
+    $("call-contact-undo").disabled = !report.call.contacts.length;
+    for (const b of $("call-type").querySelectorAll("button")) {
+      setPressed(b, b.dataset.type === report.call.shot_type);
+    }
+    updateCallTable(report.call.pocket, report.call.cushions);
+    $("route-pocket").textContent = report.route.pocket ? t(`pocket.${report.route.pocket}`) : "–";
+    $("route-path").textContent = seqText(report.route.path, itemLabel);
+    $("route-undo").disabled = !report.route.path.length;
+    $("route-clear").disabled = !report.route.path.length && !report.route.pocket;
+    for (const b of $("route-cue").querySelectorAll("button")) {
+      setPressed(b, b.dataset.cue === report.route.cue_ball);
+    }
+    $("route-unannounced").checked = report.route.unannounced_contact;
+    $("route-jaw").checked = report.route.jaw_before_drop;
+    updateRouteTable(report.route.pocket, report.route.path.filter((i) => !i.includes(">")));
+    for (const b of host.querySelectorAll(".contact")) b.textContent = contactLabel(b.dataset.contact);
+    // Not the time for a result (the clock runs, time ran out ...): Send says why instead.
+    const why = whyNotResult(state);
+    if (why) $("res-send").setAttribute("aria-disabled", "true");
+    else $("res-send").removeAttribute("aria-disabled");
+    host.classList.toggle("not-now", Boolean(why));
+  }
+
+  function whyNotResult(state) {
+    if (!state || !Array.isArray(state.allowed) || state.allowed.includes("result")) return null;
+    return (state.refused && state.refused.result) || { code: "not_allowed" };
+  }
+
+  function reset() {
+    report = emptyReport();
+    tab = "call";
+    $("res-foul").value = "";
+    $("res-foul-text").value = "";
+    redraw();
+  }
+
+  $("res-whites-minus").addEventListener("click", () => {
+    report.whites = Math.max(0, report.whites - 1); redraw();
+  });
+  $("res-whites-plus").addEventListener("click", () => {
+    report.whites = Math.min(7, report.whites + 1); redraw();
+  });
+  $("res-colour").addEventListener("click", () => {
+    report.colour = !report.colour;
+    if (!report.colour) { report.route.pocket = null; report.route.jaw_before_drop = false; }
+    redraw();
+  });
+  $("res-called").addEventListener("click", () => {
+    report.called = !report.called;
+    if (report.called) tab = "call";
+    redraw();
+  });
+  $("res-break-yes").addEventListener("click", () => { report.legalBreak = true; redraw(); });
+  $("res-break-no").addEventListener("click", () => { report.legalBreak = false; redraw(); });
+  $("res-foul").addEventListener("change", () => { report.foul = $("res-foul").value; redraw(); });
+  $("res-foul-text").addEventListener("input", () => { report.foulText = $("res-foul-text").value; });
+  for (const b of $("res-tabs").querySelectorAll("button")) {
+    b.addEventListener("click", () => { tab = b.dataset.tab; redraw(); });
+  }
+  $("call-cushion-undo").addEventListener("click", () => { report.call.cushions.pop(); redraw(); });
+  $("call-contact-undo").addEventListener("click", () => { report.call.contacts.pop(); redraw(); });
+  for (const b of $("call-type").querySelectorAll("button")) {
+    b.addEventListener("click", () => { report.call.shot_type = b.dataset.type; redraw(); });
+  }
+  $("route-copy").addEventListener("click", () => {
+    // Copying the call is what a pressed "call" means: the announced ball was aimed at its pocket.
+    report.called = true;
+    report.route = routeFromCall(report);
+    tab = "route";
+    redraw();
+  });
+  $("route-undo").addEventListener("click", () => { report.route.path.pop(); redraw(); });
+  $("route-clear").addEventListener("click", () => {
+    report.route.path = []; report.route.pocket = null; redraw();
+  });
+  for (const b of $("route-cue").querySelectorAll("button")) {
+    b.addEventListener("click", () => { report.route.cue_ball = b.dataset.cue; redraw(); });
+  }
+  $("route-unannounced").addEventListener("change", (ev) => {
+    report.route.unannounced_contact = ev.target.checked;
+  });
+  $("route-jaw").addEventListener("change", (ev) => { report.route.jaw_before_drop = ev.target.checked; });
+  $("res-cancel").addEventListener("click", () => { reset(); api.close(); });
+
+  $("res-send").addEventListener("click", () => {
+    const state = page.state();
+    if (!state) return;
+    const why = whyNotResult(state);
+    if (why && !page.busy()) {
+      page.showWhy(why);
+      return;
+    }
+    const built = buildResult(report, Boolean(state.on_break));
+    if (built.error) {
+      page.showError({ key: built.error });
+      return;
+    }
+    pending = built.body;
+    // Ends the frame or takes a coloured-ball pot: ask, as for new frame and undo.
+    if (built.body.colour_potted && !state.on_break) {
+      $("result-question").textContent = describeResult(built.body);
+      dialog.showModal();
+      return;
+    }
+    sendResult();
+  });
+  dialog.addEventListener("close", () => {
+    if (dialog.returnValue === "ok") sendResult();
+    else pending = null;
+  });
+
+  async function sendResult() {
+    const body = pending;
+    pending = null;
+    if (!body) return;
+    const state = page.state();
+    const before = state ? state.seq : 0;
+    const result = await page.send("result", body);
+    if (!result || !result.ok) return; // the console says why; the report stays for a fix
+    reset();
+    page.sent(before);
+  }
+
+  onLangChange(redraw);
+  const api = {
+    open() { host.classList.remove("hidden"); host.classList.add("open"); redraw(); },
+    close() { host.classList.remove("open"); host.classList.add("hidden"); },
+    isOpen() { return host.classList.contains("open"); },
+    redraw,
+  };
+  redraw();
+  return api;
+}
+
+function describeResult(body) {
+  const parts = [`${t("res.whites")}: ${body.whites_potted}`];
+  if (body.colour_potted) parts.push(t("res.colour"));
+  if (body.call) parts.push(`${t("res.call")}: ${t(`pocket.${body.call.pocket}`)}`);
+  else parts.push(`${t("res.call")}: –`);
+  if (body.referee_foul) parts.push(`${t("res.foul_seen")}: ${body.referee_foul}`);
+  return parts.join(" · ");
+}

@@ -1,0 +1,162 @@
+"""The referee console as a referee uses it with one thumb (issue 9, points 1-11): the main
+button never moves, follows the phase, illegal buttons say why, cards come and go with
+their shot, the foul dialog, clickers, the tablet layout, touch targets, the token and
+an unknown table; the status strip with the service's faults."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import PHONE, Traffic, make_table, shoot
+from tests.server import ServerProcess
+
+pytestmark = pytest.mark.browser
+
+TABLET = {"width": 1024, "height": 768}
+# Long enough that nothing expires unless a test makes it.
+SLOW = {"shot_ms": 30_000, "floor_ms": 20_000, "extension_ms": 15_000, "warnings_ms": [10_000]}
+
+
+def open_console(context: Any, server: ServerProcess, table: str, viewport: dict[str, int],
+                 lang: str = "en") -> Any:
+    page = context.new_page()
+    page.set_viewport_size(viewport)
+    page.goto(f"{server.url}/referee?table={table}&lang={lang}")
+    page.wait_for_function("window.shotclockConnection && window.shotclockConnection.status === 'live'")
+    return page
+
+
+def box(page: Any, selector: str) -> tuple[float, float, float, float]:
+    b = page.locator(selector).bounding_box()
+    assert b is not None, f"{selector} is not displayed"
+    return (b["x"], b["y"], b["width"], b["height"])
+
+
+def seq_of(server: ServerProcess, table: str) -> int:
+    return int(server.get(f"/api/tables/{table}")["seq"])
+
+
+def wait_seq(page: Any, server: ServerProcess, table: str) -> None:
+    """The page has taken every event the server has (no fixed sleeps)."""
+    page.wait_for_function(f"window.shotclockConnection.lastSeq >= {seq_of(server, table)}")
+
+
+def enabled_actions(page: Any) -> list[str]:
+    return sorted(page.eval_on_selector_all(
+        "#console [data-action]",
+        "els => els.filter(e => e.getAttribute('aria-disabled') !== 'true').map(e => e.id)"))
+
+
+def post(server: ServerProcess, table: str, command: str, **fields: Any) -> dict[str, Any]:
+    status, body = server.command(table, command, **fields)
+    assert status == 200, body
+    return body
+
+
+@pytest.mark.parametrize("size,viewport", [("phone", PHONE), ("tablet", TABLET)])
+def test_main_button_never_moves_and_follows_the_phase(
+        shared_server: ServerProcess, context: Any, traffic: Traffic, size: str,
+        viewport: dict[str, int]) -> None:
+    """Points 1, 2, 3, 4 and 6: the main button's box is the same (±1 px) in every phase, after
+    a refusal, with a reason and with each card shown; its command follows the phase."""
+    table = f"move-{size}"
+    make_table(shared_server, table, race_to=2, profile=SLOW)
+    page = open_console(context, shared_server, table, viewport)
+    main = page.locator("#btn-main")
+    boxes: dict[str, tuple[float, float, float, float]] = {}
+
+    def look(name: str, command: str, label: str) -> None:
+        expect(main).to_have_attribute("data-command", command)
+        expect(main).to_have_text(label)
+        boxes[name] = box(page, "#btn-main")
+        shoot(page, f"console-{name}-{size}")
+
+    # Ready: Start; Pause, Hand back and Undo disabled (nothing to pause, no foul, no step).
+    expect(page.locator("#hint")).to_contain_text("Ivanov breaks")
+    assert enabled_actions(page) == ["btn-extension", "btn-foul", "btn-main", "btn-new-frame",
+                                     "btn-result", "btn-turn"]
+    look("ready", "start", "Start")
+
+    main.click()
+    look("running", "shot", "Shot")
+    page.keyboard.press("p")
+    look("paused", "resume", "Resume")
+    # Space while paused resumes: it does not record a shot (point 2).
+    page.keyboard.press(" ")
+    expect(main).to_have_attribute("data-command", "shot")
+    assert shared_server.get(f"/api/tables/{table}")["phase"] == "running"
+    stops = [e for e in shared_server.get(f"/api/tables/{table}/events")
+             if e["type"] == "clock.stopped"]
+    assert stops == []
+
+    # A refusal by the server (two extensions sent before the first answer came back).
+    page.evaluate("""() => { for (let i = 0; i < 2; i++)
+        document.dispatchEvent(new KeyboardEvent('keydown', {key: 'e', bubbles: true})); }""")
+    banner = page.locator("#banner")
+    expect(banner).to_have_attribute("data-kind", "error")
+    expect(banner).to_contain_text("Ivanov already used the extension this frame")
+    expect(page.locator("#banner-rule")).to_have_text("rule 12.5")
+    expect(banner).not_to_contain_text("(12.5)")  # the rule once, not twice
+    look("refusal", "shot", "Shot")
+
+    # A disabled button explains itself instead of sending anything (point 3).
+    extension = page.locator("#btn-extension")
+    expect(extension).to_have_attribute("aria-disabled", "true")
+    expect(extension).to_have_attribute("title", re.compile("already used the extension.*rule 12.5"))
+    seq = seq_of(shared_server, table)
+    page.locator("#banner").click()  # dismissed by a tap
+    expect(banner).to_be_hidden()
+    extension.click(force=True)
+    expect(banner).to_have_attribute("data-kind", "why")
+    expect(banner).to_contain_text("Not now")
+    expect(banner).to_contain_text("Ivanov already used the extension this frame")
+    assert seq_of(shared_server, table) == seq, "a disabled button sent a command"
+    look("why", "shot", "Shot")
+
+    # The summary card of a shot result (from the feed) ... gone at the next start (point 4).
+    page.locator("#banner").click()
+    post(shared_server, table, "shot")
+    post(shared_server, table, "result", whites_potted=2, legal_break=True)
+    card = page.locator("#outcome")
+    expect(card).to_contain_text("Whites credited: 2")
+    expect(card).to_contain_text("Ivanov stays at the table")
+    look("card", "start", "Start")
+    main.click()
+    expect(card).to_be_hidden()
+    expect(page.locator("#hint")).to_contain_text("Ivanov is timed")
+
+    # Time runs out: the time foul has its own card; the main button accepts (10.4).
+    post(shared_server, table, "set_time", remaining_ms=300)
+    expect(card).to_have_attribute("data-card", "time", timeout=5000)
+    expect(card).to_contain_text("Time foul — Ivanov")
+    expect(card).to_contain_text("Petrov chooses")
+    look("expired", "start", "Start (accept)")
+    assert enabled_actions(page) == ["btn-foul", "btn-hand-back", "btn-main", "btn-new-frame",
+                                     "btn-undo"]
+
+    # Ivanov's second foul: a technical loss; everything but New frame and Undo is disabled.
+    post(shared_server, table, "foul", reason="touched a ball", player=0)
+    expect(card).to_contain_text("Technical loss — Ivanov")
+    expect(card).to_contain_text("The frame goes to Petrov")
+    expect(card).to_contain_text("Match: 0 : 1")
+    look("frame-over", "new_frame", "New frame")
+    assert enabled_actions(page) == ["btn-main", "btn-new-frame", "btn-undo"]
+
+    # New frame after a won frame asks nothing: the winner is recorded (point 6).
+    main.click()
+    expect(page.locator("#frame")).to_have_text("2")
+    expect(page.locator("#frame-dialog")).not_to_be_visible()
+    state = shared_server.get(f"/api/tables/{table}")
+    assert (state["frame"], state["match"]["score"], state["player"]) == (2, [0, 1], 1)
+    expect(card).to_be_hidden()
+    look("frame-2", "start", "Start")
+
+    first = boxes["ready"]
+    moved = {name: b for name, b in boxes.items()
+             if any(abs(a - c) > 1 for a, c in zip(b, first, strict=True))}
+    assert not moved, f"the main button moved: ready {first}, {moved}"
+    assert traffic.errors == []

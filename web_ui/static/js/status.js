@@ -1,0 +1,69 @@
+// The status strip of the console and the display: the connection and the service's faults
+// (TEAM convention 2: the snapshot's `faults`, then `{"type": "status", "faults": [...]}`
+// messages, each the whole current list). The strip's height is reserved in the page, so
+// a fault that appears never moves a button. Each fault: {key, component, code, message,
+// table, since, level?}; level error (default) | warning | info. The text is translated by
+// its code (i18n.js ERRORS), else the service's message; the full message is in the title.
+
+import { errorText, t } from "./i18n.js";
+
+const LEVELS = ["error", "warning", "info"];
+
+export function faultLevel(fault) {
+  return LEVELS.includes(fault && fault.level) ? fault.level : "error";
+}
+
+/** Faults, most severe first, oldest first within a level. */
+export function sortFaults(faults) {
+  return [...(faults || [])].sort((a, b) => LEVELS.indexOf(faultLevel(a)) - LEVELS.indexOf(faultLevel(b))
+    || (a.since || 0) - (b.since || 0));
+}
+
+export class StatusStrip {
+  /** el: the reserved strip; it gets a connection chip, the faults and a "+N" toggle. */
+  constructor(el) {
+    this.el = el;
+    this.status = "connecting";
+    this.faults = [];
+    this.conn = document.createElement("span");
+    this.conn.className = "conn";
+    this.list = document.createElement("span");
+    this.list.className = "faults";
+    this.more = document.createElement("button");
+    this.more.type = "button";
+    this.more.className = "more hidden";
+    this.more.addEventListener("click", () => this.el.classList.toggle("open"));
+    el.replaceChildren(this.conn, this.list, this.more);
+    this.draw();
+  }
+
+  setConnection(status) {
+    this.status = status;
+    this.draw();
+  }
+
+  setFaults(faults) {
+    this.faults = sortFaults(faults);
+    if (!this.faults.length) this.el.classList.remove("open");
+    this.draw();
+  }
+
+  draw() {
+    this.conn.dataset.status = this.status;
+    this.conn.textContent = t(`conn.${this.status}`);
+    const worst = this.faults.length ? faultLevel(this.faults[0]) : "ok";
+    this.el.dataset.level = worst;
+    this.el.dataset.count = String(this.faults.length);
+    this.list.replaceChildren(...this.faults.map((fault) => {
+      const item = document.createElement("span");
+      item.className = "fault";
+      item.dataset.level = faultLevel(fault);
+      item.dataset.code = fault.code || "";
+      item.textContent = errorText(fault).text;
+      item.title = `${fault.component || ""}: ${fault.message || fault.code}`;
+      return item;
+    }));
+    this.more.classList.toggle("hidden", this.faults.length < 2);
+    this.more.textContent = t("status.more", { n: this.faults.length });
+  }
+}
