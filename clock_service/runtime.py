@@ -32,7 +32,7 @@ from clock_service.profile import Profile
 from clock_service.store import Store
 from clock_service.timesource import Timer, TimeSource
 
-__all__ = ["Runtime", "TableRuntime", "TABLE_ID", "Listener"]
+__all__ = ["Runtime", "TableRuntime", "TABLE_ID", "Listener", "Publisher"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,9 @@ STORE_FAULT = "store.write"
 
 # A local listener gets (table_id, wire events, state after them), on the loop thread.
 Listener = Callable[[str, list[dict[str, Any]], dict[str, Any]], None]
+# A publisher (MQTT) gets (table_id, wire events, their JSON) once they are durable: what
+# leaves the service must be in its store, or a crash could reuse a seq already sent.
+Publisher = Callable[[str, list[dict[str, Any]], list[str]], None]
 
 
 @dataclass(eq=False)
@@ -63,6 +66,7 @@ class Runtime:
         self.hub = hub or Hub()
         self.tables: dict[str, TableRuntime] = {}
         self.listeners: list[Listener] = []
+        self.publishers: list[Publisher] = []
         self._heartbeat: Timer | None = None
         # How long a command waits for its events to be on disk before answering 503.
         self.store_wait_s = STORE_WAIT_S
@@ -302,6 +306,11 @@ class Runtime:
                 table.published_seq = wires[-1]["seq"]
                 table.published_state = wires[-1]["state"]
                 self.hub.publish(table.id, wires, texts)
+                for publisher in self.publishers:
+                    try:
+                        publisher(table.id, wires, texts)
+                    except Exception:  # a broker fault never stops the clock
+                        log.exception("table %s: publisher failed", table.id)
             if not durable.done():
                 if error is None:
                     durable.set_result(None)

@@ -29,6 +29,13 @@ def _env_float(name: str, default: float) -> float:
         raise SystemExit(f"{name} must be a number, got {raw!r}") from None
 
 
+def _default_table(raw: str | None) -> str | None:
+    if raw is None:
+        return Settings.default_table
+    raw = raw.strip()
+    return None if raw in ("", "none") else raw
+
+
 @dataclass(frozen=True)
 class Settings:
     host: str = "127.0.0.1"
@@ -47,6 +54,8 @@ class Settings:
     # Commands a second per client address (HTTP) or per WebSocket; 0: no limit. See limits.py.
     command_rate: int = 20
     command_burst: int = 60
+    # mqtt://[user:pass@]host:port/<hall>: publish every table on a broker (README "MQTT").
+    mqtt_url: str | None = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
@@ -63,5 +72,8 @@ class Settings:
             max_message_bytes=_env_int("SHOTCLOCK_MAX_MESSAGE_BYTES", cls.max_message_bytes),
             command_rate=_env_int("SHOTCLOCK_COMMAND_RATE", cls.command_rate),
             command_burst=_env_int("SHOTCLOCK_COMMAND_BURST", cls.command_burst),
+            mqtt_url=env.get("SHOTCLOCK_MQTT_URL") or None,
+            # "" (or "none"): no default table, e.g. a hall where every table has its own Pi.
+            default_table=_default_table(env.get("SHOTCLOCK_DEFAULT_TABLE")),
         )
         return replace(settings, **{k: v for k, v in overrides.items() if v is not None})

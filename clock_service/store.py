@@ -51,7 +51,16 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS published (
+    target   TEXT NOT NULL,
+    table_id TEXT NOT NULL,
+    seq      INTEGER NOT NULL,
+    PRIMARY KEY (target, table_id)
+) WITHOUT ROWID;
 """
+# ``published``: per MQTT target (broker and hall) and table, the last seq the broker
+# acknowledged, with every seq before it (clock_service/mqtt/feed.py). It may lag behind
+# (a restart then publishes a few events again: consumers drop them by seq), never lead.
 
 # Backoff between attempts to commit on a failing disk.
 RETRY_MIN_S = 0.05
@@ -91,6 +100,13 @@ def _encode(table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | 
     rows = [(table_id, e["seq"], e["type"], int(e["at"]), body)
             for e, body in zip(events, bodies, strict=True)]
     return rows, None if core is None else json.dumps(core)
+
+
+@dataclass(frozen=True)
+class _Published:
+    target: str
+    table_id: str
+    seq: int
 
 
 _STOP = object()
@@ -169,6 +185,10 @@ class Store:
         """Record that the service is alive (for recovery of running clocks)."""
         self._queue.put(("alive", alive_at_ms))
 
+    def mark_published(self, target: str, table_id: str, seq: int) -> None:
+        """Record that the broker ``target`` has every event of the table up to ``seq``."""
+        self._queue.put(_Published(target, table_id, seq))
+
     def _write_loop(self) -> None:
         conn = self._writer
         stop = False
@@ -244,9 +264,13 @@ class Store:
         conn.execute("BEGIN IMMEDIATE")
         alive = None
         cores: dict[str, tuple[str, int]] = {}  # only a table's last snapshot in a batch
+        published: dict[tuple[str, str], int] = {}
         for item in batch:
             if isinstance(item, tuple):
                 alive = item[1]
+                continue
+            if isinstance(item, _Published):
+                published[(item.target, item.table_id)] = item.seq
                 continue
             if item.config is not None:
                 conn.execute(
@@ -261,6 +285,11 @@ class Store:
                 item.rows)
         conn.executemany("UPDATE tables SET core = ?, seq = ? WHERE id = ?",
                          [(core, seq, table_id) for table_id, (core, seq) in cores.items()])
+        if published:
+            conn.executemany(
+                "INSERT INTO published (target, table_id, seq) VALUES (?,?,?) "
+                "ON CONFLICT(target, table_id) DO UPDATE SET seq = excluded.seq",
+                [(target, table_id, seq) for (target, table_id), seq in published.items()])
         if alive is not None:
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('alive_at', ?) "
@@ -298,6 +327,21 @@ class Store:
             (table_id, since, upper, limit),
         ).fetchall()
         return [json.loads(r[0]) for r in rows]
+
+    def event_texts(self, table_id: str, since: int, until: int,
+                    limit: int = 1000) -> list[tuple[int, str]]:
+        """(seq, stored JSON) of the events with ``since < seq <= until``, in order: the
+        exact text the clients got, for a publisher that sends it on unchanged."""
+        rows = self._reader().execute(
+            "SELECT seq, body FROM events WHERE table_id = ? AND seq > ? AND seq <= ? "
+            "ORDER BY seq LIMIT ?", (table_id, since, until, limit)).fetchall()
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def published(self, target: str) -> dict[str, int]:
+        """Per table, the last seq the broker ``target`` acknowledged (see mark_published)."""
+        rows = self._reader().execute(
+            "SELECT table_id, seq FROM published WHERE target = ?", (target,)).fetchall()
+        return {str(r[0]): int(r[1]) for r in rows}
 
     def last_event_at(self, table_id: str) -> float | None:
         """When the table's last stored event happened: the service was alive then."""

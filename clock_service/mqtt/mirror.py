@@ -1,0 +1,95 @@
+"""What the hall appends next for one table: a pure core, no I/O.
+
+The hall hears a table's events from the broker: usually each once and in order, but a
+broker restart loses what it had not delivered, a table that reconnects sends again from
+the last event the broker acknowledged (duplicates), and a hall that was away misses
+what happened meanwhile. ``TableMirror`` turns that into the table's own log: every seq
+once, in order, nothing skipped.
+
+- ``event(seq, text, now)``: the next one is appended at once, with any held ones that now
+  follow; a duplicate (seq already appended) is dropped; one past a gap is held (up to
+  ``hold``) and the gap is asked for: ``ask`` = the seq to replay after.
+- ``state(seq, now)``: the table's (retained) state says it has made ``seq`` events; if
+  the mirror is behind and nothing arrives for ``idle_ms``, it asks.
+- ``tick(now)``: asks again, at most every ``retry_ms``, while the mirror is still behind
+  and nothing arrives (the table may have been offline when asked).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["TableMirror", "Verdict"]
+
+RETRY_MS = 2000.0
+IDLE_MS = 1000.0
+HOLD = 4096
+
+
+@dataclass(frozen=True)
+class Verdict:
+    append: list[tuple[int, str]] = field(default_factory=list)  # in order, each the next
+    ask: int | None = None  # ask the table to replay every event after this seq
+
+
+class TableMirror:
+    def __init__(self, table_id: str, seq: int = 0, *, now: float = 0.0,
+                 retry_ms: float = RETRY_MS, idle_ms: float = IDLE_MS, hold: int = HOLD) -> None:
+        self.table_id = table_id
+        self.seq = seq  # the last event appended (handed to the store)
+        self.known = seq  # the highest seq the table is known to have made
+        self.retry_ms = retry_ms
+        self.idle_ms = idle_ms
+        self.hold = hold
+        self.duplicates = 0
+        self.asks = 0
+        self._held: dict[int, str] = {}
+        self._asked_at: float | None = None
+        self._progress_at = now
+
+    @property
+    def behind(self) -> int:
+        return self.known - self.seq
+
+    def event(self, seq: int, text: str, now: float) -> Verdict:
+        if seq <= self.seq:
+            self.duplicates += 1
+            return Verdict(ask=self._ask(now))
+        self.known = max(self.known, seq)
+        if seq != self.seq + 1:
+            if seq <= self.seq + self.hold:  # the rest comes again with the replay
+                self._held[seq] = text
+            return Verdict(ask=self._ask(now))
+        append = [(seq, text)]
+        self.seq = seq
+        while (text_next := self._held.pop(self.seq + 1, None)) is not None:
+            self.seq += 1
+            append.append((self.seq, text_next))
+        self._progress_at = now
+        if self._held and min(self._held) <= self.seq:
+            self._held = {s: t for s, t in self._held.items() if s > self.seq}
+        return Verdict(append, self._ask(now))
+
+    def state(self, seq: int, now: float) -> int | None:
+        self.known = max(self.known, seq)
+        return self._ask(now)
+
+    def tick(self, now: float) -> int | None:
+        return self._ask(now)
+
+    def _ask(self, now: float) -> int | None:
+        if self.seq >= self.known:
+            self._asked_at = None
+            return None
+        # A gap (an event past it is held): ask at once. Behind only by the state: the
+        # events may be on their way (a table catching up after an outage), so ask only
+        # after a pause in them. Asked already: again only if nothing came for a while.
+        idle = now - self._progress_at >= self.idle_ms
+        if self._asked_at is None:
+            if not (self._held or idle):
+                return None
+        elif not (idle and now - self._asked_at >= self.retry_ms):
+            return None
+        self._asked_at = now
+        self.asks += 1
+        return self.seq

@@ -1,0 +1,100 @@
+"""A real Mosquitto broker on a free loopback port, for the MQTT tests and the benchmark.
+
+Debian's ``mosquitto`` (``make test`` installs it as root on a fresh machine). Each broker
+gets its own config in a work directory: a listener on 127.0.0.1, anonymous access or a
+password file and an ACL, no persistence unless asked, a log file. It can be killed with
+SIGKILL and started again on the same port, as in a crash.
+"""
+
+from __future__ import annotations
+
+import getpass
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from tests.server import free_port
+
+__all__ = ["Broker", "MOSQUITTO", "mosquitto_missing"]
+
+MOSQUITTO = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+
+
+def mosquitto_missing() -> bool:
+    return not Path(MOSQUITTO).exists()
+
+
+class Broker:
+    def __init__(self, workdir: Path, *, port: int | None = None,
+                 users: dict[str, str] | None = None, acl: str | None = None,
+                 extra: str = "", name: str = "broker") -> None:
+        self.dir = Path(workdir) / name
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = port or free_port()
+        self.name = name
+        self.log = self.dir / "mosquitto.log"
+        self.conf = self.dir / "mosquitto.conf"
+        lines = [
+            f"listener {self.port} 127.0.0.1",
+            # As root (CI), mosquitto drops to user 'mosquitto', which cannot read a test's
+            # private temp dir; naming the current user keeps it (no effect as non-root).
+            f"user {getpass.getuser()}",
+            "persistence false",
+            f"log_dest file {self.log}",
+            "log_type error warning notice information",
+            "max_queued_messages 100000",
+        ]
+        if users:
+            pwfile = self.dir / "passwd"
+            pwfile.write_text("")
+            for user, password in users.items():
+                subprocess.run(["mosquitto_passwd", "-b", str(pwfile), user, password],
+                               check=True, capture_output=True)
+            lines += ["allow_anonymous false", f"password_file {pwfile}"]
+        else:
+            lines.append("allow_anonymous true")
+        if acl is not None:
+            aclfile = self.dir / "acl"
+            aclfile.write_text(acl)
+            lines.append(f"acl_file {aclfile}")
+        self.conf.write_text("\n".join(lines) + "\n" + extra)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def url(self, hall: str = "hall", user: str | None = None,
+            password: str | None = None) -> str:
+        auth = f"{user}:{password}@" if user else ""
+        return f"mqtt://{auth}127.0.0.1:{self.port}/{hall}"
+
+    def start(self, timeout: float = 10.0) -> Broker:
+        self.proc = subprocess.Popen([MOSQUITTO, "-c", str(self.conf)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                if self.log.exists():
+                    err += self.log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"mosquitto exited with {self.proc.returncode}: {err}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return self
+            except OSError:
+                time.sleep(0.02)
+        raise RuntimeError(f"mosquitto did not listen on {self.port}")
+
+    def kill(self) -> None:
+        """SIGKILL: what it had not delivered is lost (no persistence)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.kill()
