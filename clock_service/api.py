@@ -55,6 +55,9 @@ CLOSE_UNKNOWN_TABLE = 4404
 
 
 def _status(exc: ShotClockError) -> int:
+    own = getattr(exc, "http_status", None)  # errors that carry their own (the hall's)
+    if isinstance(own, int):
+        return own
     for cls, status in STATUS.items():
         if isinstance(exc, cls):
             return status
@@ -73,13 +76,22 @@ def token_matches(expected: str | None, offered: str | None) -> bool:
     return offered is not None and hmac.compare_digest(offered.encode(), expected.encode())
 
 
-def create_app(settings: Settings | None = None, *, time: TimeSource | None = None) -> FastAPI:
+# Makes the runtime the API serves: ``shotclock hall`` gives a mirror of a hall's tables
+# (clock_service/mqtt/hall.py), which answers the same methods.
+RuntimeFactory = Callable[[Settings, TimeSource], Runtime]
+
+
+def create_app(settings: Settings | None = None, *, time: TimeSource | None = None,
+               runtime_factory: RuntimeFactory | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
     time = time or RealTime()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        runtime = Runtime(Store(settings.db), time, Hub(settings.ws_queue))
+        if runtime_factory is None:
+            runtime = Runtime(Store(settings.db), time, Hub(settings.ws_queue))
+        else:
+            runtime = runtime_factory(settings, time)
         app.state.runtime = runtime
         await runtime.start(default_table=settings.default_table)
         try:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import gc
 import logging
+import os
 import sys
 from typing import Any
 
@@ -22,6 +24,7 @@ def _serve(args: argparse.Namespace) -> int:
                                  display=args.display)
     app = create_app(settings)
     _attach_hardware(app, settings)
+    _attach_mqtt(app, settings)
     base = f"http://{settings.host}:{settings.port}"
     table = settings.default_table or "1"
     print(f"shotclock: serving on {base}  (store: {settings.db}; referee token "
@@ -98,6 +101,90 @@ def _attach_hardware(app: Any, settings: Any) -> None:
     app.router.lifespan_context = lifespan
 
 
+def _broker_target(url: str) -> Any:
+    """The broker and hall of ``SHOTCLOCK_MQTT_URL``; refuses a bad URL or a missing client
+    library before the service starts."""
+    from clock_service.errors import InvalidInput
+    from clock_service.mqtt.topics import parse_url
+
+    try:
+        target = parse_url(url)
+    except InvalidInput as exc:
+        raise SystemExit(f"shotclock: {exc.message}") from None
+    try:
+        import paho.mqtt.client  # noqa: F401
+    except ImportError:
+        raise SystemExit("shotclock: SHOTCLOCK_MQTT_URL is set but paho-mqtt is not "
+                         "installed: pip install 'shotclock[mqtt]'") from None
+    return target
+
+
+def _attach_mqtt(app: Any, settings: Any) -> None:
+    """With SHOTCLOCK_MQTT_URL, publish every table on the broker (clock_service/mqtt)."""
+    if not settings.mqtt_url:
+        return
+    from collections.abc import AsyncIterator
+
+    from fastapi import FastAPI
+
+    from clock_service.mqtt.publisher import MqttPublisher
+
+    target = _broker_target(settings.mqtt_url)
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app_: FastAPI) -> AsyncIterator[Any]:
+        async with inner(app_) as value:
+            publisher = MqttPublisher(app_.state.runtime, target, settings)
+            await publisher.start()
+            app_.state.mqtt = publisher
+            try:
+                yield value
+            finally:
+                await publisher.close()  # before the store closes: the last acked seqs
+
+    app.router.lifespan_context = lifespan
+
+
+def _hall(args: argparse.Namespace) -> int:
+    """``shotclock hall``: every table of a hall, mirrored from the broker, behind the same
+    HTTP/WebSocket API and pages (clock_service/mqtt/hall.py)."""
+    import uvicorn
+
+    from clock_service.api import create_app
+    from clock_service.hub import Hub
+    from clock_service.settings import Settings
+    from clock_service.store import Store
+
+    settings = Settings.from_env(host=args.host, port=args.port, mqtt_url=args.mqtt)
+    # The hall's own store: not a table service's (a hall server may run one too).
+    settings = dataclasses.replace(settings, default_table=None, display="none",
+                                   db=args.db or os.environ.get("SHOTCLOCK_HALL_DB",
+                                                                "var/hall.db"))
+    if not settings.mqtt_url:
+        raise SystemExit("shotclock hall: needs the broker: --mqtt mqtt://[user:pass@]host:port"
+                         "/<hall> (or SHOTCLOCK_MQTT_URL)")
+    target = _broker_target(settings.mqtt_url)
+
+    def mirror(settings_: Any, time: Any) -> Any:
+        from clock_service.mqtt.hall import HallRuntime
+
+        return HallRuntime(Store(settings_.db), time, Hub(settings_.ws_queue), target,
+                           settings_)
+
+    app = create_app(settings, runtime_factory=mirror)
+    base = f"http://{settings.host}:{settings.port}"
+    print(f"shotclock hall: mirroring hall {target.hall!r} from {target.redacted()} on {base}"
+          f"  (store: {settings.db})\n  hall view  {base}/\n  API        {base}/docs",
+          file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, host=settings.host, port=settings.port,
+                            log_level=args.log_level, ws_max_size=settings.max_message_bytes,
+                            lifespan="on", access_log=args.access_log,
+                            ws_ping_interval=settings.ws_ping_s, ws_ping_timeout=settings.ws_ping_s)
+    uvicorn.Server(config).run()
+    return 0
+
+
 def _follow(args: argparse.Namespace) -> int:
     """Print a table's events as JSON lines, resuming after disconnects (never a gap)."""
     import asyncio
@@ -126,6 +213,17 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--access-log", action="store_true", help="log every HTTP request")
     serve.add_argument("--log-level", default="info",
                        choices=["critical", "error", "warning", "info", "debug"])
+    hall = sub.add_parser("hall", help="mirror every table of a hall from the MQTT broker "
+                          "and serve them (read-only; commands are forwarded to each table)")
+    hall.add_argument("--mqtt", default=None, help="mqtt://[user:pass@]host:port/<hall> "
+                      "(default: SHOTCLOCK_MQTT_URL)")
+    hall.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
+    hall.add_argument("--port", type=int, default=None, help="port (default 8000)")
+    hall.add_argument("--db", default=None,
+                      help="the hall's SQLite file (default SHOTCLOCK_HALL_DB or var/hall.db)")
+    hall.add_argument("--access-log", action="store_true", help="log every HTTP request")
+    hall.add_argument("--log-level", default="info",
+                      choices=["critical", "error", "warning", "info", "debug"])
     tail = sub.add_parser("follow", help="print a table's events as JSON lines, resuming "
                           "with ?since= after disconnects")
     tail.add_argument("table", help="table id")
@@ -133,10 +231,13 @@ def main(argv: list[str] | None = None) -> int:
     tail.add_argument("--since", type=int, default=0, help="start after this seq (default 0)")
     tail.add_argument("--token", default=None, help="referee token (not needed to read)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper() if args.cmd == "serve" else "INFO",
+    logging.basicConfig(level=args.log_level.upper() if args.cmd in ("serve", "hall")
+                        else "INFO",
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.cmd == "serve":
         return _serve(args)
+    if args.cmd == "hall":
+        return _hall(args)
     if args.cmd == "follow":
         return _follow(args)
     return 2

@@ -20,6 +20,9 @@ __all__ = [
     "TableExists",
     "NotAuthorized",
     "StoreError",
+    "HallReadOnly",
+    "TableUnreachable",
+    "ForwardedError",
 ]
 
 
@@ -87,3 +90,35 @@ class NotAuthorized(ShotClockError, PermissionError):
 
 class StoreError(ShotClockError, RuntimeError):
     code = "store_error"
+
+
+class HallReadOnly(ShotClockError):
+    """The hall mirrors the tables of a hall; it does not own them (409): a table is
+    created on the service of its own Pi."""
+
+    code = "hall_read_only"
+    http_status = 409
+
+
+class TableUnreachable(ShotClockError, ConnectionError):
+    """A command for a table whose service is offline or did not answer in time (503):
+    the table's own console (on its Pi) still works."""
+
+    code = "table_unreachable"
+    http_status = 503
+
+
+class ForwardedError(ShotClockError):
+    """A table's own refusal of a command forwarded to it by the hall, passed on as it
+    came (status, code, message, rule)."""
+
+    def __init__(self, status: int, code: str, message: str, rule: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.http_status = status
+        self.rule = rule
+
+    def to_dict(self) -> dict[str, str]:
+        out = super().to_dict()
+        if self.rule:
+            out["rule"] = self.rule
+        return out

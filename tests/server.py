@@ -50,7 +50,10 @@ def http(method: str, url: str, body: Any = None, token: str | None = None,
 
 class ServerProcess:
     def __init__(self, db: Path, *, port: int | None = None, env: dict[str, str] | None = None,
-                 log: Path | None = None) -> None:
+                 log: Path | None = None, subcommand: str = "serve",
+                 log_level: str = "warning") -> None:
+        self.subcommand = subcommand  # "serve", or "hall" (the MQTT mirror)
+        self.log_level = log_level
         self.db = Path(db)
         self.port = port or free_port()
         self.env = {**os.environ, "SHOTCLOCK_DISPLAY": "none", **(env or {})}
@@ -68,8 +71,8 @@ class ServerProcess:
     def start(self, timeout: float = 20.0) -> ServerProcess:
         out = open(self.log, "ab")  # noqa: SIM115 - owned by the process
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "clock_service.cli", "serve", "--host", "127.0.0.1",
-             "--port", str(self.port), "--db", str(self.db), "--log-level", "warning"],
+            [sys.executable, "-m", "clock_service.cli", self.subcommand, "--host", "127.0.0.1",
+             "--port", str(self.port), "--db", str(self.db), "--log-level", self.log_level],
             cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
         )
         out.close()

@@ -6,7 +6,7 @@ the last event the broker acknowledged (duplicates), and a hall that was away mi
 what happened meanwhile. ``TableMirror`` turns that into the table's own log: every seq
 once, in order, nothing skipped.
 
-- ``event(seq, text, now)``: the next one is appended at once, with any held ones that now
+- ``event(seq, payload, now)``: the next one is appended at once, with any held ones that now
   follow; a duplicate (seq already appended) is dropped; one past a gap is held (up to
   ``hold``) and the gap is asked for: ``ask`` = the seq to replay after.
 - ``state(seq, now)``: the table's (retained) state says it has made ``seq`` events; if
@@ -18,6 +18,7 @@ once, in order, nothing skipped.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["TableMirror", "Verdict"]
 
@@ -28,7 +29,7 @@ HOLD = 4096
 
 @dataclass(frozen=True)
 class Verdict:
-    append: list[tuple[int, str]] = field(default_factory=list)  # in order, each the next
+    append: list[tuple[int, Any]] = field(default_factory=list)  # in order, each the next
     ask: int | None = None  # ask the table to replay every event after this seq
 
 
@@ -43,7 +44,7 @@ class TableMirror:
         self.hold = hold
         self.duplicates = 0
         self.asks = 0
-        self._held: dict[int, str] = {}
+        self._held: dict[int, Any] = {}
         self._asked_at: float | None = None
         self._progress_at = now
 
@@ -51,20 +52,21 @@ class TableMirror:
     def behind(self) -> int:
         return self.known - self.seq
 
-    def event(self, seq: int, text: str, now: float) -> Verdict:
+    def event(self, seq: int, payload: Any, now: float) -> Verdict:
+        """Heard event ``seq`` (``payload``: whatever the adapter keeps of it)."""
         if seq <= self.seq:
             self.duplicates += 1
             return Verdict(ask=self._ask(now))
         self.known = max(self.known, seq)
         if seq != self.seq + 1:
             if seq <= self.seq + self.hold:  # the rest comes again with the replay
-                self._held[seq] = text
+                self._held[seq] = payload
             return Verdict(ask=self._ask(now))
-        append = [(seq, text)]
+        append = [(seq, payload)]
         self.seq = seq
-        while (text_next := self._held.pop(self.seq + 1, None)) is not None:
+        while (held := self._held.pop(self.seq + 1, None)) is not None:
             self.seq += 1
-            append.append((self.seq, text_next))
+            append.append((self.seq, held))
         self._progress_at = now
         if self._held and min(self._held) <= self.seq:
             self._held = {s: t for s, t in self._held.items() if s > self.seq}

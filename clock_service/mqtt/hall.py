@@ -1,0 +1,399 @@
+"""``shotclock hall``: every table of a hall, mirrored from the broker, behind the same API.
+
+The hall service owns no clock. It subscribes to ``shotclock/v1/<hall>/tables/+/...``,
+appends each table's events to its own store (same schema, same seq, the same JSON text)
+through a :class:`~clock_service.mqtt.mirror.TableMirror` (every seq once, in order; gaps
+asked for with a replay request), and gives the API a runtime that answers the same
+methods as ``Runtime``: the tables, their state and snapshot (the last event's state, its
+countdown brought up to now), the event log for ``?since=``, the hub for WebSocket
+clients, health. So every page, endpoint and WebSocket works unchanged, read-only for
+tables: a command is forwarded over MQTT to the table's own service (with the referee
+token in the payload) and its reply is the hall's; creating a table is refused
+(``hall_read_only``): a table is created on its own Pi.
+
+A table whose service is offline is shown with a ``table_offline`` fault; the hall keeps
+its last state and catches up when the table is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import socket
+import uuid
+from dataclasses import fields
+from typing import Any
+
+from clock_service.clock import TableClock
+from clock_service.commands import Command
+from clock_service.errors import ForwardedError, HallReadOnly, TableUnreachable
+from clock_service.events import Event
+from clock_service.hub import Hub, encode
+from clock_service.mqtt.connection import Connection, Message
+from clock_service.mqtt.mirror import TableMirror
+from clock_service.mqtt.topics import ONLINE, BrokerTarget, Topics
+from clock_service.runtime import Runtime, TableRuntime
+from clock_service.settings import Settings
+from clock_service.store import Store
+from clock_service.timesource import TimeSource
+
+__all__ = ["HallRuntime", "MirrorClock", "command_payload"]
+
+log = logging.getLogger(__name__)
+
+FORWARD_TIMEOUT_S = 5.0
+CAUGHT_UP_TIMEOUT_S = 2.0
+TICK_S = 0.5
+SESSION_EXPIRY_S = 3600
+BACKOFF_MIN_S = 0.2
+BACKOFF_MAX_S = 5.0
+BROKER_FAULT = "mqtt.broker"
+
+
+def command_payload(command: Command) -> dict[str, Any]:
+    """The JSON of a parsed command, as a table's service parses it again."""
+    payload: dict[str, Any] = {"command": command.name}
+    for f in fields(command):
+        if not f.init:
+            continue
+        value = getattr(command, f.name)
+        payload[f.name] = value.to_dict() if hasattr(value, "to_dict") else value
+    return payload
+
+
+class MirrorClock(TableClock):
+    """A table's clock as the hall sees it: the state its last event carried. It reads
+    and never runs (the table's own service keeps the time): anything else refuses."""
+
+    def __init__(self, state: dict[str, Any]) -> None:  # no TableClock state at all
+        self.last = state
+
+    def state(self, now: float) -> dict[str, Any]:
+        state = dict(self.last)
+        if state.get("phase") == "running" and state.get("deadline") is not None:
+            state["remaining_ms"] = max(0, int(state["deadline"] - now + 0.999999))
+        return state
+
+    def next_wakeup(self) -> float | None:
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state": self.last}
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> list[Event]:
+        raise HallReadOnly("the hall mirrors this table; its own service runs the clock")
+
+    handle = open = advance = recover = _refuse
+
+
+class HallRuntime(Runtime):
+    def __init__(self, store: Store, time: TimeSource, hub: Hub, target: BrokerTarget,
+                 settings: Settings, *, client_id: str | None = None,
+                 forward_timeout_s: float = FORWARD_TIMEOUT_S, tick_s: float = TICK_S) -> None:
+        super().__init__(store, time, hub)
+        self.target = target
+        self.settings = settings
+        self.topics = Topics(target.hall)
+        self.client_id = client_id or (
+            f"shotclock-hall-{target.hall}-{socket.gethostname()}-{settings.port}")[:64]
+        self.reply_topic = self.topics.replies_to(self.client_id)
+        self.forward_timeout_s = forward_timeout_s
+        self.tick_s = tick_s
+        self.mirrors: dict[str, TableMirror] = {}
+        self.online: dict[str, bool] = {}
+        self.conn: Connection | None = None
+        self.connects = 0
+        self.error: str | None = None
+        self.bad_messages = 0
+        self._stored: set[str] = set()  # tables with a row in the hall's store
+        self._pending: dict[bytes, asyncio.Future[dict[str, Any]]] = {}
+        self._waiters: dict[str, list[tuple[int, asyncio.Future[None]]]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def start(self, default_table: str | None = None) -> None:
+        """Load the mirrored tables from the store, then follow the broker."""
+        loop = asyncio.get_running_loop()
+
+        def store_trouble(error: BaseException | None) -> None:  # from the writer thread
+            loop.call_soon_threadsafe(self._store_trouble, error)
+
+        self.store.on_trouble = store_trouble
+        self.store.open()
+        now = self.time.now_ms()
+        for stored in await asyncio.to_thread(self.store.load_tables):
+            state = stored.core.get("state") or {}
+            self.tables[stored.id] = TableRuntime(
+                stored.id, MirrorClock(state), seq=stored.seq, published_seq=stored.seq,
+                published_state=state, config=stored.config)
+            self.mirrors[stored.id] = TableMirror(stored.id, stored.seq, now=now)
+            self._stored.add(stored.id)
+        self._running = True
+        self.health.register("mqtt", self._mqtt_status)
+        self._tasks = [loop.create_task(self._follow(), name="hall-mqtt"),
+                       loop.create_task(self._tick(), name="hall-tick")]
+
+    async def stop(self) -> None:
+        self._running = False
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.conn is not None:
+            await self.conn.disconnect()
+        await asyncio.to_thread(self.store.close)
+
+    # -- read-only for tables -----------------------------------------------------------------
+    async def create_table(self, table_id: str, players: list[str], **kwargs: Any,
+                           ) -> dict[str, Any]:
+        raise HallReadOnly(
+            f"the hall mirrors the tables of hall {self.target.hall!r}; create table "
+            f"{table_id!r} on the service of its own Pi (POST /api/tables there)")
+
+    async def command(self, table_id: str, command: Command) -> dict[str, Any]:
+        """Forward the command to the table's own service over MQTT; its reply is ours.
+        Answers once the hall's mirror holds the command's events (read your writes)."""
+        self.table(table_id)
+        conn = self.conn
+        if conn is None:
+            raise TableUnreachable(
+                f"the hall is not connected to the MQTT broker ({self.error or 'connecting'})"
+                f"; table {table_id}'s own console on its Pi still works")
+        if not self.online.get(table_id, False):
+            raise TableUnreachable(
+                f"table {table_id}'s service is offline (not connected to the broker); the "
+                "hall shows its last known state, and its own console on its Pi still works")
+        payload: dict[str, Any] = {"type": "command", **command_payload(command)}
+        if self.settings.referee_token is not None:
+            payload["token"] = self.settings.referee_token
+        correlation = uuid.uuid4().bytes
+        reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[correlation] = reply
+        try:
+            conn.publish(self.topics.commands(table_id), encode(payload), qos=1,
+                         response_topic=self.reply_topic, correlation=correlation)
+            answer = await asyncio.wait_for(reply, self.forward_timeout_s)
+        except TimeoutError:
+            raise TableUnreachable(f"table {table_id} did not answer within "
+                                   f"{self.forward_timeout_s:g} s") from None
+        except ConnectionError as exc:
+            raise TableUnreachable(f"lost the broker while forwarding to table {table_id}: "
+                                   f"{exc}") from None
+        finally:
+            self._pending.pop(correlation, None)
+        if answer.get("type") == "ack" and isinstance(answer.get("state"), dict):
+            state: dict[str, Any] = answer["state"]
+            await self._caught_up(table_id, int(state.get("seq", 0)))
+            return state
+        error = answer.get("error") or {}
+        status = answer.get("status")
+        raise ForwardedError(status if isinstance(status, int) else 422,
+                             str(error.get("code", "error")), str(error.get("message", "")),
+                             error.get("rule"))
+
+    async def _caught_up(self, table_id: str, seq: int) -> None:
+        table = self.tables.get(table_id)
+        if table is None or table.published_seq >= seq:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(table_id, []).append((seq, waiter))
+        try:
+            await asyncio.wait_for(waiter, CAUGHT_UP_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("table %s: the hall's mirror is not at seq %d after %g s", table_id,
+                        seq, CAUGHT_UP_TIMEOUT_S)
+
+    # -- the broker ---------------------------------------------------------------------------
+    async def _follow(self) -> None:
+        backoff = BACKOFF_MIN_S
+        topics = self.topics
+        while self._running:
+            # A persistent session: while the hall restarts, the broker keeps its events.
+            conn = Connection(self.target, self.client_id, on_message=self._on_message,
+                              clean_start=False, session_expiry_s=SESSION_EXPIRY_S)
+            try:
+                await conn.connect()
+                await conn.subscribe([(topics.every_table("events"), 1),
+                                      (topics.every_table("state"), 1),
+                                      (topics.every_table("status"), 1),
+                                      (self.reply_topic, 1)])
+                self.conn = conn
+                self.connects += 1
+                self.error = None
+                self.health.clear(BROKER_FAULT)
+                log.info("hall %s: following %s", self.target.hall, self.target.redacted())
+                backoff = BACKOFF_MIN_S
+                ended = await conn.closed
+                if ended is None:
+                    return
+                self.error = str(ended)
+            except (ConnectionError, OSError) as exc:
+                self.error = str(exc)
+                await conn.disconnect()
+            finally:
+                self.conn = None
+                for future in self._pending.values():
+                    if not future.done():
+                        future.set_exception(ConnectionError(self.error or "disconnected"))
+            self.health.fault(
+                BROKER_FAULT, component="mqtt", code="broker_unreachable",
+                message=f"the hall cannot reach the MQTT broker {self.target.redacted()} "
+                f"({self.error}): it shows the tables as they were; the tables keep time by "
+                "themselves and the hall catches up when the broker is back")
+            await asyncio.sleep(backoff * random.uniform(0.5, 1.0))
+            backoff = min(backoff * 2, BACKOFF_MAX_S)
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.tick_s)
+            now = self.time.now_ms()
+            for table_id, mirror in self.mirrors.items():
+                since = mirror.tick(now)
+                if since is not None:
+                    self._ask(table_id, since)
+
+    def _ask(self, table_id: str, since: int) -> None:
+        """Ask the table to send its events after ``since`` again (on its events topic)."""
+        conn = self.conn
+        if conn is None or not self.online.get(table_id, False):
+            return  # asked again by the tick once it is back
+        mirror = self.mirrors[table_id]
+        log.info("table %s: asking for the events after %d (the table has %d)", table_id,
+                 since, mirror.known)
+        with contextlib.suppress(ConnectionError):  # gone: asked again on the next one
+            conn.publish(self.topics.commands(table_id),
+                         encode({"type": "replay", "since": since}), qos=1)
+
+    def _mirror(self, table_id: str) -> TableMirror:
+        mirror = self.mirrors.get(table_id)
+        if mirror is None:
+            mirror = self.mirrors[table_id] = TableMirror(table_id, 0, now=self.time.now_ms())
+        return mirror
+
+    def _on_message(self, message: Message) -> None:
+        parsed = self.topics.parse(message.topic)
+        if parsed is None:
+            if message.topic == self.reply_topic:
+                self._on_reply(message)
+            return
+        table_id, kind = parsed
+        try:
+            if kind == "events":
+                self._on_event(table_id, message.payload)
+            elif kind == "state":
+                seq = json.loads(message.payload)["seq"]
+                if isinstance(seq, int):
+                    since = self._mirror(table_id).state(seq, self.time.now_ms())
+                    if since is not None:
+                        self._ask(table_id, since)
+            elif kind == "status":
+                self._set_online(table_id, message.payload == ONLINE)
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            self.bad_messages += 1
+            log.warning("table %s: unreadable %s message (%s)", table_id, kind, exc)
+
+    def _on_event(self, table_id: str, payload: bytes) -> None:
+        text = payload.decode("utf-8")
+        event = json.loads(text)
+        seq = event["seq"]
+        if not isinstance(seq, int) or event.get("table") != table_id:
+            raise ValueError(f"event with seq {seq!r} for table {event.get('table')!r}")
+        mirror = self._mirror(table_id)
+        verdict = mirror.event(seq, (text, event), self.time.now_ms())
+        if verdict.append:
+            self._append(table_id, [item for _, item in verdict.append])
+        if verdict.ask is not None:
+            self._ask(table_id, verdict.ask)
+
+    def _on_reply(self, message: Message) -> None:
+        future = self._pending.get(message.correlation or b"")
+        if future is not None and not future.done():
+            try:
+                future.set_result(json.loads(message.payload))
+            except ValueError:
+                future.set_result({"type": "error", "error": {
+                    "code": "invalid_json", "message": "the table's reply was not JSON"}})
+
+    def _set_online(self, table_id: str, online: bool) -> None:
+        was = self.online.get(table_id)
+        self.online[table_id] = online
+        if was != online and table_id in self.tables:  # a retained status of no table: no
+            self._show_online(table_id, online)
+
+    def _show_online(self, table_id: str, online: bool) -> None:
+        key = f"mqtt.table.{table_id}"
+        if online:
+            self.health.clear(key)
+            log.info("table %s: online", table_id)
+        else:
+            self.health.fault(
+                key, component="mqtt", code="table_offline", table=table_id,
+                message=f"table {table_id}'s service is not connected to the broker (its "
+                "network or its Pi is down): the hall shows its last known state; the "
+                "table keeps time by itself and catches the hall up when it is back")
+
+    # -- the hall's store ---------------------------------------------------------------------
+    def _append(self, table_id: str, items: list[tuple[str, dict[str, Any]]]) -> None:
+        wires = [event for _, event in items]
+        texts = [text for text, _ in items]
+        state = wires[-1].get("state") or {}
+        last = wires[-1]["seq"]
+        loop = asyncio.get_running_loop()
+
+        def on_loop(error: BaseException | None) -> None:
+            if error is not None:
+                log.error("table %s: the hall could not store events up to %d: %s",
+                          table_id, last, error)
+                return
+            self._durable(table_id, wires, texts, state, config)
+
+        def done(error: BaseException | None) -> None:  # from the writer thread
+            loop.call_soon_threadsafe(on_loop, error)
+
+        config: dict[str, Any] = {}
+        if table_id not in self._stored:
+            first = wires[0]
+            if first.get("type") == "table.created":
+                config = {k: v for k, v in (first.get("data") or {}).items() if k != "table"}
+            self.store.create_table(table_id, config, {"state": state}, wires, last,
+                                    created_at=int(first.get("at", 0)), done=done, texts=texts)
+            self._stored.add(table_id)
+        else:
+            self.store.append(table_id, wires, {"state": state}, last, done=done, texts=texts)
+
+    def _durable(self, table_id: str, wires: list[dict[str, Any]], texts: list[str],
+                 state: dict[str, Any], config: dict[str, Any]) -> None:
+        table = self.tables.get(table_id)
+        if table is None:
+            table = self.tables[table_id] = TableRuntime(table_id, MirrorClock(state),
+                                                         config=config)
+            if not self.online.get(table_id, True):
+                self._show_online(table_id, False)  # heard offline before its first event
+        assert isinstance(table.clock, MirrorClock)
+        table.seq = table.published_seq = wires[-1]["seq"]
+        table.published_state = state
+        table.clock.last = state
+        self.hub.publish(table_id, wires, texts)
+        for publisher in self.publishers:
+            try:
+                publisher(table_id, wires, texts)
+            except Exception:
+                log.exception("table %s: publisher failed", table_id)
+        waiters = self._waiters.get(table_id)
+        if waiters:
+            for seq, waiter in waiters:
+                if seq <= table.published_seq and not waiter.done():
+                    waiter.set_result(None)
+            self._waiters[table_id] = [(s, w) for s, w in waiters if not w.done()]
+
+    def _mqtt_status(self) -> dict[str, Any]:
+        return {"broker": self.target.redacted(), "hall": self.target.hall,
+                "connected": self.conn is not None, "connects": self.connects,
+                "error": self.error, "tables": len(self.mirrors),
+                "online": sum(1 for v in self.online.values() if v),
+                "behind": sum(m.behind for m in self.mirrors.values()),
+                "duplicates": sum(m.duplicates for m in self.mirrors.values()),
+                "asks": sum(m.asks for m in self.mirrors.values()),
+                "bad_messages": self.bad_messages}
