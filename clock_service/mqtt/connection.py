@@ -224,9 +224,13 @@ class Connection:
     def _on_disconnect(self, client: Any, userdata: Any, flags: Any, reason: Any,
                        properties: Any) -> None:
         error: BaseException | None = None
-        if getattr(reason, "is_failure", True) or getattr(reason, "value", 0) != 0:
-            error = ConnectError(f"disconnected: {reason_text(reason)}",
-                                 reason=int(getattr(reason, "value", -1)))
+        code = int(getattr(reason, "value", -1))
+        if getattr(flags, "is_disconnect_packet_from_server", False):
+            if code != 0:
+                error = ConnectError(f"the broker closed the connection: {reason_text(reason)}",
+                                     reason=code)
+        elif code != 0:
+            error = ConnectError("the connection to the broker was lost", reason=code)
         if not self.connected.done():
             self._finish(error or ConnectError("closed before the CONNACK"))
         else:

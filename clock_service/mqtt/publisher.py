@@ -370,18 +370,18 @@ class MqttPublisher:
         if not down:
             health.clear(BROKER_FAULT)
             return
-        waiting = sum(t.feed.behind for t in down)
         refused = next((t.error for t in down if t.refused), None)
         if refused is not None:
             health.fault(BROKER_FAULT, component="mqtt", code="broker_refused",
                          message=f"the MQTT broker {self.target.redacted()} refused the "
                          f"connection ({refused}): check the user and password in "
-                         f"SHOTCLOCK_MQTT_URL; the clocks keep time; {waiting} events wait")
+                         "SHOTCLOCK_MQTT_URL; the clocks keep time, and their events wait "
+                         "(/api/health components.mqtt.behind)")
             return
         health.fault(BROKER_FAULT, component="mqtt", code="broker_unreachable",
                      message=f"the MQTT broker {self.target.redacted()} is not reachable "
-                     f"({down[0].error or 'connecting'}): the clocks keep time; {waiting} "
-                     "events wait to be published and go out in order when it is back")
+                     f"({down[0].error or 'connecting'}): the clocks keep time; their events "
+                     "wait and go out in order when it is back")
 
     def refused(self, table: TablePublisher, seq: int) -> None:
         log.error("table %s: the broker refused event %d (not authorized)", table.table_id, seq)

@@ -1,0 +1,70 @@
+"""The reference for "late": a bare asyncio loop in its own process, waking every few ms
+with ``loop.call_at`` and recording how late each wake-up was (ms), with the unix time.
+
+On a shared 2-core machine the loop's own error ranges from well under a millisecond to
+tens of milliseconds, depending on what else runs. A test that says "this expiry was not
+late" compares it with this reference over the same moments, not with a fixed number.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+__all__ = ["BareLoop"]
+
+SCRIPT = r"""
+import asyncio, json, sys, time
+
+async def main(period):
+    loop = asyncio.get_running_loop()
+    samples = []
+    stop = asyncio.Event()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+
+    async def watch_stdin():
+        await reader.read()
+        stop.set()
+
+    task = asyncio.ensure_future(watch_stdin())
+    target = loop.time() + period
+
+    def fire(target):
+        samples.append((time.time() * 1000.0, (loop.time() - target) * 1000.0))
+        if not stop.is_set():
+            loop.call_at(target + period, fire, target + period)
+
+    loop.call_at(target, fire, target)
+    await stop.wait()
+    task.cancel()
+    print(json.dumps(samples))
+
+asyncio.run(main(float(sys.argv[1])))
+"""
+
+
+class BareLoop:
+    def __init__(self, period_s: float = 0.01) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(period_s)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.samples: list[tuple[float, float]] | None = None
+
+    def stop(self) -> list[tuple[float, float]]:
+        if self.samples is None:
+            out, _ = self.proc.communicate(timeout=30)
+            self.samples = [tuple(s) for s in json.loads(out or b"[]")]  # type: ignore[misc]
+        return self.samples
+
+    def __enter__(self) -> BareLoop:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def max_late(self, from_ms: float = 0.0, to_ms: float = float("inf")) -> float:
+        """The worst wake-up error (ms) between two unix times."""
+        late = [lateness for at, lateness in self.stop() if from_ms <= at <= to_ms]
+        return max(late, default=0.0)

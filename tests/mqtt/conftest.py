@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from clock_service.runtime import Runtime
+from clock_service.settings import Settings
+from clock_service.store import Store
+from clock_service.timesource import RealTime
+from tests.broker import Broker, mosquitto_missing
+
+pytestmark = pytest.mark.mqtt
+
+ROLES = {"table": "table-pw", "referee": "referee-pw", "hall": "hall-pw", "overlay": "overlay-pw"}
+ACL = Path(__file__).resolve().parents[2] / "deploy" / "mosquitto" / "shotclock.acl"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if mosquitto_missing():  # make test installs it; say so instead of failing obscurely
+        for item in items:
+            if "broker" in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.skip(reason="mosquitto is not installed "
+                                                 "(apt-get install mosquitto; make test does)"))
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[Broker]:
+    """A real Mosquitto on a free loopback port, anonymous access."""
+    b = Broker(tmp_path).start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+@pytest.fixture
+def secured_broker(tmp_path: Path) -> Iterator[Broker]:
+    """A real Mosquitto with the shipped ACL (deploy/mosquitto/shotclock.acl) and one
+    account per role."""
+    b = Broker(tmp_path, users=ROLES, acl=ACL.read_text()).start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[Runtime]:
+    """An in-process runtime on a real SQLite file and real time, table "1" created."""
+    rt = Runtime(Store(tmp_path / "table.db"), RealTime())
+    await rt.start(default_table="1")
+    try:
+        yield rt
+    finally:
+        await rt.stop()
+
+
+def settings(**overrides: object) -> Settings:
+    return Settings(**overrides)  # type: ignore[arg-type]

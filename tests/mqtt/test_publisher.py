@@ -1,0 +1,263 @@
+"""``shotclock serve`` with SHOTCLOCK_MQTT_URL, against a real Mosquitto: the runtime and
+the publisher in this process, an outside paho client watching the broker.
+
+Issue 13, points 1-3: every event (the WebSocket JSON, with seq) on .../events at QoS 1,
+the state retained, online/offline retained with the last will; no gap and no duplicate
+after an outage or a restart (the acknowledged seq is in the store); the clock never waits
+on the broker; commands over MQTT with the response topic and the token in the payload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clock_service.commands import Pause, Resume, Start
+from clock_service.mqtt.publisher import MqttPublisher
+from clock_service.mqtt.topics import parse_url
+from clock_service.runtime import Runtime
+from clock_service.store import Store
+from clock_service.timesource import RealTime
+from tests.bare_loop import BareLoop
+from tests.broker import Broker
+from tests.mqtt.conftest import settings
+from tests.mqtt.watcher import Got, Watcher
+from tests.server import free_port
+
+pytestmark = pytest.mark.mqtt
+
+EVENTS = "shotclock/v1/hall/tables/1/events"
+STATE = "shotclock/v1/hall/tables/1/state"
+STATUS = "shotclock/v1/hall/tables/1/status"
+COMMANDS = "shotclock/v1/hall/tables/1/commands"
+
+
+async def until(check: Any, timeout: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def seqs(messages: list[Got]) -> list[int]:
+    return [m.json()["seq"] for m in messages]
+
+
+async def publisher_for(runtime: Runtime, url: str, **kw: Any) -> MqttPublisher:
+    publisher = MqttPublisher(runtime, parse_url(url), settings(**kw))
+    await publisher.start()
+    return publisher
+
+
+async def test_events_state_and_status_are_published(runtime: Runtime, broker: Broker) -> None:
+    with Watcher(broker.port) as watcher:
+        watcher.subscribe("shotclock/v1/hall/#")
+        publisher = await publisher_for(runtime, broker.url())
+        await until(lambda: len(watcher.on(EVENTS)) == 2, what="the stored events")
+        await runtime.command("1", Start())
+        await runtime.command("1", Pause())
+        await until(lambda: len(watcher.on(EVENTS)) == 4, what="the live events")
+        events = watcher.on(EVENTS)
+        stored = runtime.store.event_texts("1", 0, 100)
+        # the very JSON the store and the WebSocket clients have, in order, seq 1..4
+        assert [(m.json()["seq"], m.payload.decode()) for m in events] == stored
+        assert seqs(events) == [1, 2, 3, 4]
+        assert [m.json()["type"] for m in events] == [
+            "table.created", "frame.started", "clock.started", "clock.paused"]
+        await until(lambda: watcher.on(STATE) and watcher.on(STATE)[-1].json()["seq"] == 4,
+                    what="the state after the pause")
+        assert watcher.on(STATUS)[0].payload == b"online"
+        await until(lambda: publisher.tables["1"].feed.acked == 4, what="the PUBACKs")
+        assert runtime.health.components()["mqtt"]["behind"] == 0
+        await publisher.close()
+        await until(lambda: watcher.on(STATUS)[-1].payload == b"offline", what="offline")
+    # Retained: a consumer that comes later gets the state and the status at once.
+    with Watcher(broker.port) as late:
+        late.subscribe("shotclock/v1/hall/tables/1/+")
+        got = late.wait_for(lambda ms: len(ms) >= 2, what="the retained messages")
+        retained = {m.topic: m for m in got if m.retain}
+        assert retained[STATUS].payload == b"offline"
+        state = retained[STATE].json()
+        assert (state["seq"], state["phase"], state["table"]) == (4, "paused", "1")
+        assert not late.on(EVENTS)  # events are not retained
+    # The acknowledged seq is in the store (flushed when the publisher closed).
+    assert runtime.store.published(parse_url(broker.url()).key) == {"1": 4}
+
+
+async def test_the_will_says_offline_when_the_service_vanishes(runtime: Runtime,
+                                                               broker: Broker) -> None:
+    with Watcher(broker.port) as watcher:
+        watcher.subscribe(STATUS)
+        publisher = await publisher_for(runtime, broker.url())
+        await until(lambda: watcher.on(STATUS) and watcher.on(STATUS)[-1].payload == b"online")
+        conn = publisher.tables["1"].conn
+        assert conn is not None
+        conn._abort(ConnectionError("as if the Pi lost power"))  # no DISCONNECT: the will
+        await until(lambda: watcher.on(STATUS)[-1].payload == b"offline", what="the will")
+        await until(lambda: watcher.on(STATUS)[-1].payload == b"online", what="reconnected")
+        await publisher.close()
+
+
+async def test_an_outage_and_a_restart_leave_no_gap_and_no_duplicate(
+        tmp_path: Path, broker: Broker) -> None:
+    db = tmp_path / "t.db"
+    watcher = Watcher(broker.port)
+    watcher.subscribe(EVENTS)
+    runtime = Runtime(Store(db), RealTime())
+    await runtime.start(default_table="1")
+    publisher = await publisher_for(runtime, broker.url())
+    await until(lambda: len(watcher.on(EVENTS)) == 2)
+    # The broker goes away (SIGKILL); the clock goes on.
+    watcher.close()
+    broker.kill()
+    started = time.perf_counter()
+    for command in (Start(), Pause(), Resume(), Pause()):
+        await runtime.command("1", command)
+    answered_ms = (time.perf_counter() - started) * 1000
+    await until(lambda: publisher.tables["1"].conn is None, what="the drop to be seen")
+    faults = runtime.health.faults()
+    assert [f["code"] for f in faults] == ["broker_unreachable"]
+    assert runtime.health.components()["mqtt"]["behind"] == 4
+    # ... and the service stops before the broker is back (the events wait in the store).
+    await publisher.close()
+    await runtime.stop()
+    broker.start()
+    watcher = Watcher(broker.port)
+    watcher.subscribe(EVENTS)
+    runtime = Runtime(Store(db), RealTime())
+    await runtime.start(default_table="1")
+    publisher = await publisher_for(runtime, broker.url())
+    await runtime.command("1", Resume())  # a new event must not overtake the missed ones
+    await until(lambda: len(watcher.on(EVENTS)) == 5, what="the missed events")
+    assert seqs(watcher.on(EVENTS)) == [3, 4, 5, 6, 7]
+    await until(lambda: runtime.health.faults() == [], what="the fault to clear")
+    await publisher.close()
+    await runtime.stop()
+    watcher.close()
+    assert answered_ms < 500  # four commands, each with an fsync, none waiting on a broker
+
+
+async def test_the_clock_keeps_exact_time_while_the_broker_hangs(
+        runtime: Runtime, tmp_path: Path) -> None:
+    # A "broker" whose accept queue is full: the kernel drops the SYNs, so a TCP connect
+    # hangs for seconds (as to a host that vanished from the network). Expiries must come
+    # at their deadlines regardless.
+    hang = socket.socket()
+    hang.bind(("127.0.0.1", 0))
+    hang.listen(0)
+    port = hang.getsockname()[1]
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(("127.0.0.1", port))
+        fillers.append(filler)
+    try:
+        publisher = await publisher_for(runtime, f"mqtt://127.0.0.1:{port}/hall")
+        await runtime.create_table("fast", ["A", "B"], profile={
+            "shot_ms": 400, "full_rounds": 1, "floor_ms": 300, "step_ms": 100,
+            "extension_ms": 200, "warnings_ms": [200]})
+        expiries: list[dict[str, Any]] = []
+        runtime.listeners.append(lambda tid, wires, state: expiries.extend(
+            w for w in wires if w["type"] == "clock.expired"))
+        with BareLoop() as bare:
+            for _ in range(3):
+                await runtime.command("fast", Start())
+                await until(lambda n=len(expiries): len(expiries) > n, timeout=3)
+        for expiry in expiries:  # as late as a bare loop was then, give or take 10 ms
+            at = expiry["data"]["deadline"]
+            assert expiry["data"]["late_ms"] <= bare.max_late(at - 250, at + 250) + 10, (
+                expiry["data"], bare.max_late(at - 250, at + 250))
+        assert publisher.status()["connected"] == 0
+        await publisher.close()
+    finally:
+        hang.close()
+        for filler in fillers:
+            filler.close()
+
+
+async def test_a_broker_that_comes_up_later_gets_everything(runtime: Runtime,
+                                                           tmp_path: Path) -> None:
+    port = free_port()
+    publisher = await publisher_for(runtime, f"mqtt://127.0.0.1:{port}/hall")
+    await runtime.command("1", Start())
+    await runtime.command("1", Pause())
+    await asyncio.sleep(0.3)
+    broker = Broker(tmp_path, port=port).start()
+    try:
+        with Watcher(port) as watcher:
+            watcher.subscribe("shotclock/v1/hall/tables/1/+")
+            await until(lambda: watcher.on(STATE) and watcher.on(STATE)[-1].json()["seq"] == 4,
+                        what="the state after catching up")
+            # Subscribed while the publisher was catching up: a consumer sees a suffix in
+            # order; the retained state tells it how far the table is.
+            got = seqs(watcher.on(EVENTS))
+            assert got == list(range(got[0], 5)) if got else True
+        await publisher.close()
+    finally:
+        broker.stop()
+
+
+async def request(watcher: Watcher, message: dict[str, Any], *, correlation: bytes,
+                  response_topic: str | None = None, topic: str = COMMANDS,
+                  reply_on: str | None = None) -> dict[str, Any]:
+    reply_topic = reply_on or response_topic or "shotclock/v1/hall/tables/1/replies"
+    before = len(watcher.on(reply_topic))
+    watcher.publish(topic, json.dumps(message), response_topic=response_topic,
+                    correlation=correlation)
+    await until(lambda: len(watcher.on(reply_topic)) > before, what="the reply")
+    reply = watcher.on(reply_topic)[-1]
+    assert reply.correlation == correlation
+    result: dict[str, Any] = reply.json()
+    return result
+
+
+async def test_commands_over_mqtt_with_the_response_topic_and_the_token(
+        runtime: Runtime, broker: Broker) -> None:
+    publisher = await publisher_for(runtime, broker.url(), referee_token="s3cret")
+    await until(lambda: publisher.tables["1"].conn is not None)
+    replies = "shotclock/v1/hall/replies/desk-1"
+    with Watcher(broker.port, client_id="desk-1") as desk:
+        desk.subscribe(replies)
+        desk.subscribe("shotclock/v1/hall/tables/1/replies")
+        desk.subscribe(EVENTS)
+        ack = await request(desk, {"command": "start", "id": 7, "token": "s3cret"},
+                            correlation=b"c1", response_topic=replies)
+        assert (ack["type"], ack["id"], ack["state"]["phase"]) == ("ack", 7, "running")
+        refused = await request(desk, {"type": "command", "command": "start", "id": 8,
+                                       "token": "s3cret"}, correlation=b"c2",
+                                response_topic=replies)
+        assert (refused["status"], refused["error"]["code"]) == (409, "already_running")
+        for token in (None, "wrong", 12):
+            message: dict[str, Any] = {"command": "pause", "id": 9}
+            if token is not None:
+                message["token"] = token
+            denied = await request(desk, message, correlation=b"c3", response_topic=replies)
+            assert (denied["status"], denied["error"]["code"]) == (401, "unauthorized")
+        # No response topic (an MQTT 3.1.1 client), or one a table must not publish on
+        # (another table topic): the reply goes to the table's own replies topic.
+        for response_topic in (None, EVENTS):
+            bad = await request(desk, {"command": "fly", "token": "s3cret"},
+                                correlation=b"c4", response_topic=response_topic,
+                                reply_on="shotclock/v1/hall/tables/1/replies")
+            assert bad["error"]["code"] == "unknown_command"
+        assert all(m.json()["type"] != "error" for m in desk.on(EVENTS))
+        junk = await request(desk, {"type": "bogus"}, correlation=b"c5", response_topic=replies)
+        assert junk["error"]["code"] == "unknown_message"
+        desk.publish(COMMANDS, b"not json", response_topic=replies, correlation=b"c6")
+        await until(lambda: desk.on(replies)[-1].correlation == b"c6")
+        assert desk.on(replies)[-1].json()["error"]["code"] == "invalid_json"
+        assert runtime.state("1")["phase"] == "running"
+        # A replay request sends the events after N again, in order, on the events topic.
+        before = len(desk.on(EVENTS))
+        desk.publish(COMMANDS, json.dumps({"type": "replay", "since": 1}))
+        await until(lambda: len(desk.on(EVENTS)) >= before + 2)
+        assert seqs(desk.on(EVENTS)[before:]) == [2, 3]
+    await publisher.close()
