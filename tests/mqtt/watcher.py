@@ -1,5 +1,8 @@
 """A plain paho-mqtt client for the tests, in paho's own thread: an outside consumer
-(a scoreboard, Node-RED ...) that does not share the service's asyncio glue."""
+(a scoreboard, Node-RED ...) that does not share the service's asyncio glue.
+
+Its waits block the calling thread: from an async test, wait with the loop free (poll
+``messages`` with ``asyncio.sleep``), or the service on that loop cannot answer."""
 
 from __future__ import annotations
 
@@ -41,14 +44,19 @@ class Watcher:
                              client_id=self.client_id, protocol=paho.MQTTv5)
         if user is not None:
             client.username_pw_set(user, password)
+        client.on_connect = self._on_connect
         client.on_message = self._on_message
         client.on_publish = self._on_publish
         client.on_subscribe = self._on_subscribe
         self._subacks: dict[int, list[Any]] = {}
+        self._refused: str | None = None
         self.client = client
         client.connect("127.0.0.1", port, keepalive=10)
         client.loop_start()
-        self._wait(lambda: client.is_connected(), 10, "connect")
+        self._wait(lambda: client.is_connected() or self._refused is not None, 10, "connect")
+        if self._refused is not None:
+            client.loop_stop()
+            raise ConnectionRefusedError(self._refused)
 
     def close(self) -> None:
         self.client.disconnect()
@@ -97,6 +105,14 @@ class Watcher:
         self._wait(lambda: check(self.messages), timeout, what)
         with self._cond:
             return list(self.messages)
+
+    def _on_connect(self, client: Any, userdata: Any, flags: Any, reason: Any,
+                    properties: Any) -> None:
+        if reason.is_failure:
+            with self._cond:
+                self._refused = str(reason)
+                self._cond.notify_all()
+            client.disconnect()
 
     def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
         props = getattr(message, "properties", None)

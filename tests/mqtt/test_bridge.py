@@ -1,0 +1,85 @@
+"""Past one hall (issue 13 point 6): the hall's broker bridged to an upstream broker with
+the shipped example (deploy/mosquitto/bridge.conf.example, its address pointed at a second
+local Mosquitto). A subscriber on the upstream sees every event of the hall, in order,
+and the retained state; nothing comes down: the upstream cannot command a table."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clock_service.commands import Pause, Resume, Start
+from clock_service.mqtt.publisher import MqttPublisher
+from clock_service.mqtt.topics import parse_url
+from clock_service.runtime import Runtime
+from tests.broker import Broker
+from tests.mqtt.conftest import settings
+from tests.mqtt.watcher import Watcher
+
+pytestmark = pytest.mark.mqtt
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "mosquitto" / "bridge.conf.example"
+
+
+def bridge_config(upstream_port: int) -> str:
+    """The shipped example for hall "hall", to a local upstream without TLS or password."""
+    lines = []
+    for line in EXAMPLE.read_text().splitlines():
+        key = line.split(" ", 1)[0]
+        if key in ("bridge_capath", "remote_username", "remote_password"):
+            continue
+        if key == "address":
+            line = f"address 127.0.0.1:{upstream_port}"
+        lines.append(line.replace("main-hall", "hall"))
+    return "\n".join(lines) + "\n"
+
+
+async def until(check: Any, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def test_a_subscriber_upstream_sees_every_event(runtime: Runtime, tmp_path: Path) -> None:
+    upstream = Broker(tmp_path, name="upstream").start()
+    hall_broker = Broker(tmp_path, name="hall", extra=bridge_config(upstream.port)).start()
+    publisher = None
+    production = Watcher(upstream.port)
+    try:
+        production.subscribe("shotclock/v1/+/tables/+/events")
+        # The bridge connects within a moment; wait for it to carry a probe from the hall.
+        with Watcher(hall_broker.port) as probe:
+            deadline = time.monotonic() + 15
+            while not production.on("shotclock/v1/hall/tables/probe/events"):
+                assert time.monotonic() < deadline, "the bridge did not come up"
+                probe.publish("shotclock/v1/hall/tables/probe/events", b'{"seq": 0}')
+                await asyncio.sleep(0.2)
+        publisher = MqttPublisher(runtime, parse_url(hall_broker.url()), settings())
+        await publisher.start()
+        for command in (Start(), Pause(), Resume(), Pause()):
+            await runtime.command("1", command)
+        events = "shotclock/v1/hall/tables/1/events"
+        await until(lambda: len(production.on(events)) == 6)
+        got = [(m.json()["seq"], m.payload.decode()) for m in production.on(events)]
+        assert got == runtime.store.event_texts("1", 0, 100)  # every event, in order, as is
+        # Retained state upstream for a production that tunes in later.
+        with Watcher(upstream.port) as late:
+            late.subscribe("shotclock/v1/hall/tables/1/state")
+            late.wait_for(lambda ms: bool(ms) and ms[-1].json()["seq"] == 6)
+        # Nothing comes down: a command published upstream never reaches the table.
+        production.publish("shotclock/v1/hall/tables/1/commands",
+                           json.dumps({"command": "resume"}))
+        await asyncio.sleep(0.5)
+        assert runtime.state("1")["phase"] == "paused"
+    finally:
+        production.close()
+        if publisher is not None:
+            await publisher.close()
+        hall_broker.stop()
+        upstream.stop()
