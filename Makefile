@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test venv lint bench browser-deps clean
+.PHONY: run test venv lint bench test-deps browser-deps clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -20,14 +20,18 @@ venv: $(VENV)/.installed
 run: venv
 	$(BIN)/shotclock serve --host $(HOST) --port $(PORT)
 
-# Browser tests need Debian's chromium; install it when it is missing (CI runs as root).
-browser-deps:
-	@if [ ! -x /usr/bin/chromium ]; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else echo "chromium missing: sudo apt-get install chromium (browser tests will fail without it)"; fi; \
+# Debian packages the tests need, in ONE apt-get call (CI runs as root on a fresh machine):
+# chromium (browser tests), mosquitto (the MQTT tests' broker, and mosquitto_passwd).
+TEST_DEBS := chromium mosquitto
+test-deps:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/sbin/mosquitto ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_DEBS) >/dev/null; \
+	  else echo "missing: sudo apt-get install $(TEST_DEBS) (browser and MQTT tests will fail without them)"; fi; \
 	fi
 
-test: venv browser-deps
+browser-deps: test-deps  # the old name
+
+test: venv test-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy clock_service firmware_bridge web_ui
 	$(BIN)/python -m pytest -q

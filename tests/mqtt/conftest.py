@@ -17,17 +17,17 @@ ROLES = {"table": "table-pw", "referee": "referee-pw", "hall": "hall-pw", "overl
 ACL = Path(__file__).resolve().parents[2] / "deploy" / "mosquitto" / "shotclock.acl"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    if mosquitto_missing():  # make test installs it; say so instead of failing obscurely
-        for item in items:
-            if "broker" in getattr(item, "fixturenames", ()):
-                item.add_marker(pytest.mark.skip(reason="mosquitto is not installed "
-                                                 "(apt-get install mosquitto; make test does)"))
+def need_mosquitto() -> None:
+    # Like the browser tests: fail (not skip) with how to install it. `make test` does.
+    if mosquitto_missing():
+        pytest.fail("mosquitto is not installed (run `make test-deps` as root or "
+                    "`apt-get install mosquitto`)", pytrace=False)
 
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Broker]:
     """A real Mosquitto on a free loopback port, anonymous access."""
+    need_mosquitto()
     b = Broker(tmp_path).start()
     try:
         yield b
@@ -39,6 +39,7 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
 def secured_broker(tmp_path: Path) -> Iterator[Broker]:
     """A real Mosquitto with the shipped ACL (deploy/mosquitto/shotclock.acl) and one
     account per role."""
+    need_mosquitto()
     b = Broker(tmp_path, users=ROLES, acl=ACL.read_text()).start()
     try:
         yield b

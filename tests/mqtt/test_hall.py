@@ -1,0 +1,152 @@
+"""``shotclock hall`` (issue 13 point 4): real processes, the shipped ACL.
+
+A broker with the shipped ACL, one table service (user ``table``, referee token set) and
+the hall service (user ``hall``, the same token). The hall serves the same HTTP and
+WebSocket contract and pages for the table, read-only: commands are forwarded over MQTT to
+the table's service and answered with its reply; creating a table is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.sync.client import connect
+
+from tests.broker import Broker
+from tests.mqtt.conftest import ACL, ROLES, need_mosquitto
+from tests.server import ServerProcess
+
+pytestmark = [pytest.mark.mqtt, pytest.mark.e2e]
+
+TOKEN = "ref-token"
+SHORT = {"shot_ms": 60000}
+
+
+class Hall:
+    def __init__(self, workdir: Path) -> None:
+        need_mosquitto()
+        self.broker = Broker(workdir, users=ROLES, acl=ACL.read_text()).start()
+        common = {"SHOTCLOCK_REFEREE_TOKEN": TOKEN, "SHOTCLOCK_DEFAULT_TABLE": ""}
+        self.table = ServerProcess(workdir / "table.db", env={
+            **common, "SHOTCLOCK_MQTT_URL": self.broker.url("h", "table", ROLES["table"])})
+        self.hall = ServerProcess(workdir / "hall.db", subcommand="hall", env={
+            **common, "SHOTCLOCK_MQTT_URL": self.broker.url("h", "hall", ROLES["hall"])})
+
+    def stop(self) -> None:
+        self.hall.stop()
+        self.table.stop()
+        self.broker.stop()
+
+
+@pytest.fixture(scope="module")
+def hall(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hall]:
+    h = Hall(tmp_path_factory.mktemp("hall"))
+    try:
+        h.table.start()
+        h.hall.start()
+        status, _ = h.table.post("/api/tables", {"id": "7", "players": ["Ivanov", "Petrov"],
+                                                 "profile": SHORT}, token=TOKEN)
+        assert status == 201
+        wait(lambda: table_ids(h.hall) == ["7"], "the hall to see table 7")
+        yield h
+    finally:
+        h.stop()
+
+
+def wait(check: Any, what: str, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def table_ids(server: ServerProcess) -> list[str]:
+    return [t["table"] for t in server.get("/api/tables")]
+
+
+def logs_equal(h: Hall, table: str = "7") -> bool:
+    return bool(h.table.get(f"/api/tables/{table}/events?since=0")
+                == h.hall.get(f"/api/tables/{table}/events?since=0"))
+
+
+def without_time(state: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in state.items() if k not in ("server_time", "remaining_ms")}
+
+
+def test_the_hall_serves_the_tables_state_and_log(hall: Hall) -> None:
+    wait(lambda: logs_equal(hall), "the logs to match")
+    assert without_time(hall.hall.get("/api/tables/7")) == without_time(
+        hall.table.get("/api/tables/7"))
+    health = hall.hall.get("/api/health")
+    mqtt = health["components"]["mqtt"]
+    assert (mqtt["connected"], mqtt["online"], mqtt["behind"]) == (True, 1, 0)
+    for page in ("/", "/overlay?table=7", "/referee?table=7", "/display?table=7"):
+        with urllib.request.urlopen(hall.hall.url + page, timeout=10) as response:
+            assert response.status == 200 and b"<html" in response.read().lower(), page
+
+
+def test_commands_to_the_hall_are_forwarded_to_the_table(hall: Hall) -> None:
+    status, body = hall.hall.command("7", "start")
+    assert status == 401 and body["error"]["code"] == "unauthorized"  # the hall's own check
+    status, state = hall.hall.command("7", "start", token=TOKEN)
+    assert status == 200 and state["phase"] == "running"
+    # Read your writes: the hall's mirror has the command's events when it answers.
+    assert hall.hall.get("/api/tables/7")["seq"] == state["seq"]
+    assert hall.table.get("/api/tables/7")["phase"] == "running"
+    status, body = hall.hall.command("7", "start", token=TOKEN)  # the table's own refusal
+    assert status == 409 and body["error"]["code"] == "already_running"
+    status, body = hall.hall.command("7", "foul", token=TOKEN)
+    assert status == 422 and body["error"]["code"] == "missing_field"
+    status, body = hall.hall.command("nope", "start", token=TOKEN)
+    assert status == 404 and body["error"]["code"] == "unknown_table"
+    status, body = hall.hall.post("/api/tables", {"id": "8", "players": ["A", "B"]}, token=TOKEN)
+    assert status == 409 and body["error"]["code"] == "hall_read_only"
+    status, _ = hall.hall.command("7", "pause", token=TOKEN)
+    assert status == 200
+    wait(lambda: logs_equal(hall), "the logs to match")
+
+
+def test_the_hall_websocket_replays_and_goes_live(hall: Hall) -> None:
+    log = hall.hall.get("/api/tables/7/events?since=0")
+    since = log[-1]["seq"] - 2
+    with connect(f"{hall.hall.ws_url}/ws/tables/7?since={since}",
+                 subprotocols=[f"bearer.{TOKEN}"]) as ws:  # type: ignore[list-item]
+        snapshot = json.loads(ws.recv(timeout=5))
+        assert snapshot["type"] == "snapshot" and snapshot["referee"] is True
+        assert snapshot["seq"] == log[-1]["seq"]
+        replay = [json.loads(ws.recv(timeout=5)) for _ in range(2)]
+        assert replay == log[-2:]
+        phase = snapshot["state"]["phase"]
+        ws.send(json.dumps({"type": "command", "id": "w1",
+                            "command": "resume" if phase == "paused" else "pause"}))
+        live = json.loads(ws.recv(timeout=5))
+        assert live["seq"] == snapshot["seq"] + 1 and live["table"] == "7"
+        ack = json.loads(ws.recv(timeout=5))
+        assert (ack["type"], ack["id"]) == ("ack", "w1")
+
+
+def test_a_table_that_goes_offline_and_back(hall: Hall) -> None:
+    hall.table.kill()  # SIGKILL: the broker publishes the last will (offline)
+
+    def offline() -> bool:
+        faults = hall.hall.get("/api/health")["faults"]
+        return any(f["code"] == "table_offline" and f["table"] == "7" for f in faults)
+
+    wait(offline, "the table_offline fault")
+    started = time.monotonic()
+    status, body = hall.hall.command("7", "start", token=TOKEN)
+    assert status == 503 and body["error"]["code"] == "table_unreachable"
+    assert time.monotonic() - started < 2  # known offline: no waiting for a timeout
+    assert hall.hall.get("/api/tables/7")["table"] == "7"  # still shown as last seen
+    hall.table.start()
+    wait(lambda: not offline(), "the fault to clear")
+    status, _ = hall.hall.command("7", "turn", token=TOKEN)
+    assert status == 200
+    wait(lambda: logs_equal(hall), "the logs to match")
