@@ -160,3 +160,170 @@ def test_main_button_never_moves_and_follows_the_phase(
              if any(abs(a - c) > 1 for a, c in zip(b, first, strict=True))}
     assert not moved, f"the main button moved: ready {first}, {moved}"
     assert traffic.errors == []
+
+
+def test_foul_dialog_says_the_clock_runs_warns_of_the_second_foul_and_enter_confirms(
+        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+    """Point 5: opening the dialog pauses nothing silently; a second foul is announced as the
+    technical loss it is (10.5); Enter records."""
+    make_table(shared_server, "fouls", profile=SLOW)
+    page = open_console(context, shared_server, "fouls", PHONE)
+    page.locator("#btn-main").click()
+    expect(page.locator("#btn-main")).to_have_attribute("data-command", "shot")
+    page.keyboard.press("f")
+    dialog = page.locator("#foul-dialog")
+    expect(dialog).to_be_visible()
+    expect(page.locator("#foul-clock")).to_contain_text("The clock keeps running")
+    expect(page.locator("#foul-second")).to_be_hidden()
+    expect(page.locator("#foul-ok")).to_have_text("Record the foul")
+    assert shared_server.get("/api/tables/fouls")["phase"] == "running"  # nothing paused it
+    shoot(page, "console-foul-dialog-running-phone")
+    page.locator("#foul-pause").click()  # offered, and it works from the dialog
+    expect(page.locator("#foul-clock")).to_contain_text("The clock is paused")
+    assert shared_server.get("/api/tables/fouls")["phase"] == "paused"
+    page.locator("#foul-reason").select_option("touch")
+    page.locator("#foul-reason").press("Enter")  # Enter confirms, even from the select
+    card = page.locator("#outcome")
+    expect(card).to_contain_text("Foul — Ivanov")
+    expect(card).to_contain_text("Touched a ball")
+    expect(card).to_contain_text("Petrov chooses")
+    expect(card).to_contain_text("Ivanov: one foul — the next loses the frame")
+    expect(page.locator("#p0 .mark.fouls")).to_have_attribute("data-n", "1")
+    shoot(page, "console-foul-card-phone")
+
+    # Ivanov again: the dialog says it is the second foul, a technical loss.
+    page.keyboard.press("f")
+    page.locator("#foul-player").select_option("0")
+    warning = page.locator("#foul-second")
+    expect(warning).to_be_visible()
+    expect(warning).to_contain_text("Second foul of Ivanov: a technical loss, the frame goes to Petrov")
+    expect(page.locator("#foul-ok")).to_have_text("Record: technical loss")
+    shoot(page, "console-foul-dialog-second-phone")
+    page.keyboard.press("Escape")  # and Esc records nothing
+    expect(dialog).to_be_hidden()
+    assert shared_server.get("/api/tables/fouls")["fouls"] == [1, 0]
+    assert traffic.errors == []
+
+
+def test_clicker_and_pedal_keys_are_mappable_and_remembered(
+        shared_server: ServerProcess, context: Any) -> None:
+    """Point 7: PageDown/ArrowRight/Space are the main button; any key may be given to an
+    action on the page, and the device remembers it."""
+    make_table(shared_server, "keys", profile=SLOW)
+    page = open_console(context, shared_server, "keys", PHONE)
+    main = page.locator("#btn-main")
+    page.keyboard.press("PageDown")
+    expect(main).to_have_attribute("data-command", "shot")
+    page.keyboard.press("ArrowRight")
+    expect(main).to_have_attribute("data-command", "start")
+    seq = seq_of(shared_server, "keys")
+    page.keyboard.press("Enter")  # not mapped by default: nothing is sent
+    page.keyboard.press("PageUp")
+    page.wait_for_timeout(200)
+    assert seq_of(shared_server, "keys") == seq
+
+    # A pedal that sends Enter becomes the turn key.
+    page.locator("#keys-btn").click()
+    row = page.locator("#keys-rows tr[data-action='turn']")
+    row.locator("button.set").click()
+    expect(page.locator("#keys-listening")).to_be_visible()
+    page.keyboard.press("Enter")
+    expect(row.locator("kbd")).to_have_text(["T", "Enter"])
+    shoot(page, "console-keys-phone")
+    page.locator("#keys-done").click()
+    page.keyboard.press("Enter")
+    expect(page.locator("#p1")).to_have_class(re.compile("at-table"))
+    # Remembered on this device.
+    page.reload()
+    page.wait_for_function("window.shotclockConnection.status === 'live'")
+    page.keyboard.press("Enter")
+    expect(page.locator("#p0")).to_have_class(re.compile("at-table"))
+    assert shared_server.get("/api/tables/keys")["visit"] == 3
+
+
+def visible_small_targets(page: Any) -> list[str]:
+    """Every visible tap target smaller than 44x44 CSS px (a checkbox counts by its label)."""
+    return page.evaluate("""() => {
+        const sel = 'button, select, input:not([type=checkbox]), a, label.check, '
+                  + '[data-pocket] .hit, [data-cushion] .hit';
+        const small = [];
+        for (const el of document.querySelectorAll(sel)) {
+            const r = el.getBoundingClientRect();
+            const style = getComputedStyle(el);
+            if (!r.width || !r.height || style.visibility === 'hidden') continue;
+            if (el.closest('.hidden, dialog:not([open]), [hidden]')) continue;
+            if (r.width < 43.5 || r.height < 43.5) {
+                const name = el.id || el.dataset.contact || (el.parentNode.dataset || {}).pocket
+                    || (el.parentNode.dataset || {}).cushion || el.className || el.tagName;
+                small.push(`${name}: ${Math.round(r.width)}x${Math.round(r.height)}`);
+            }
+        }
+        return small;
+    }""")
+
+
+@pytest.mark.parametrize("size,viewport", [("phone", PHONE), ("tablet", TABLET)])
+def test_every_tap_target_is_at_least_44px_and_the_tablet_shows_everything(
+        shared_server: ServerProcess, context: Any, size: str, viewport: dict[str, int]) -> None:
+    """Points 8 and 9: on the tablet two columns with every control and the result panel
+    (editors open) in view without scrolling; everywhere, every target >= 44x44 px,
+    the call editor's pockets and cushions included, and in the dialogs."""
+    table = f"targets-{size}"
+    make_table(shared_server, table, profile=SLOW)
+    for command in ("start", "shot", "result", "start", "shot"):  # past the break, a shot played
+        post(shared_server, table, command)
+    page = open_console(context, shared_server, table, viewport)
+    page.locator("#btn-result").click()
+    page.locator("#res-colour").click()
+    page.locator("#res-called").click()
+    expect(page.locator("#res-call")).to_be_visible()
+    assert visible_small_targets(page) == []
+    if size == "tablet":
+        shoot(page, "console-result-tablet")
+        vw, vh = viewport["width"], viewport["height"]
+        assert page.evaluate("document.scrollingElement.scrollHeight") <= vh, "the page scrolls"
+        for selector in ["#btn-main", *[f"#console [data-action='{a}']" for a in (
+                "extension", "turn", "pause", "foul", "hand_back", "result", "new_frame",
+                "undo")], "#result-panel", "#res-send"]:
+            x, y, w, h = box(page, selector)
+            assert x >= 0 and y >= 0 and x + w <= vw + 0.5 and y + h <= vh + 0.5, (selector, x, y, w, h)
+        console_right = box(page, ".console")[0] + box(page, ".console")[2]
+        assert box(page, "#result-panel")[0] >= console_right, "not two columns"
+    page.locator("#res-tabs [data-tab='route']").click()
+    expect(page.locator("#res-route")).to_be_visible()
+    assert visible_small_targets(page) == []
+    if size == "tablet":
+        shoot(page, "console-result-route-tablet")
+        assert page.evaluate("document.scrollingElement.scrollHeight") <= viewport["height"]
+    # No contact label is cut (each fits its button).
+    assert page.eval_on_selector_all(
+        ".contact", "els => els.filter(e => e.offsetParent && e.scrollWidth > e.clientWidth)"
+        ".map(e => e.textContent)") == []
+    if size == "phone":
+        page.locator("#res-editors").scroll_into_view_if_needed()
+        shoot(page, "console-result-route-phone")
+    for opener, dialog in (("#btn-foul", "#foul-dialog"), ("#keys-btn", "#keys-dialog"),
+                           ("#token-btn", "#token-dialog"), ("#btn-undo", "#undo-dialog")):
+        page.locator(opener).click()
+        expect(page.locator(dialog)).to_be_visible()
+        assert visible_small_targets(page) == [], dialog
+        page.keyboard.press("Escape")
+        expect(page.locator(dialog)).to_be_hidden()
+
+
+def test_unknown_table_is_a_page_with_a_way_to_the_hall(
+        shared_server: ServerProcess, context: Any) -> None:
+    """Point 11: not blank buttons."""
+    page = context.new_page()
+    page.set_viewport_size(PHONE)
+    page.goto(f"{shared_server.url}/referee?table=nope&lang=en")
+    unknown = page.locator("#unknown")
+    expect(unknown).to_be_visible()
+    expect(unknown).to_contain_text("No such table")
+    expect(unknown).to_contain_text("“nope”")
+    expect(page.locator("#console")).to_be_hidden()
+    link = unknown.locator("a")
+    expect(link).to_have_attribute("href", "/")
+    shoot(page, "console-unknown-table-phone")
+    link.click()
+    expect(page).to_have_url(re.compile(r"/$"))

@@ -318,8 +318,10 @@ function drawKeysDialog() {
     clear.textContent = "✕";
     clear.setAttribute("aria-label", t("keys.clear"));
     clear.addEventListener("click", () => { keys.clear(action); drawKeysDialog(); drawKeyHints(); });
-    list.append(set, clear);
-    row.append(name, list);
+    const tools = document.createElement("td");
+    tools.className = "tools";
+    tools.append(set, clear);
+    row.append(name, list, tools);
     return row;
   }));
   $("keys-listening").classList.toggle("hidden", !listeningFor);
@@ -331,15 +333,16 @@ $("keys-btn").addEventListener("click", () => {
   $("keys-dialog").showModal();
 });
 $("keys-reset").addEventListener("click", () => { keys.reset(); drawKeysDialog(); drawKeyHints(); });
-$("keys-dialog").addEventListener("keydown", (ev) => {
-  if (!listeningFor) return;
+// Capture: after "+ key" the focus may be anywhere, and Enter must not submit the dialog.
+document.addEventListener("keydown", (ev) => {
+  if (!listeningFor || !$("keys-dialog").open) return;
   ev.preventDefault();
   ev.stopPropagation();
   if (ev.key !== "Escape") keys.assign(listeningFor, keyName(ev));
   listeningFor = null;
   drawKeysDialog();
   drawKeyHints();
-});
+}, true);
 $("keys-dialog").addEventListener("cancel", (ev) => { if (listeningFor) ev.preventDefault(); });
 $("keys-dialog").addEventListener("close", () => { listeningFor = null; });
 

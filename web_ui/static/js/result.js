@@ -223,8 +223,8 @@ function itemLabel(item) {
 }
 
 // -- the table diagram ----------------------------------------------------------------------------
-// Drawn 200 px wide (result.css .table-svg), 1 unit = 5/3 px: every pocket and cushion tap
-// area is 28 units (47 px) across, a thumb's 44 px, and none overlaps another.
+// Drawn 192 px wide (result.css .table-svg), 1 unit = 1.6 px: every pocket and cushion tap
+// area is 28 units (44.8 px) across, a thumb's 44 px, and none overlaps another.
 const SVG_NS = "http://www.w3.org/2000/svg";
 const POCKET_XY = {
   top_left: [14, 14], top_right: [106, 14], middle_left: [14, 110], middle_right: [106, 110],
@@ -376,17 +376,19 @@ export { itemLabel };
 const PANEL = `
 <h2 id="res-title"><span data-i18n="res.title"></span> <span id="res-shooter" class="muted"></span>
   <span id="res-break-badge" class="badge hidden" data-i18n="res.break"></span></h2>
-<div class="res-row res-top">
-  <span class="res-label" data-i18n="res.whites"></span>
-  <div class="stepper">
-    <button id="res-whites-minus" type="button" class="step" aria-label="-">−</button>
-    <output id="res-whites" class="digits">0</output>
-    <button id="res-whites-plus" type="button" class="step" aria-label="+">+</button>
+<div class="res-main">
+  <div class="whites-group">
+    <span class="res-label" data-i18n="res.whites"></span>
+    <div class="stepper">
+      <button id="res-whites-minus" type="button" class="step" aria-label="-">−</button>
+      <output id="res-whites" class="digits">0</output>
+      <button id="res-whites-plus" type="button" class="step" aria-label="+">+</button>
+    </div>
   </div>
-</div>
-<div class="res-row toggles">
-  <button id="res-colour" type="button" class="toggle colour" aria-pressed="false" data-i18n="res.colour"></button>
-  <button id="res-called" type="button" class="toggle" aria-pressed="false" data-i18n="res.called"></button>
+  <div class="toggles">
+    <button id="res-colour" type="button" class="toggle colour" aria-pressed="false" data-i18n="res.colour"></button>
+    <button id="res-called" type="button" class="toggle" aria-pressed="false" data-i18n="res.called"></button>
+  </div>
 </div>
 <div class="res-row" id="res-break-row">
   <span class="res-label" data-i18n="res.legal_break"></span>
@@ -427,12 +429,12 @@ const PANEL = `
         <div class="seq-line"><span class="seq-label" data-i18n="res.contacts"></span> <b id="call-contacts" class="seq">–</b>
           <button id="call-contact-undo" type="button" class="mini" data-i18n="res.undo_tap"></button></div>
         <div class="contacts" id="call-contact-buttons"></div>
+        <div class="seg three" id="call-type">
+          <button type="button" data-type="normal" aria-pressed="true" data-i18n="res.type.normal"></button>
+          <button type="button" data-type="early_cushion" aria-pressed="false" data-i18n="res.type.early_cushion"></button>
+          <button type="button" data-type="early_combination" aria-pressed="false" data-i18n="res.type.early_combination"></button>
+        </div>
       </div>
-    </div>
-    <div class="seg three" id="call-type">
-      <button type="button" data-type="normal" aria-pressed="true" data-i18n="res.type.normal"></button>
-      <button type="button" data-type="early_cushion" aria-pressed="false" data-i18n="res.type.early_cushion"></button>
-      <button type="button" data-type="early_combination" aria-pressed="false" data-i18n="res.type.early_combination"></button>
     </div>
   </fieldset>
   <fieldset id="res-route" class="editor hidden">
@@ -441,21 +443,21 @@ const PANEL = `
       <div class="table-pick" id="route-table"></div>
       <div class="editor-side">
         <div class="seq-line"><span class="seq-label" data-i18n="res.dropped"></span> <b id="route-pocket" class="seq">–</b></div>
-        <div class="seq-line"><span class="seq-label" data-i18n="res.path"></span> <b id="route-path" class="seq">–</b></div>
-        <div class="seq-line"><button id="route-undo" type="button" class="mini" data-i18n="res.undo_tap"></button>
+        <div class="seq-line"><span class="seq-label" data-i18n="res.path"></span> <b id="route-path" class="seq">–</b>
+          <button id="route-undo" type="button" class="mini" data-i18n="res.undo_tap"></button>
           <button id="route-clear" type="button" class="mini" data-i18n="res.clear"></button></div>
         <div class="contacts" id="route-contact-buttons"></div>
+        <div class="res-row">
+          <span class="res-label" data-i18n="res.cue_ball"></span>
+          <div class="seg" id="route-cue">
+            <button type="button" data-cue="white" aria-pressed="true" data-i18n="res.cue.white"></button>
+            <button type="button" data-cue="colour" aria-pressed="false" data-i18n="res.cue.colour"></button>
+          </div>
+        </div>
+        <label class="check"><input type="checkbox" id="route-unannounced"> <span data-i18n="res.unannounced"></span></label>
+        <label class="check"><input type="checkbox" id="route-jaw"> <span data-i18n="res.jaw"></span></label>
       </div>
     </div>
-    <div class="res-row">
-      <span class="res-label" data-i18n="res.cue_ball"></span>
-      <div class="seg" id="route-cue">
-        <button type="button" data-cue="white" aria-pressed="true" data-i18n="res.cue.white"></button>
-        <button type="button" data-cue="colour" aria-pressed="false" data-i18n="res.cue.colour"></button>
-      </div>
-    </div>
-    <label class="check"><input type="checkbox" id="route-unannounced"> <span data-i18n="res.unannounced"></span></label>
-    <label class="check"><input type="checkbox" id="route-jaw"> <span data-i18n="res.jaw"></span></label>
   </fieldset>
 </div>
 <div class="res-actions">
@@ -567,7 +569,10 @@ export function mountResultPanel(host, page) {
     $("route-unannounced").checked = report.route.unannounced_contact;
     $("route-jaw").checked = report.route.jaw_before_drop;
     updateRouteTable(report.route.pocket, report.route.path.filter((i) => !i.includes(">")));
-    for (const b of host.querySelectorAll(".contact")) b.textContent = contactLabel(b.dataset.contact);
+    // Striker over "→ struck": two short lines fit a narrow button in both languages.
+    for (const b of host.querySelectorAll(".contact")) {
+      b.textContent = contactLabel(b.dataset.contact).replace("→", "\n→");
+    }
     // Not the time for a result (the clock runs, time ran out ...): Send says why instead.
     const why = whyNotResult(state);
     if (why) $("res-send").setAttribute("aria-disabled", "true");

@@ -20,7 +20,8 @@ export function sortFaults(faults) {
 }
 
 export class StatusStrip {
-  /** el: the reserved strip; it gets a connection chip, the faults and a "+N" toggle. */
+  /** el: the reserved strip; it gets a connection chip and the faults, each cut to its share
+   * of the line (the whole message in its title). Nothing in it is a tap target. */
   constructor(el) {
     this.el = el;
     this.status = "connecting";
@@ -29,11 +30,7 @@ export class StatusStrip {
     this.conn.className = "conn";
     this.list = document.createElement("span");
     this.list.className = "faults";
-    this.more = document.createElement("button");
-    this.more.type = "button";
-    this.more.className = "more hidden";
-    this.more.addEventListener("click", () => this.el.classList.toggle("open"));
-    el.replaceChildren(this.conn, this.list, this.more);
+    el.replaceChildren(this.conn, this.list);
     this.draw();
   }
 
@@ -44,7 +41,6 @@ export class StatusStrip {
 
   setFaults(faults) {
     this.faults = sortFaults(faults);
-    if (!this.faults.length) this.el.classList.remove("open");
     this.draw();
   }
 
@@ -63,7 +59,5 @@ export class StatusStrip {
       item.title = `${fault.component || ""}: ${fault.message || fault.code}`;
       return item;
     }));
-    this.more.classList.toggle("hidden", this.faults.length < 2);
-    this.more.textContent = t("status.more", { n: this.faults.length });
   }
 }
