@@ -27,6 +27,8 @@ from clock_service.errors import (
 )
 from clock_service.hub import CLOSE_TOO_SLOW, Hub, Subscriber, encode
 from clock_service.limits import TokenBucket, install, too_deep
+from clock_service.reports.routes import install_reports
+from clock_service.reports.service import UnknownMatch
 from clock_service.runtime import Runtime
 from clock_service.schemas import (
     CommandRequest,
@@ -45,7 +47,8 @@ __all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
 
-STATUS = {RuleRefusal: 409, InvalidInput: 422, UnknownTable: 404, TableExists: 409,
+STATUS = {RuleRefusal: 409, InvalidInput: 422, UnknownTable: 404, UnknownMatch: 404,
+          TableExists: 409,
           NotAuthorized: 401, StoreError: 503}
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse} for code in (401, 404, 409, 422, 503)
@@ -159,6 +162,7 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
         return await runtime_of(request).create_table(
             body.id, body.players, timer=body.timer, profile=body.profile,
             first_breaker=body.first_breaker, race_to=body.race_to,
+            event=body.event, referee=body.referee,
         )
 
     @app.get("/api/tables/{table_id}", tags=["tables"], response_model=None,
@@ -188,6 +192,7 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
     async def table_socket(websocket: WebSocket, table_id: str) -> None:
         await WsSession(websocket, table_id, websocket.app.state.runtime, settings).run()
 
+    install_reports(app)
     mount_pages(app)
     return app
 

@@ -46,6 +46,7 @@ from clock_service.schemas import (
     FrameEndedEvent,
     FrameStartedEvent,
     MatchEndedEvent,
+    MatchStartedEvent,
     PingMessage,
     PongMessage,
     RespotEvent,
@@ -69,7 +70,10 @@ EVENT_MESSAGES: dict[str, tuple[type[BaseModel], str]] = {
     "frame.started": (FrameStartedEvent, "A frame began; the breaker is at the table (I3)."),
     "frame.ended": (FrameEndedEvent, "The frame ended: 3.2, technical loss (10.5) or the "
                     "referee."),
-    "match.ended": (MatchEndedEvent, "The match was won (race_to); only undo from here."),
+    "match.ended": (MatchEndedEvent, "The match was won (race_to); only undo or new_match "
+                    "from here."),
+    "match.started": (MatchStartedEvent, "new_match: the table's next match began (frame.started "
+                      "follows); the previous one stays on record (GET /api/matches/{id})."),
     "shot.result": (ShotResultEvent, "The referee's report of a shot as the rules applied it "
                     "(sections 3-11); foul, respot, turn or frame.ended follow."),
     "call.announced": (CallAnnouncedEvent, "The strict call announced before the shot (7.1); "

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from clock_service.commands import (
     PRESS_FUTURE_MS,
     PRESS_STALE_MS,
+    SAME,
     TIMED,
     AnnounceCall,
     Command,
@@ -43,6 +44,7 @@ from clock_service.commands import (
     Foul,
     HandBack,
     NewFrame,
+    NewMatch,
     Pause,
     Result,
     Resume,
@@ -90,6 +92,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     # The strict call, announced while the player is at the table before the shot (7.1).
     # The rules on top (_guard_call): not after the shot, not on the break (4.4).
     "call": frozenset({"ready", "running", "paused"}),
+    # A new match on the table (the previous one stays on record): not while a shot is
+    # being timed; also once the match is over (_why_not).
+    "new_match": frozenset({"ready", "expired", "frame_over"}),
 }
 
 # Why a command is refused in a phase, where the generic message would not say enough:
@@ -122,6 +127,11 @@ REFUSALS: dict[tuple[str, str], tuple[str, str, str | None]] = {
         "clock_paused",
         "the clock is paused: press shot when the shot is played, then report its result",
         "I15"),
+    ("new_match", "running"): (
+        "clock_counting", "a shot is being timed: stop the clock (shot or turn) first", None),
+    ("new_match", "paused"): (
+        "clock_counting", "a shot is being timed (paused): stop the clock (shot or turn) "
+        "first", None),
     ("call", "expired"): (
         "call_after_expiry",
         "the shot time ran out (a time foul, 12.4); the opponent accepts (start) or hands "
@@ -178,6 +188,9 @@ class TableClock:
             self.match = Match(race_to, first_breaker)
         except RulesError as exc:
             raise InvalidInput(str(exc), code="invalid_race_to") from exc
+        # 1 for the table's first match; new_match counts on (the match's id is
+        # "<table>.<number>", GET /api/matches/{id}).
+        self.match_number = 1
         self.frame = 0
         self.breaker = first_breaker
         self.visit = 1
@@ -314,6 +327,7 @@ class TableClock:
     def _match_summary(self) -> dict[str, Any]:
         match = self.match
         return {
+            "number": self.match_number,
             "race_to": match.race_to, "score": list(match.score), "frames_won": self.frames_won,
             "winner": match.winner, "over": match.over, "undecided": match.undecided,
         }
@@ -426,12 +440,12 @@ class TableClock:
     # -- the rules on top of the table ------------------------------------------------------
     def _why_not(self, name: str, now: float) -> _Why | None:
         phase = self.phase
-        if self.match.over and name != "undo":
+        if self.match.over and name not in ("undo", "new_match"):
             winner = self.match.winner
             assert winner is not None
             a, b = self.match.score
             return ("match_over", f"the match is over: {self.players[winner]} won {a}-{b}; "
-                    "only undo is allowed", f"race to {self.match.race_to}")
+                    "only undo or a new match is allowed", f"race to {self.match.race_to}")
         if phase not in ALLOWED[name]:
             return REFUSALS.get(
                 (name, phase),
@@ -574,6 +588,36 @@ class TableClock:
                 return events
         return events + self._start_frame(now)
 
+    def _on_new_match(self, command: NewMatch, now: float) -> list[Event]:
+        """The next match on this table, from frame 1 (I3: its first breaker breaks).
+
+        Everything was checked before anything changes (the command validated its fields;
+        ``Match`` here cannot refuse them). The undo history is dropped: a correction never
+        reaches back into the previous match, which is now a closed record.
+        """
+        def kept(value: Any, current: Any) -> Any:
+            return current if value is SAME else value
+
+        race_to = kept(command.race_to, self.match.race_to)
+        first_breaker = kept(command.first_breaker, self.first_breaker)
+        match = Match(race_to, first_breaker)
+        self.players = kept(command.players, self.players)
+        self.timer = kept(command.timer, self.timer)
+        self.profile = command.built_profile or self.profile
+        self.first_breaker = first_breaker
+        self.match = match
+        self.match_number += 1
+        self.frame = 0
+        self.history.clear()
+        data: dict[str, Any] = {
+            "number": self.match_number, "players": list(self.players), "timer": self.timer,
+            "profile": self.profile.to_dict(), "first_breaker": first_breaker,
+            "race_to": race_to,
+        }
+        data.update({k: v for k, v in (("event", command.event), ("referee", command.referee))
+                     if v is not None})
+        return [Event("match.started", data), *self._start_frame(now)]
+
     def _on_result(self, command: Result, now: float) -> list[Event]:
         """Apply the referee's report of the shot just played (sections 3-11)."""
         report = command.shot_result
@@ -640,6 +684,7 @@ class TableClock:
         "set_time": _on_set_time,
         "result": _on_result,
         "call": _on_call,
+        "new_match": _on_new_match,
     }
 
     # -- building blocks -------------------------------------------------------------------
@@ -815,6 +860,7 @@ class TableClock:
             "timer": self.timer,
             "profile": self.profile.to_dict(),
             "first_breaker": self.first_breaker,
+            "match_number": self.match_number,
             # Entries are immutable tuples: this copy shares their text.
             "history": [list(entry) for entry in self.history],
             **self._dump(),
@@ -827,6 +873,7 @@ class TableClock:
                     first_breaker=data["first_breaker"],
                     race_to=(data.get("match") or {}).get("race_to"))
         clock._load(data)
+        clock.match_number = int(data.get("match_number", 1))  # stored before new_match: 1
         clock.history = [
             (e["step"], e["at"], json.dumps(e["state"])) if isinstance(e, dict) else
             (e[0], e[1], e[2])

@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
-from clock_service.errors import InvalidCommand
+from clock_service.errors import InvalidCommand, InvalidProfile
+from clock_service.profile import Profile
 from clock_service.rules import Call, InvalidResult, Route, ShotResult
 
 __all__ = [
@@ -25,6 +26,9 @@ __all__ = [
     "Foul",
     "HandBack",
     "NewFrame",
+    "NewMatch",
+    "SAME",
+    "check_players",
     "Undo",
     "SetTime",
     "Result",
@@ -39,6 +43,7 @@ __all__ = [
 ]
 
 MAX_TEXT = 200
+MAX_NAME = 60
 MAX_SET_MS = 600_000
 # Fields of the message that are not the command's: its name, and a client's correlation
 # id (WebSocket). The envelope proper (``at``, ``by``, ``source``) is on ``Command`` itself.
@@ -65,6 +70,18 @@ def _text(value: Any, name: str, *, required: bool) -> None:
             f"{name} must be a non-empty string of at most {MAX_TEXT} characters, got {value!r}",
             code="invalid_field",
         )
+
+
+def check_players(players: Any) -> tuple[str, str]:
+    """Two player names of 1..60 characters (surrounding blanks dropped), or InvalidCommand."""
+    names = ([p.strip() if isinstance(p, str) else p for p in players]
+             if isinstance(players, list | tuple) else None)
+    if names is None or len(names) != 2 or not all(
+            isinstance(p, str) and 0 < len(p) <= MAX_NAME for p in names):
+        raise InvalidCommand(
+            f"players must be two names of 1..{MAX_NAME} characters, got {players!r}",
+            code="invalid_players")
+    return (names[0], names[1])
 
 
 def _player(value: Any, name: str = "player") -> None:
@@ -177,6 +194,68 @@ class NewFrame(Command):
     def __post_init__(self) -> None:
         super().__post_init__()
         _player(self.winner, "winner")
+
+
+class _Same:
+    """A field of ``new_match`` left out: the previous match's setting is kept."""
+
+    def __repr__(self) -> str:
+        return "SAME"
+
+
+SAME: Final = _Same()
+
+
+@dataclass(frozen=True)
+class NewMatch(Command):
+    """A new match on the table. The previous match stays on record (GET /api/matches/{id}):
+    its events stay in the log and it keeps its number; this one gets the next.
+
+    ``players``, ``timer``, ``profile`` (partial, over the rules' defaults, as at table
+    creation), ``race_to`` (null: open-ended) and ``first_breaker`` left out keep the
+    previous match's; ``event`` and ``referee`` (for the protocol's header) belong to
+    this match only. Not undoable: the correction history ends with the match it belongs to.
+    """
+
+    name: ClassVar[str] = "new_match"
+    undoable: ClassVar[bool] = False
+    players: Sequence[str] | _Same = SAME
+    timer: bool | _Same = SAME
+    profile: Mapping[str, Any] | _Same = SAME
+    race_to: int | None | _Same = SAME
+    first_breaker: int | _Same = SAME
+    event: str | None = None
+    referee: str | None = None
+    built_profile: Profile | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.players, _Same):
+            object.__setattr__(self, "players", check_players(self.players))
+        if not isinstance(self.timer, _Same | bool):
+            raise InvalidCommand(f"timer must be true or false, got {self.timer!r}",
+                                 code="invalid_field")
+        if not isinstance(self.profile, _Same):
+            if not isinstance(self.profile, Mapping):
+                raise InvalidCommand(f"profile must be an object, got {self.profile!r}",
+                                     code="invalid_profile")
+            try:
+                built = Profile.from_partial(self.profile)
+            except InvalidProfile as exc:
+                raise InvalidCommand(f"profile: {exc}", code="invalid_profile") from exc
+            object.__setattr__(self, "built_profile", built)
+        race = self.race_to
+        if not isinstance(race, _Same) and race is not None and (
+                isinstance(race, bool) or not isinstance(race, int) or race < 1):
+            raise InvalidCommand(f"race_to must be a whole number >= 1 or null, got {race!r}",
+                                 code="invalid_race_to")
+        if not isinstance(self.first_breaker, _Same):
+            _player(self.first_breaker, "first_breaker")
+            if self.first_breaker is None:
+                raise InvalidCommand("first_breaker must be 0 or 1, got None",
+                                     code="invalid_field")
+        _text(self.event, "event", required=False)
+        _text(self.referee, "referee", required=False)
 
 
 @dataclass(frozen=True)
@@ -305,7 +384,7 @@ def register_command(cls: type[Command]) -> type[Command]:
 
 
 for _cls in (Start, Shot, Extension, Pause, Resume, Turn, Foul, HandBack, NewFrame, Undo, SetTime,
-             Result, AnnounceCall):
+             Result, AnnounceCall, NewMatch):
     register_command(_cls)
 
 

@@ -25,6 +25,7 @@ EVENT_TYPES = frozenset(
         "foul",
         "turn",
         "match.ended",
+        "match.started",
         "shot.result",
         "call.announced",
         "respot",

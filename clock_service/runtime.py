@@ -32,7 +32,7 @@ from clock_service.profile import Profile
 from clock_service.store import Store
 from clock_service.timesource import Timer, TimeSource
 
-__all__ = ["Runtime", "TableRuntime", "TABLE_ID", "Listener", "Publisher"]
+__all__ = ["Runtime", "TableRuntime", "TABLE_ID", "Listener", "Publisher", "match_id"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,12 @@ TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 HEARTBEAT_MS = 500.0
 STORE_WAIT_S = 5.0
 STORE_FAULT = "store.write"
+
+
+def match_id(table_id: str, number: int) -> str:
+    """A match's id: its table and its number on that table ("7.2"; table ids have no dot)."""
+    return f"{table_id}.{number}"
+
 
 # A local listener gets (table_id, wire events, state after them), on the loop thread.
 Listener = Callable[[str, list[dict[str, Any]], dict[str, Any]], None]
@@ -166,7 +172,7 @@ class Runtime:
     async def create_table(
         self, table_id: str, players: list[str], *, timer: bool = True,
         profile: dict[str, Any] | None = None, first_breaker: int = 0,
-        race_to: int | None = None,
+        race_to: int | None = None, event: str | None = None, referee: str | None = None,
     ) -> dict[str, Any]:
         if not isinstance(table_id, str) or not TABLE_ID.match(table_id):
             raise InvalidInput(
@@ -181,6 +187,8 @@ class Runtime:
         config = {"players": list(clock.players), "timer": clock.timer,
                   "profile": clock.profile.to_dict(), "first_breaker": first_breaker,
                   "race_to": race_to}
+        # For the match protocol's header (GET /api/matches/{id}), when given.
+        config.update({k: v for k, v in (("event", event), ("referee", referee)) if v})
         table = TableRuntime(table_id, clock, config=config)
         self.tables[table_id] = table
         events = [Event("table.created", {"table": table_id, **config}), *clock.open(now)]
@@ -194,6 +202,7 @@ class Runtime:
     def _state(self, table: TableRuntime, now: float) -> dict[str, Any]:
         state = table.clock.state(now)
         state["table"] = table.id
+        state["match"]["id"] = match_id(table.id, state["match"]["number"])
         state["seq"] = table.seq
         state["server_time"] = now
         return state

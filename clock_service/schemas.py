@@ -57,6 +57,11 @@ class CreateTable(BaseModel):
     race_to: int | None = Field(
         None, ge=1, description="frames needed to win the match; null: an open-ended match "
         "(frames are counted, nobody wins it)", examples=[3])
+    event: str | None = Field(None, min_length=1, max_length=MAX_TEXT,
+                              description="the event (tournament) of the first match, for "
+                              "its protocol", examples=["City cup, round 2"])
+    referee: str | None = Field(None, min_length=1, max_length=MAX_TEXT,
+                                description="the referee of the first match, for its protocol")
 
 
 class CommandRequest(BaseModel):
@@ -76,6 +81,8 @@ class CommandRequest(BaseModel):
 
 
 class MatchState(BaseModel):
+    id: str = Field(description="the match's id, '<table>.<number>' (GET /api/matches/{id})")
+    number: int = Field(description="1 for the table's first match; new_match counts on")
     race_to: int | None = Field(description="frames to win; null: open-ended")
     score: list[int] = Field(description="frames won per player (same as frames_won)")
     frames_won: list[int]
@@ -323,6 +330,21 @@ class TableCreatedData(_Closed):
     profile: TimeProfile
     first_breaker: Player
     race_to: int | None
+    event: str | None = Field(None, description="absent unless given at creation")
+    referee: str | None = Field(None, description="absent unless given at creation")
+
+
+class MatchStartedData(_Closed):
+    """A new match on the table (new_match); the previous one stays on record."""
+
+    number: int = Field(description="the match's number on the table (the first is 1)")
+    players: list[str] = Field(min_length=2, max_length=2)
+    timer: bool
+    profile: TimeProfile
+    first_breaker: Player
+    race_to: int | None
+    event: str | None = Field(None, description="absent unless given")
+    referee: str | None = Field(None, description="absent unless given")
 
 
 class FrameStartedData(_Closed):
@@ -509,6 +531,11 @@ class FrameEndedEvent(_EventMessage):
     data: FrameEndedData
 
 
+class MatchStartedEvent(_EventMessage):
+    type: Literal["match.started"]
+    data: MatchStartedData
+
+
 class MatchEndedEvent(_EventMessage):
     type: Literal["match.ended"]
     data: MatchEndedData
@@ -673,6 +700,22 @@ class HandBackCommand(_CommandEnvelope):
     command: Literal["hand_back"]
 
 
+class NewMatchCommand(_CommandEnvelope):
+    """A new match on the table (not while a shot is timed); the previous one stays on
+    record. Fields left out keep the previous match's, except event and referee."""
+
+    command: Literal["new_match"]
+    players: list[Annotated[str, Field(min_length=1, max_length=60)]] | None = Field(
+        None, min_length=2, max_length=2, description="left out: the same players")
+    timer: bool | None = Field(None, description="left out: as before")
+    profile: dict[str, Any] | None = Field(
+        None, description="partial, over the rules' defaults; left out: as before")
+    race_to: int | None = Field(None, ge=1, description="left out: as before; null: open-ended")
+    first_breaker: Player | None = Field(None, description="left out: as before")
+    event: Text | None = Field(None, description="for the protocol's header")
+    referee: Text | None = Field(None, description="for the protocol's header")
+
+
 class NewFrameCommand(_CommandEnvelope):
     """End the frame (for winner, or nobody) and start the next."""
 
@@ -727,7 +770,7 @@ class CallCommand(_CommandEnvelope):
 class CommandMessage(RootModel[Annotated[
     StartCommand | ShotCommand | ExtensionCommand | PauseCommand | ResumeCommand | TurnCommand
     | FoulCommand | HandBackCommand | NewFrameCommand | UndoCommand | SetTimeCommand
-    | ResultCommand | CallCommand,
+    | ResultCommand | CallCommand | NewMatchCommand,
     Field(discriminator="command"),
 ]]):
     """A referee command; needs the referee token when the service has one."""
@@ -736,7 +779,8 @@ class CommandMessage(RootModel[Annotated[
 __all__ += [
     "TimeProfile", "WsMatchState", "WsTableState", "WsErrorBody", "CallSpec", "RouteSpec",
     "ShotReport", "FoulRecord", "RespotInstruction", "ShotOutcome",
-    "TableCreatedData", "FrameStartedData", "FrameEndedData", "MatchEndedData", "ShotResultData",
+    "TableCreatedData", "MatchStartedData", "MatchStartedEvent", "NewMatchCommand",
+    "FrameStartedData", "FrameEndedData", "MatchEndedData", "ShotResultData",
     "RespotData", "ClockRunData", "ClockStoppedData", "ClockPausedData", "ClockExtendedData",
     "ClockWarningData", "ClockExpiredData", "ClockCorrectedData", "CorrectionUndoneData",
     "FoulData", "TurnData", "SnapshotMessage", "TableCreatedEvent", "FrameStartedEvent",
@@ -749,3 +793,170 @@ __all__ += [
     "SetTimeCommand", "ResultCommand", "CommandMessage", "CallCommand", "CallAnnouncedData",
     "CallAnnouncedEvent", "CallVerdictSpec",
 ]
+
+
+# ---------------------------------------------------------------------------------------
+# Matches as records (GET /api/matches, /api/matches/{id}; clock_service/reports/).
+# Time figures are null without a timer (12.1) or when there is no timed shot to take
+# them from: absent, never 0.
+
+MatchStatus = Literal["playing", "over", "closed"]
+
+
+class MatchSummary(_Closed):
+    id: str = Field(description="'<table>.<number>'", examples=["1.2"])
+    table: str
+    number: int = Field(description="1 for the table's first match; new_match counts on")
+    status: MatchStatus = Field(description="playing; over (won: race_to reached); closed "
+                                "(the table moved on to its next match before a winner)")
+    players: list[str]
+    timer: bool
+    race_to: int | None
+    score: PlayerPair = Field(description="frames won")
+    frames: int = Field(description="frames started")
+    winner: Player | None
+    started_at: int = Field(description="unix ms")
+    ended_at: int | None = Field(description="unix ms: match.ended, or the next match's start")
+    event: str | None
+    referee: str | None
+    first_breaker: Player | None
+    profile: dict[str, Any] | None
+    start_seq: int = Field(description="the match's first event in its table's log")
+    end_seq: int | None = Field(description="its last event once the next match began")
+
+
+class MatchPage(_Closed):
+    matches: list[MatchSummary] = Field(description="newest first")
+    next: str | None = Field(description="pass as after= for the next page; null: the last")
+
+
+class PlayerStatsOut(_Closed):
+    """One player's figures over a frame or the match (definitions: README "Matches")."""
+
+    shots: int = Field(description="shots played (clock stopped by shot, or a result)")
+    timed_shots: int
+    mean_ms: int | None
+    median_ms: int | None
+    p90_ms: int | None = Field(description="nearest rank")
+    max_ms: int | None
+    total_ms: int | None
+    over_20s: int | None = Field(description="shots with used_ms > 20000")
+    over_30s: int | None
+    share_over_20s: float | None
+    share_over_30s: float | None
+    extensions: int
+    time_fouls: int
+    fouls: int = Field(description="every foul, time fouls included (I12)")
+    fouls_by_rule: dict[str, int]
+    whites: int = Field(description="whites credited")
+    visits: int
+    frames_won: int
+    breaks: int = Field(description="frames broken")
+    breaks_won: int = Field(description="frames broken and won")
+
+
+class ShotOut(_Closed):
+    frame: int
+    visit: int
+    round: int
+    number: int = Field(description="1.. within the frame")
+    player: Player
+    limit_ms: int | None
+    used_ms: int | None = Field(description="start's remaining + extensions granted while "
+                                "counting - remaining at the stop (0 at expiry); pauses "
+                                "excluded; null without a timer")
+    extension: bool
+    extension_ms: int
+    outcome: Literal["shot", "time_foul", "turn", "foul", "new_frame"] | None = Field(
+        description="shot: played in time; time_foul: expired; turn/foul/new_frame: the clock "
+        "stopped without a shot; null: still counting")
+    fouls: list[str] = Field(description="rules of the fouls this shot caused")
+    whites: int | None = Field(description="credited by it (its result); null: not reported")
+    colour_potted: bool | None
+    pauses: int
+    corrected: bool = Field(description="a set_time correction happened during it")
+    by: str | None = Field(description="who decided it (referee, camera), when recorded")
+    started_at: int
+    ended_at: int | None
+    start_seq: int
+    end_seq: int | None
+
+
+class MatchFoulOut(_Closed):
+    frame: int
+    visit: int
+    player: Player
+    rule: str
+    reason: str
+    time_foul: bool
+    technical_loss: bool
+    at: int
+    seq: int
+    code: str | None = Field(None, description="structured foul code, when recorded")
+
+
+class MatchExtensionOut(_Closed):
+    frame: int
+    visit: int
+    player: Player
+    extension_ms: int
+    at: int
+    seq: int
+
+
+class VisitOut(_Closed):
+    number: int
+    round: int
+    player: Player
+    started_at: int
+    ended_at: int | None
+    reason: str | None = Field(description="how it began: break, turn, result, foul, "
+                               "time_foul, hand_back")
+
+
+class FrameOut(_Closed):
+    number: int
+    breaker: Player
+    winner: Player | None
+    reason: EndReason | None = Field(description="null: still in play")
+    started_at: int
+    ended_at: int | None
+    duration_ms: int | None = Field(description="wall clock, pauses included")
+    whites: PlayerPair
+    visits: int
+    fouls: list[MatchFoulOut]
+    extensions: list[MatchExtensionOut]
+    players: list[PlayerStatsOut] = Field(min_length=2, max_length=2)
+    shots: list[ShotOut] | None = Field(None, description="absent with shots=false")
+    visit_log: list[VisitOut] | None = Field(None, description="absent with shots=false")
+    pauses: list[list[int | None]] | None = Field(
+        None, description="[paused at, resumed at]; absent with shots=false")
+
+
+class MatchRecordOut(_Closed):
+    id: str
+    table: str
+    number: int
+    status: MatchStatus
+    players: list[str]
+    timer: bool
+    race_to: int | None
+    profile: dict[str, Any] | None
+    first_breaker: Player
+    event: str | None
+    referee: str | None
+    started_at: int
+    ended_at: int | None
+    over: bool
+    winner: Player | None
+    score: PlayerPair
+    start_seq: int
+    last_seq: int
+    log_sha256: str | None = Field(description="SHA-256 of the match's stored events (their "
+                                   "JSON, one per line): the protocol prints it")
+    players_stats: list[PlayerStatsOut] = Field(min_length=2, max_length=2)
+    frames: list[FrameOut]
+
+
+__all__ += ["MatchSummary", "MatchPage", "PlayerStatsOut", "ShotOut", "MatchFoulOut",
+            "MatchExtensionOut", "VisitOut", "FrameOut", "MatchRecordOut"]

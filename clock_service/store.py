@@ -21,11 +21,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from clock_service.errors import StoreError
+from clock_service.reports.index import ensure_index, index_ops
 
 __all__ = ["Store", "StoredTable"]
 
@@ -91,6 +92,8 @@ class _Write:
     done: Callable[[BaseException | None], None] | None
     config: str | None = None  # set for a new table
     created_at: int = 0
+    # The match index's statements for these events (reports/index.py), same transaction.
+    index: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
 
 
 def _encode(table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | None,
@@ -146,6 +149,8 @@ class Store:
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA journal_size_limit=67108864")
             conn.executescript(SCHEMA)
+            if ensure_index(conn):
+                log.info("match index built from the event log (%s)", self.path)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the event store at {self.path}: {exc}") from exc
         self._writer = conn
@@ -170,7 +175,7 @@ class Store:
     ) -> None:
         rows, core_text = _encode(table_id, events, core, texts)
         self._queue.put(_Write(table_id, rows, core_text, seq, done, json.dumps(config),
-                               created_at))
+                               created_at, index_ops(table_id, events)))
 
     def append(
         self, table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | None,
@@ -179,7 +184,8 @@ class Store:
     ) -> None:
         """Append events (``texts``: their JSON, when the caller already made it)."""
         rows, core_text = _encode(table_id, events, core, texts)
-        self._queue.put(_Write(table_id, rows, core_text, seq, done))
+        self._queue.put(_Write(table_id, rows, core_text, seq, done,
+                               index=index_ops(table_id, events)))
 
     def heartbeat(self, alive_at_ms: float) -> None:
         """Record that the service is alive (for recovery of running clocks)."""
@@ -283,6 +289,8 @@ class Store:
             conn.executemany(
                 "INSERT INTO events (table_id, seq, type, at, body) VALUES (?,?,?,?,?)",
                 item.rows)
+            for sql, params in item.index:
+                conn.execute(sql, params)
         conn.executemany("UPDATE tables SET core = ?, seq = ? WHERE id = ?",
                          [(core, seq, table_id) for table_id, (core, seq) in cores.items()])
         if published:
@@ -305,6 +313,10 @@ class Store:
             conn = _connect(self.path)
             self._local.conn = conn
         return conn
+
+    def reader_connection(self) -> sqlite3.Connection:
+        """This thread's reader connection (for match reports, reports/service.py)."""
+        return self._reader()
 
     def load_tables(self) -> list[StoredTable]:
         rows = self._reader().execute(

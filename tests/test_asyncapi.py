@@ -214,6 +214,9 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
                 raw += second.raw
             server.disk_full(False)
             assert rec.until(lambda m: m["type"] == "status", timeout=5)[-1]["faults"] == []
+            # The table's next match (the first stays on record as c.1).
+            assert rec.ok("new_match", players=["Sidorov", "Petrov"], race_to=1,
+                          event="Cup", referee="Orlov") == ["match.started", "frame.started"]
             raw += rec.raw
             for message in rec.sent:
                 CLIENT_MESSAGES[message["type"]].model_validate(message)

@@ -158,8 +158,9 @@ def test_legal_colour_after_three_whites_ends_the_frame_3_2() -> None:
     state = clock.state(T0)
     assert (state["phase"], state["frame_winner"], state["frame_end_reason"]) == (
         "frame_over", 0, "legal_colour_pot")
-    assert state["match"] == {"race_to": None, "score": [1, 0], "frames_won": [1, 0],
-                              "winner": None, "over": False, "undecided": 0}
+    assert state["match"] == {"number": 1, "race_to": None, "score": [1, 0],
+                              "frames_won": [1, 0], "winner": None, "over": False,
+                              "undecided": 0}
     # An open-ended match goes on: the next frame, broken by the other player (I3).
     events = clock.handle(NewFrame(), T0 + 5000)
     assert types(events) == ["frame.started"] and events[0].data["breaker"] == 1
@@ -531,8 +532,8 @@ def test_a_match_race_to_two_over_http(server: ServerProcess) -> None:
     # Frame 3: Ivanov breaks 3 whites and pots the colour: 2-1, the match is over.
     _ok(server.command("m", "result", whites_potted=3, legal_break=True))
     state = _shot(server, "m", colour_potted=True, call=CALL, route=ROUTE)
-    assert state["match"] == {"race_to": 2, "score": [2, 1], "frames_won": [2, 1],
-                              "winner": 0, "over": True, "undecided": 0}
+    assert state["match"] == {"id": "m.1", "number": 1, "race_to": 2, "score": [2, 1],
+                              "frames_won": [2, 1], "winner": 0, "over": True, "undecided": 0}
     status, error = server.command("m", "new_frame")
     assert status == 409 and error["error"]["code"] == "match_over"
     assert "Ivanov won 2-1" in error["error"]["message"]

@@ -414,6 +414,10 @@ const ERRORS = {
     call_on_break: "the break is played without a call (4.4)",
     call_after_expiry: "time ran out: the opponent accepts (Start) or hands back first",
     call_differs_from_announced: "a different call was announced before the shot: leave the call out of the result",
+    clock_counting: "a shot is being timed: stop the clock (Shot or Turn) before a new match",
+    unknown_match: "no such match",
+    invalid_cursor: "this page of the match list is no longer valid: start from the first page",
+    invalid_race_to: "race to must be a whole number of frames, at least 1",
   },
   ru: {
     already_running: "время уже идёт",
@@ -453,6 +457,10 @@ const ERRORS = {
     call_on_break: "разбой играется без заказа (4.4)",
     call_after_expiry: "время вышло: соперник сначала принимает (Старт) или возвращает ход",
     call_differs_from_announced: "до удара был объявлен другой заказ: не указывайте заказ в результате",
+    clock_counting: "идёт отсчёт времени удара: остановите часы («Удар» или «Переход хода») перед новым матчем",
+    unknown_match: "такого матча нет",
+    invalid_cursor: "эта страница списка матчей устарела: начните с первой страницы",
+    invalid_race_to: "число побед должно быть целым, не меньше 1",
   },
 };
 

@@ -1,0 +1,136 @@
+"""Reading matches from a store and building their records: the I/O around the pure core.
+
+Everything here is blocking (SQLite reads, JSON decoding, the statistics): callers on the
+event loop run it with ``asyncio.to_thread`` (:class:`Reports` does), each worker thread on
+its own reader connection (WAL: readers never wait on the writer). Built records are
+cached by (table, number, last seq): a finished match is built once, a live one once per
+new event however many pages, overlays and exports ask for it.
+
+It needs only a store's connection, so it serves the match log of any store with the
+same tables: ``shotclock serve``'s and the hall mirror's (``shotclock hall``) alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from clock_service.errors import InvalidInput, ShotClockError
+from clock_service.reports.index import list_matches, match_row, split_match_id
+from clock_service.reports.stats import MatchRecord, build_match
+
+__all__ = ["Reports", "UnknownMatch", "read_match", "load_events", "build_from_store",
+           "CACHE_SIZE",
+           "BUILD_CONCURRENCY"]
+
+CACHE_SIZE = 64
+# Record builds at once (each is CPU in a worker thread, holding the GIL in turns with the
+# loop): a crowd of readers queues here instead of taking the loop's time.
+BUILD_CONCURRENCY = 2
+
+
+class UnknownMatch(ShotClockError, LookupError):
+    code = "unknown_match"
+
+    def __init__(self, match_id: str) -> None:
+        super().__init__(f"no match {match_id!r} (a match id is '<table>.<number>', "
+                         "e.g. '1.1'; GET /api/matches lists them)", code="unknown_match")
+
+
+def load_events(conn: sqlite3.Connection, table_id: str, first: int,
+                last: int | None) -> tuple[list[dict[str, Any]], str]:
+    """The table's events with ``first <= seq <= last`` (last None: to the end), and the
+    SHA-256 of their stored JSON (one line each)."""
+    rows = conn.execute(
+        "SELECT body FROM events WHERE table_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",
+        (table_id, first, last if last is not None else 2**62)).fetchall()
+    bodies = [r[0] for r in rows]
+    digest = hashlib.sha256("\n".join(bodies).encode()).hexdigest()
+    return [json.loads(b) for b in bodies], digest
+
+
+def build_from_store(conn: sqlite3.Connection, summary: dict[str, Any],
+                     last: int | None) -> MatchRecord:
+    events, digest = load_events(conn, summary["table"], summary["start_seq"], last)
+    record = build_match(events, table=summary["table"])
+    record.digest = digest
+    return record
+
+
+def read_match(conn: sqlite3.Connection, match_id: str) -> tuple[dict[str, Any], MatchRecord]:
+    """(the index's summary, the record built from the log) of one match."""
+    key = split_match_id(match_id)
+    summary = None if key is None else match_row(conn, *key)
+    if key is None or summary is None:
+        raise UnknownMatch(match_id)
+    return summary, build_from_store(conn, summary, summary["end_seq"])
+
+
+class Reports:
+    """Match listing and records for the API, over a store's reader connections."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._connect = connect  # this thread's reader connection
+        self._cache: OrderedDict[tuple[str, int, int], tuple[dict[str, Any], MatchRecord]] = (
+            OrderedDict())
+        self._lock = threading.Lock()
+        self._builds = asyncio.Semaphore(BUILD_CONCURRENCY)
+        self.builds = 0  # records built (cache misses), for tests and /api/health
+
+    # -- blocking (worker threads) ------------------------------------------------------------
+    def list_sync(self, *, table: str | None, since: int | None, after: str | None,
+                  limit: int) -> tuple[list[dict[str, Any]], str | None]:
+        try:
+            return list_matches(self._connect(), table=table, since=since, after=after,
+                                limit=limit)
+        except KeyError:
+            raise InvalidInput(f"after={after!r} is not a match of this listing; pass the "
+                               "'next' of the previous page", code="invalid_cursor") from None
+
+    def record_sync(self, match_id: str) -> tuple[dict[str, Any], MatchRecord]:
+        conn = self._connect()
+        key = split_match_id(match_id)
+        summary = None if key is None else match_row(conn, *key)
+        if key is None or summary is None:
+            raise UnknownMatch(match_id)
+        last = summary["end_seq"]
+        if last is None:
+            row = conn.execute("SELECT max(seq) FROM events WHERE table_id = ?",
+                               (key[0],)).fetchone()
+            last = int(row[0] or 0)
+        cache_key = (key[0], key[1], last)
+        with self._lock:
+            hit = self._cache.get(cache_key)
+            if hit is not None:
+                self._cache.move_to_end(cache_key)
+                return summary, hit[1]
+        record = build_from_store(conn, summary, last)
+        with self._lock:
+            self.builds += 1
+            self._cache[cache_key] = (summary, record)
+            while len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return summary, record
+
+    # -- the event loop's side --------------------------------------------------------------------
+    async def list(self, **kwargs: Any) -> tuple[list[dict[str, Any]], str | None]:
+        return await asyncio.to_thread(lambda: self.list_sync(**kwargs))
+
+    async def record(self, match_id: str) -> tuple[dict[str, Any], MatchRecord]:
+        async with self._builds:
+            return await asyncio.to_thread(self.record_sync, match_id)
+
+    async def render(self, match_id: str,
+                     render: Callable[[dict[str, Any], MatchRecord], Any]) -> Any:
+        """Build (or take from the cache) and render, both off the loop."""
+        async with self._builds:
+            def work() -> Any:
+                summary, record = self.record_sync(match_id)
+                return render(summary, record)
+            return await asyncio.to_thread(work)
