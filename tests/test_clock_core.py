@@ -206,12 +206,15 @@ ALL = sorted(ALLOWED)
 @pytest.mark.parametrize(
     ("setup", "allowed"),
     [
-        # Pause in ready: no (issue 9 point 3); nothing to undo on a fresh table.
-        ("fresh", ["extension", "foul", "new_frame", "result", "set_time", "start", "turn"]),
+        # Pause in ready: no (issue 9 point 3); nothing to undo on a fresh table. A new
+        # match whenever no shot is being timed (reports, issue 14).
+        ("fresh", ["extension", "foul", "new_frame", "new_match", "result", "set_time", "start",
+                   "turn"]),
         # 12.1: no extension, no set_time without a timer.
-        ("timer off", ["foul", "new_frame", "result", "start", "turn"]),
+        ("timer off", ["foul", "new_frame", "new_match", "result", "start", "turn"]),
         # 12.5: the extension once per frame.
-        ("extension used", ["foul", "new_frame", "result", "set_time", "start", "turn", "undo"]),
+        ("extension used", ["foul", "new_frame", "new_match", "result", "set_time", "start",
+                            "turn", "undo"]),
         ("running, extension used", ["foul", "new_frame", "pause", "set_time", "shot", "turn",
                                      "undo"]),
         ("paused", ["extension", "foul", "new_frame", "resume", "set_time", "shot", "turn",
@@ -220,23 +223,23 @@ ALL = sorted(ALLOWED)
         ("paused at 0 after an undone expiry", ["foul", "new_frame", "resume", "set_time",
                                                 "shot", "turn", "undo"]),
         # 12.4 + 10.4: after a time foul the opponent accepts (start) or hands back.
-        ("expired", ["foul", "hand_back", "new_frame", "start", "undo"]),
-        ("after a foul", ["extension", "foul", "hand_back", "new_frame", "result", "set_time",
+        ("expired", ["foul", "hand_back", "new_frame", "new_match", "start", "undo"]),
+        ("after a foul", ["extension", "foul", "hand_back", "new_frame", "new_match", "result",
+                          "set_time", "start", "turn", "undo"]),
+        ("after a shot", ["extension", "foul", "new_frame", "new_match", "result", "set_time",
                           "start", "turn", "undo"]),
-        ("after a shot", ["extension", "foul", "new_frame", "result", "set_time", "start",
-                          "turn", "undo"]),
-        # 10.5: everything but new frame and undo is over with the frame.
-        ("frame over", ["new_frame", "undo"]),
-        # race to 1 won: only undo.
-        ("match over", ["undo"]),
+        # 10.5: everything but new frame, a new match and undo is over with the frame.
+        ("frame over", ["new_frame", "new_match", "undo"]),
+        # race to 1 won: only undo, or the table's next match.
+        ("match over", ["new_match", "undo"]),
         # The opponent's extension is still there (12.5 is per player).
-        ("opponent at the table", ["call", "extension", "foul", "new_frame", "result",
-                                   "set_time", "start", "turn", "undo"]),
+        ("opponent at the table", ["call", "extension", "foul", "new_frame", "new_match",
+                                   "result", "set_time", "start", "turn", "undo"]),
         # 7.1: the call before the shot (4.4: none on the break), not after it.
         ("after the break, running", ["call", "foul", "new_frame", "pause", "set_time", "shot",
                                       "turn", "undo"]),
-        ("after the break, after a shot", ["extension", "foul", "new_frame", "result",
-                                           "set_time", "start", "turn", "undo"]),
+        ("after the break, after a shot", ["extension", "foul", "new_frame", "new_match",
+                                           "result", "set_time", "start", "turn", "undo"]),
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )
