@@ -1,50 +1,170 @@
-// Table-side display: big digits with the firmware's rounding (countdown.js = render.py),
-// the player indicator, the phase as a colour, and optional sound.
+// Table-side display for spectators at 3-4 m: big digits with the firmware's rounding
+// (countdown.js = render.py), the score and the frame always, fouls and the extension large,
+// the frame's winner and why when it is over. A dead link is shown within 1.5 s (pings every
+// 0.5 s; no message for 1.2 s: stale): the digits turn grey and striped under a large
+// "no connection", never a green countdown from stale data. After a reconnect, a countdown
+// that went up says why (the events replayed since). ?kiosk=1: nothing to click, sound on
+// where the browser allows it (Chromium --autoplay-policy=no-user-gesture-required).
 
-import { TableConnection, showStatus, tableFromQuery } from "./connection.js";
-import { animate, render } from "./countdown.js";
+import { TableConnection, tableFromQuery } from "./connection.js";
+import { animate, remainingAt, render } from "./countdown.js";
 import { applyI18n, bindLangToggle, onLangChange, t } from "./i18n.js";
 import { Buzzer } from "./sound.js";
+import { StatusStrip } from "./status.js";
 
 const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
 const table = tableFromQuery("1");
+const kiosk = params.get("kiosk") === "1";
 $("table-id").textContent = table;
+document.body.classList.toggle("kiosk", kiosk);
 
 let state = null;
 const buzzer = new Buzzer();
 window.shotclockBuzzer = buzzer;
+const strip = new StatusStrip($("status"));
+const link = { lostAt: null, lastMessageAt: null }; // for the curious (and the tests)
+window.shotclockLink = link;
+
+let wasAway = false; // the link was lost since the last snapshot
+let seen = null; // the last seq this page has shown
+let jump = null; // {before: ms shown before the reconnect, until: snapshot seq, events: replayed}
 
 const conn = new TableConnection(table, {
-  onState: (s) => { state = s; draw(); },
+  onState: (s, why) => {
+    const prev = seen;
+    if (why === "snapshot" && wasAway && state) {
+      // The snapshot comes first, the events missed meanwhile after it (up to its seq).
+      jump = { before: remainingAt(state, conn.serverNow()), until: s.seq, events: [] };
+      wasAway = false;
+    }
+    state = s;
+    seen = s.seq;
+    if (jump && prev != null && prev >= jump.until) finishJump(); // nothing was missed
+    draw();
+  },
   onEvent: (event, { replayed }) => {
-    if (replayed) return; // old news: no beeps for what happened while away
+    if (replayed) { // old news: no beeps for what happened while away, but the reasons
+      if (jump) {
+        jump.events.push(event);
+        if (event.seq >= jump.until) finishJump();
+      }
+      return;
+    }
+    seen = event.seq;
     if (event.type === "clock.warning") buzzer.warning();
     else if (event.type === "clock.expired") buzzer.expired();
   },
-  onStatus: (status) => showStatus($("conn"), status, t),
-});
+  onStatus: (status) => {
+    strip.setConnection(status);
+    if (status !== "live" && document.body.dataset.link === "live") {
+      link.lostAt = performance.timeOrigin + performance.now();
+      link.lastMessageAt = conn.lastMessageAt;
+      wasAway = true;
+    }
+    document.body.dataset.link = status === "unknown_table" ? "unknown" : status;
+    document.body.classList.toggle("unknown-table", status === "unknown_table");
+    $("unknown").classList.toggle("hidden", status !== "unknown_table");
+    $("unknown").textContent = t("display.unknown", { table });
+  },
+  onFaults: (faults) => strip.setFaults(faults),
+}, { pingEveryMs: 500, staleMs: 1200 });
 
-$("sound").addEventListener("click", async () => {
+// -- a countdown that went up across a reconnect says why ------------------------------------
+const JUMP_MS = 500;
+let noticeTimer = 0;
+
+function finishJump() {
+  const { before, events } = jump;
+  jump = null;
+  const now = remainingAt(state, conn.serverNow());
+  if (now == null || before == null || now <= before + JUMP_MS) return;
+  showNotice(jumpReason(events));
+}
+
+function jumpReason(events) {
+  const who = (i) => (i == null || !state ? "" : state.players[i]);
+  for (const e of [...events].reverse()) {
+    const d = e.data || {};
+    switch (e.type) {
+      case "clock.paused": if (d.reason === "restart") return t("jump.restart"); break;
+      case "correction.undone": return t("jump.undone", { what: t(`step.${d.undone}`) });
+      case "clock.corrected": return t("jump.corrected");
+      case "clock.extended": return t("flash.extension", { name: who(d.player) });
+      case "turn": return t("flash.turn", { name: who(d.player) });
+      case "frame.started": return t("flash.frame", { frame: d.frame });
+      case "clock.stopped": return t("jump.next_shot");
+      default: break;
+    }
+  }
+  return t("jump.resync");
+}
+
+function showNotice(text) {
+  const el = $("notice");
+  el.textContent = text;
+  el.classList.remove("hidden");
+  clearTimeout(noticeTimer);
+  noticeTimer = setTimeout(() => el.classList.add("hidden"), 6000);
+}
+
+// -- sound --------------------------------------------------------------------------------------
+async function enableSound() {
   const on = await buzzer.enable();
   $("sound").classList.toggle("on", on);
   $("sound").dataset.i18n = on ? "btn.sound_off" : "btn.sound_on";
   $("sound").textContent = t($("sound").dataset.i18n);
-  if (on) buzzer.tone(1000, 0.08, "test");
+  return on;
+}
+
+$("sound").addEventListener("click", async () => {
+  if (await enableSound()) buzzer.tone(1000, 0.08, "test");
 });
 
+// -- drawing -------------------------------------------------------------------------------------
 function draw() {
   if (!state) return;
   for (let i = 0; i < 2; i++) {
     const el = $(`p${i}`);
     el.querySelector(".name").textContent = state.players[i];
-    const stats = [`${t("label.fouls")} ${state.fouls[i]}`, `${t("label.extensions")} ${state.extensions_left[i]}`];
-    if (Array.isArray(state.whites)) stats.push(`${t("label.whites")} ${state.whites[i]}`);
-    el.querySelector(".stats").textContent = stats.join(" · ");
+    const fouls = el.querySelector(".mark.fouls");
+    fouls.dataset.n = String(state.fouls[i]);
+    fouls.textContent = t("mark.fouls", { n: state.fouls[i] });
+    const ext = el.querySelector(".mark.ext");
+    ext.classList.toggle("hidden", !state.timer);
+    ext.dataset.used = String(state.extensions_left[i] === 0);
+    ext.textContent = t(state.extensions_left[i] === 0 ? "mark.ext_used" : "mark.ext");
+    const whites = el.querySelector(".mark.whites");
+    whites.textContent = Array.isArray(state.whites) ? t("mark.whites", { n: state.whites[i] }) : "";
     el.classList.toggle("at-table", state.player === i && state.phase !== "frame_over");
   }
   $("round").textContent = state.round;
-  $("phase").textContent = t(`phase.${state.timer === false ? "off" : state.phase}`);
+  $("frame").textContent = state.frame;
+  const m = state.match || { score: state.frames_won || [0, 0], race_to: null };
+  $("score-a").textContent = m.score[0];
+  $("score-b").textContent = m.score[1];
+  $("race").textContent = m.race_to ? t("label.race_to", { n: m.race_to }) : "";
+  $("phase").textContent = state.phase === "running" || state.phase === "ready"
+    ? "" : t(`phase.${state.timer === false ? "off" : state.phase}`);
+  drawOver(m);
   tick();
+}
+
+function drawOver(m) {
+  const over = state.phase === "frame_over";
+  document.body.classList.toggle("match-over", Boolean(over && m.over));
+  if (!over) return;
+  const winner = state.frame_winner;
+  const name = winner == null ? null : state.players[winner];
+  $("over-title").textContent = m.over && m.winner != null
+    ? t("over.match_winner", { name: state.players[m.winner] })
+    : name ? t("over.winner", { name }) : t("over.no_winner");
+  let why = state.frame_end_reason ? t(`end.${state.frame_end_reason}`) : "";
+  if (state.frame_end_reason === "technical_loss" && winner != null) {
+    why = t("over.technical_loss", { name: state.players[1 - winner] });
+  }
+  $("over-why").textContent = why;
+  $("over-score").textContent = `${m.score[0]} : ${m.score[1]}`;
 }
 
 function tick() {
@@ -58,8 +178,8 @@ function tick() {
 
 applyI18n();
 bindLangToggle($("lang"));
-onLangChange(() => { showStatus($("conn"), conn.status, t); draw(); });
-showStatus($("conn"), "connecting", t);
+onLangChange(() => { strip.draw(); draw(); });
 window.shotclockConnection = conn; // for debugging from the console (and the tests)
 conn.start();
 animate(tick);
+if (kiosk) enableSound(); // allowed without a click under the kiosk's autoplay policy
