@@ -22,9 +22,10 @@ run: venv
 
 # Debian packages the tests need, in ONE apt-get call (CI runs as root on a fresh machine):
 # chromium (browser tests), mosquitto (the MQTT tests' broker, and mosquitto_passwd).
-TEST_DEBS := chromium mosquitto
+# systemd: systemd-analyze verifies the units in deplo/
+TEST_DEBS := chromium mosquitto systemd
 test-deps:
-	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/sbin/mosquitto ]; then \
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/sbin/mosquitto ] || [ ! -x /usr/bin/systemd-analyze ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_DEBS) >/dev/null; \
 	  else echo "missing: sudo apt-get install $(TEST_DEBS) (browser and MQTT tests will fail without them)"; fi; \
 	fi
