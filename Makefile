@@ -22,7 +22,7 @@ run: venv
 
 # Debian packages the tests need, in ONE apt-get call (CI runs as root on a fresh machine):
 # chromium (browser tests), mosquitto (the MQTT tests' broker, and mosquitto_passwd).
-# systemd: systemd-analyze verifies the units in deplo/
+# systemd: systemd-analyze verifies the units in deploy/.
 TEST_DEBS := chromium mosquitto systemd
 test-deps:
 	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/sbin/mosquitto ] || [ ! -x /usr/bin/systemd-analyze ]; then \
