@@ -137,7 +137,7 @@ def test_console_presses_change_overlay_and_display(
     referee.locator("#foul-reason").select_option("double_hit")
     referee.locator("#foul-ok").click()
     expect(overlay.locator("#p1 .fouls b")).to_have_text("1")
-    expect(display.locator("#p1 .stats")).to_contain_text("Fouls 1")
+    expect(display.locator("#p1 .mark.fouls")).to_have_text("Fouls 1")
     expect(overlay.locator("#p0")).to_have_class(re.compile("at-table"))
     hand_back = referee.locator("#btn-hand-back")
     expect(hand_back).to_be_enabled()
