@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 venv: $(VENV)/.installed
 
 run: venv
-	$(BIN)/shotclock serve --host $(HOST) --port $(PORT)
+	$(BIN)/shotclock serve --host $(HOST) --port $(PORT) --db var/shotclock.db
 
 # Debian packages the tests need, in ONE apt-get call (CI runs as root on a fresh machine):
 # chromium (browser tests), mosquitto (the MQTT tests' broker, and mosquitto_passwd).

@@ -14,6 +14,11 @@ from typing import Any
 __all__ = ["main"]
 
 
+# sysexits.h EX_CONFIG: the configuration is wrong and a restart cannot help. The units
+# say RestartPreventExitStatus=78, so systemd does not restart-loop an unconfigured box.
+EX_CONFIG = 78
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -23,7 +28,7 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings.from_env(host=args.host, port=args.port, db=args.db,
                                  display=args.display)
     app = create_app(settings)
-    _attach_hardware(app, settings)
+    table_side = _attach_hardware(app, settings)
     _attach_mqtt(app, settings)
     base = f"http://{settings.host}:{settings.port}"
     table = settings.default_table or "1"
@@ -38,42 +43,73 @@ def _serve(args: argparse.Namespace) -> int:
                             log_level=args.log_level, ws_max_size=settings.max_message_bytes,
                             lifespan="on", access_log=args.access_log,
                             ws_ping_interval=settings.ws_ping_s, ws_ping_timeout=settings.ws_ping_s)
-    uvicorn.Server(config).run()
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # SIGTERM/SIGINT: blank the digits now (defect 6: within 0.5 s), not after
+            # uvicorn has waited for every client to go.
+            table_side.on_signal()
+            super().handle_exit(sig, frame)
+
+    server = Server(config)
+    table_side.server = server
+    server.run()
     return 0
 
 
-def _attach_hardware(app: Any, settings: Any) -> None:
+class _TableSide:
+    """What ``serve`` runs beside the API: the table's devices and systemd's watchdog."""
+
+    def __init__(self) -> None:
+        self.server: Any = None
+        self.bridge: Any = None
+        self.loop: Any = None
+
+    def on_signal(self) -> None:
+        """From the signal handler: hop onto the loop (call_soon_threadsafe is safe here)."""
+        loop, bridge = self.loop, self.bridge
+        if loop is not None and bridge is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                loop.call_soon_threadsafe(bridge.driver.blank)
+
+
+def _attach_hardware(app: Any, settings: Any) -> _TableSide:
     """Start the table-side devices with the app: hardware if configured, else the terminal.
 
-    The configuration is read (and a bad one refused) before the service starts. A device
-    that fails to open is logged and left out: the clock runs without it, and the serial
-    driver keeps reconnecting by itself. Devices are closed when the service stops.
+    The configuration is read (and a bad one refused, exit 78) before the service starts.
+    A device that fails to open is a fault in ``/api/health`` and on the console (and in
+    the log): the clock runs without it, and the serial driver keeps reconnecting by
+    itself. The display shows its self-test (all segments, a chirp) first. Devices are
+    closed (the digits blanked) when the service stops. Under systemd the service says
+    READY once it listens and pats the watchdog from the event loop.
     """
+    import asyncio
     from collections.abc import AsyncIterator
 
     from fastapi import FastAPI
 
+    from clock_service.sdnotify import Watchdog
     from firmware_bridge.bridge import TableBridge
     from firmware_bridge.config import build_devices, load_config
     from firmware_bridge.errors import HardwareConfigError
+    from firmware_bridge.monitor import HardwareMonitor
     from firmware_bridge.terminal import TerminalDisplay
 
     assert isinstance(app, FastAPI)
     try:
         config = load_config()
     except HardwareConfigError as exc:
-        raise SystemExit(f"shotclock: hardware configuration refused: {exc}") from None
+        print(f"shotclock: hardware configuration refused: {exc}", file=sys.stderr)
+        raise SystemExit(EX_CONFIG) from None
     log = logging.getLogger("shotclock.hardware")
     inner = app.router.lifespan_context
-
-    def device_failed(name: str, exc: Exception) -> None:
-        log.error("table %s: %s hardware failed to open (%s: %s); the clock runs without it",
-                  config.table_id, name, type(exc).__name__, exc)
+    side = _TableSide()
 
     @contextlib.asynccontextmanager
     async def lifespan(app_: FastAPI) -> AsyncIterator[Any]:
         async with inner(app_) as value:
             runtime = app_.state.runtime
+            side.loop = asyncio.get_running_loop()
             # Everything loaded so far (libraries, restored tables) lives as long as the
             # process: keep it out of the garbage collector's passes, and make the passes
             # rarer. The service makes almost no cyclic garbage, and a full pass over a
@@ -81,24 +117,93 @@ def _attach_hardware(app: Any, settings: Any) -> None:
             gc.freeze()
             gc.set_threshold(20_000, 20, 100)
             bridge = None
-            if config.kind != "none":
+            monitor = HardwareMonitor(runtime.health, config)
+            if config.kind != "none" or config.hid_device:
+                monitor.check_permissions()
                 display, buzzer, buttons = build_devices(
-                    config, now_ms=runtime.time.now_ms, on_error=device_failed)
+                    config, now_ms=runtime.time.now_ms, on_error=monitor.device_failed)
+                if display is None and settings.display == "terminal" and config.kind == "none":
+                    display = TerminalDisplay(config.table_id)
                 bridge = TableBridge(runtime, config.table_id, display=display,
                                      buzzer=buzzer, buttons=buttons)
+                monitor.attach(display, buzzer, buttons)
+                app_.state.hardware = monitor
                 log.info("table %s: %s hardware attached", config.table_id, config.kind)
-            elif settings.display == "terminal":
-                table_id = settings.default_table or "1"
-                bridge = TableBridge(runtime, table_id, display=TerminalDisplay(table_id))
+            else:
+                monitor.attach(None, None, None)  # /api/health still says "none"
+                if settings.display == "terminal":
+                    table_id = settings.default_table or "1"
+                    bridge = TableBridge(runtime, table_id, display=TerminalDisplay(table_id))
             if bridge is not None:
-                bridge.attach()
+                bridge.attach(self_test=config.self_test and config.kind != "none")
+            side.bridge = bridge
+            watchdog = Watchdog()
+            ready = asyncio.get_running_loop().create_task(_when_listening(side, watchdog))
             try:
                 yield value
             finally:
+                ready.cancel()
+                await watchdog.stop()
+                monitor.close()
                 if bridge is not None:
                     bridge.close()
 
     app.router.lifespan_context = lifespan
+    return side
+
+
+async def _when_listening(side: _TableSide, watchdog: Any) -> None:
+    """READY=1 once uvicorn listens (Type=notify), then the watchdog pats."""
+    import asyncio
+
+    while side.server is not None and not side.server.started:
+        await asyncio.sleep(0.02)
+    watchdog.start("serving")
+
+
+def _blank(args: argparse.Namespace) -> int:
+    """``shotclock blank``: turn the configured digits off and the buzzer silent, then exit.
+
+    The units' ``ExecStopPost=``: however the service or bridge ended (a crash included),
+    nothing stays lit or sounding. For a serial controller it sends a blank frame (the
+    controller shows its ``----`` host-gone pattern a second later). Never fails the stop:
+    problems are logged and the exit status is 0.
+    """
+    from firmware_bridge.config import load_config
+    from firmware_bridge.errors import HardwareConfigError
+
+    log = logging.getLogger("shotclock.blank")
+    try:
+        config = load_config()
+    except HardwareConfigError as exc:
+        log.warning("nothing blanked: hardware configuration refused: %s", exc)
+        return 0
+    try:
+        if config.kind == "gpio":
+            from firmware_bridge.gpio import GpioBuzzer, TM1637Display
+
+            TM1637Display(config.tm1637_clk, config.tm1637_dio, brightness=config.brightness,
+                          module=config.display_module, background=False).close()
+            if config.buzzer_pin is not None:
+                GpioBuzzer(config.buzzer_pin, active_high=config.buzzer_active_high,
+                           tonal=config.buzzer_tonal).close()
+        elif config.kind == "serial":
+            import serial
+
+            from firmware_bridge.protocol import WireFrame, encode_frame
+            from firmware_bridge.render import DisplayFrame
+
+            assert config.serial_port is not None
+            with serial.serial_for_url(config.serial_port, baudrate=config.baudrate,
+                                       timeout=0.2, write_timeout=0.5) as port:
+                port.write(encode_frame(0, WireFrame(DisplayFrame("", "off", 0),
+                                                     brightness=config.brightness)))
+                port.flush()
+        log.info("%s display blanked", config.kind)
+    except Exception as exc:  # noqa: BLE001 - a blanker must never fail the stop
+        log.warning("blanking the %s display failed: %s: %s", config.kind,
+                    type(exc).__name__, exc)
+    return 0
 
 
 def _broker_target(url: str) -> Any:
@@ -207,7 +312,9 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="run the shot clock service")
     serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8000)")
-    serve.add_argument("--db", default=None, help="SQLite file (default var/shotclock.db)")
+    serve.add_argument("--db", default=None,
+                       help="SQLite file (default: $STATE_DIRECTORY/shotclock.db under systemd, "
+                       "else $XDG_STATE_HOME/shotclock/ or ~/.local/state/shotclock/)")
     serve.add_argument("--display", choices=["terminal", "none"], default=None,
                        help="simulated display in the terminal when no hardware is set")
     serve.add_argument("--access-log", action="store_true", help="log every HTTP request")
@@ -224,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     hall.add_argument("--access-log", action="store_true", help="log every HTTP request")
     hall.add_argument("--log-level", default="info",
                       choices=["critical", "error", "warning", "info", "debug"])
+    sub.add_parser("blank", help="turn the configured table display off and the buzzer "
+                   "silent (the units' ExecStopPost)")
     tail = sub.add_parser("follow", help="print a table's events as JSON lines, resuming "
                           "with ?since= after disconnects")
     tail.add_argument("table", help="table id")
@@ -240,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         return _hall(args)
     if args.cmd == "follow":
         return _follow(args)
+    if args.cmd == "blank":
+        return _blank(args)
     return 2
 
 

@@ -541,6 +541,11 @@ class TableClock:
 
     def _on_extension(self, command: Extension, now: float) -> list[Event]:
         player = self.player
+        if command.player is not None and command.player != player:
+            raise RuleRefusal(
+                f"extension refused in phase {self.phase}: {self.players[command.player]} asked "
+                f"for it, but {self.players[player]} is at the table (12.5)",
+                code="not_at_table", rule="12.5")
         left = self.remaining_ms(now) or 0
         self.extensions_used[player] += 1
         extra = self.profile.extension_ms

@@ -139,9 +139,19 @@ class Shot(Command):
 
 @dataclass(frozen=True)
 class Extension(Command):
-    """Extra time for the player at the table (12.5-12.7)."""
+    """Extra time for the player at the table (12.5-12.7).
+
+    ``player``: who asks, when the press says so (a player's own extension button); it is
+    refused unless that player is at the table, so a press that crossed a turn change
+    never gives the opponent the extension.
+    """
 
     name: ClassVar[str] = "extension"
+    player: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _player(self.player)
 
 
 @dataclass(frozen=True)

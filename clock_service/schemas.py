@@ -669,6 +669,8 @@ class ExtensionCommand(_CommandEnvelope):
     """Extra time for the player at the table, once per frame (12.5-12.7)."""
 
     command: Literal["extension"]
+    player: Player | None = Field(None, description="who asks (a player's own extension "
+                                  "button): refused with not_at_table unless at the table")
 
 
 class PauseCommand(_CommandEnvelope):

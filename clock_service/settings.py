@@ -3,10 +3,32 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
-__all__ = ["Settings"]
+__all__ = ["Settings", "default_db_path"]
+
+
+def default_db_path(environ: Any = None) -> str:
+    """Where the store lives when nobody says: never relative to the working directory.
+
+    Under systemd (``StateDirectory=shotclock``) that is ``$STATE_DIRECTORY``; otherwise the
+    user's state directory, ``$XDG_STATE_HOME/shotclock`` or ``~/.local/state/shotclock``.
+    (A relative default once made the unit, run with cwd ``/``, try ``/var/shotclock.db``
+    and exit: issue 10, defect 1.)
+    """
+    env = os.environ if environ is None else environ
+    state = env.get("STATE_DIRECTORY", "")
+    # systemd gives a colon-separated list when a unit has several state directories.
+    first = state.split(":")[0]
+    if first and Path(first).is_absolute():
+        return str(Path(first) / "shotclock.db")
+    xdg = env.get("XDG_STATE_HOME", "")
+    if xdg and Path(xdg).is_absolute():  # the XDG spec: a relative value is to be ignored
+        return str(Path(xdg) / "shotclock" / "shotclock.db")
+    return str(Path(env.get("HOME") or Path.home()) / ".local" / "state" / "shotclock"
+               / "shotclock.db")
 
 
 def _env_int(name: str, default: int) -> int:
@@ -40,7 +62,7 @@ def _default_table(raw: str | None) -> str | None:
 class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
-    db: str = "var/shotclock.db"
+    db: str = field(default_factory=default_db_path)
     referee_token: str | None = None
     default_table: str | None = "1"
     # "terminal": show the default table's clock in the terminal when no hardware is set.
@@ -63,7 +85,7 @@ class Settings:
         settings = cls(
             host=env.get("SHOTCLOCK_HOST", cls.host),
             port=_env_int("SHOTCLOCK_PORT", cls.port),
-            db=env.get("SHOTCLOCK_DB", cls.db),
+            db=env.get("SHOTCLOCK_DB") or default_db_path(env),
             referee_token=env.get("SHOTCLOCK_REFEREE_TOKEN") or None,
             display=env.get("SHOTCLOCK_DISPLAY", cls.display),
             ws_queue=_env_int("SHOTCLOCK_WS_QUEUE", cls.ws_queue),

@@ -9,7 +9,7 @@ The host imports it as ``firmware_bridge.protocol_core`` (a symlink to this file
 host and the firmware cannot drift apart. Byte layout and timing: see PROTOCOL.md.
 """
 
-VERSION = 1
+VERSION = 2  # 2: brightness and flags in the frame; chirp and refusal tones
 
 # Message types. Host -> controller: FRAME, HEARTBEAT. Controller -> host: ACK, HELLO, STATUS.
 MSG_FRAME = 0x01
@@ -29,9 +29,18 @@ MSG_NAMES = {
 STAGES = ("off", "ready", "running", "warning", "critical", "paused", "expired", "frame_over")
 
 BUZZ_NONE = 0
-BUZZ_BEEP = 1
-BUZZ_LONG = 2
-BUZZ_NAMES = ("none", "beep", "long")
+BUZZ_BEEP = 1  # a warning threshold (12.x warnings)
+BUZZ_LONG = 2  # the shot time ran out (12.4)
+BUZZ_CHIRP = 3  # a long press registered (the correction is on its way)
+BUZZ_REFUSED = 4  # the service refused a press (e.g. stale_press): three short pips
+BUZZ_NAMES = ("none", "beep", "long", "chirp", "refused")
+# Each tone as on/off durations in ms, starting with "on"; shared by the firmware, the
+# emulator and the Pi's own buzzer so a refusal sounds the same everywhere.
+BUZZ_PATTERNS = ((), (150,), (1500,), (40,), (80, 80, 80, 80, 80))
+
+# Frame flags.
+FLAG_OFFLINE = 0x01  # the link to the hall service is lost: the time shown is an estimate
+BRIGHTNESS_MAX = 7
 
 STATUS_OK = 0
 STATUS_NO_HEARTBEAT = 1
@@ -48,7 +57,8 @@ MAX_ENCODED = MAX_RAW + MAX_RAW // 254 + 1
 HEARTBEAT_MS = 250
 TIMEOUT_MS = 1000
 
-FRAME_FIXED_LEN = 9  # stage, player, ext0, ext1, fouls0, fouls1, buzz kind, buzz seq, text len
+# stage, player, ext0, ext1, fouls0, fouls1, buzz kind, buzz seq, brightness, flags, text len
+FRAME_FIXED_LEN = 11
 
 
 def crc16(data, crc=0):
@@ -189,8 +199,9 @@ class Decoder:
         return packets
 
 
-def encode_frame(text, stage, player, ext, fouls, buzz_kind=BUZZ_NONE, buzz_seq=0):
-    # type: (str, str, int, tuple, tuple, int, int) -> bytes
+def encode_frame(text, stage, player, ext, fouls, buzz_kind=BUZZ_NONE, buzz_seq=0,
+                 brightness=BRIGHTNESS_MAX, flags=0):
+    # type: (str, str, int, tuple, tuple, int, int, int, int) -> bytes
     """The FRAME payload: a full, idempotent picture of the display.
 
     The buzzer rides along as (kind, seq): the controller sounds it when ``buzz_seq``
@@ -201,12 +212,15 @@ def encode_frame(text, stage, player, ext, fouls, buzz_kind=BUZZ_NONE, buzz_seq=
     data = text.encode()
     if len(data) > MAX_TEXT:
         raise ValueError("display text %r longer than %d bytes" % (text, MAX_TEXT))
-    fields = (STAGES.index(stage), player, ext[0], ext[1], fouls[0], fouls[1], buzz_kind, buzz_seq)
+    fields = (STAGES.index(stage), player, ext[0], ext[1], fouls[0], fouls[1], buzz_kind,
+              buzz_seq, brightness, flags)
     for value in fields:
         if not 0 <= value <= 0xFF:
             raise ValueError("frame field %r out of byte range in %r" % (value, fields))
-    if buzz_kind not in (BUZZ_NONE, BUZZ_BEEP, BUZZ_LONG):
+    if not 0 <= buzz_kind < len(BUZZ_NAMES):
         raise ValueError("unknown buzzer kind %r" % (buzz_kind,))
+    if brightness > BRIGHTNESS_MAX:
+        raise ValueError("brightness %r above %d" % (brightness, BRIGHTNESS_MAX))
     return bytes(fields) + bytes((len(data),)) + data
 
 
@@ -214,17 +228,20 @@ def decode_frame(payload):
     # type: (bytes) -> tuple
     """Inverse of encode_frame.
 
-    Returns (text, stage, player, (ext0, ext1), (fouls0, fouls1), buzz_kind, buzz_seq).
+    Returns (text, stage, player, (ext0, ext1), (fouls0, fouls1), buzz_kind, buzz_seq,
+    brightness, flags).
     """
     if len(payload) < FRAME_FIXED_LEN:
         raise ValueError("frame payload of %d bytes is too short" % len(payload))
-    n = payload[8]
+    n = payload[10]
     if n > MAX_TEXT or len(payload) != FRAME_FIXED_LEN + n:
         raise ValueError("frame text length %d does not match the payload" % n)
     if payload[0] >= len(STAGES):
         raise ValueError("unknown stage index %d" % payload[0])
-    if payload[6] > BUZZ_LONG:
+    if payload[6] >= len(BUZZ_NAMES):
         raise ValueError("unknown buzzer kind %d" % payload[6])
+    if payload[8] > BRIGHTNESS_MAX:
+        raise ValueError("brightness %d above %d" % (payload[8], BRIGHTNESS_MAX))
     text = bytes(payload[FRAME_FIXED_LEN:]).decode()
     return (
         text,
@@ -234,7 +251,22 @@ def decode_frame(payload):
         (payload[4], payload[5]),
         payload[6],
         payload[7],
+        payload[8],
+        payload[9],
     )
+
+
+def buzzer_on(kind, elapsed_ms):
+    # type: (int, int) -> bool | None
+    """Whether tone ``kind`` drives the buzzer ``elapsed_ms`` after it began; None when over."""
+    t = elapsed_ms
+    on = True
+    for duration in BUZZ_PATTERNS[kind]:
+        if t < duration:
+            return on
+        t -= duration
+        on = not on
+    return None
 
 
 def encode_ack(acked_seq, status=STATUS_OK):
@@ -256,20 +288,45 @@ def decode_ack(payload):
 DIGIT_SEGMENTS = (0x3F, 0x06, 0x5B, 0x4F, 0x66, 0x6D, 0x7D, 0x07, 0x7F, 0x6F)
 CHAR_SEGMENTS = {" ": 0x00, "-": 0x40, "_": 0x08, "E": 0x79, "r": 0x50, "o": 0x5C, "F": 0x71}
 SEG_DP = 0x80
+MODULES = ("dp", "colon")
+# On the common 4-digit "clock" module the 0x80 bit of digit 2 (index 1) is the colon
+# between digits 2 and 3, and no digit has a decimal point.
+COLON_CELL = 1
 
 
-def text_to_segments(text, digits=4):
-    # type: (str, int) -> bytes
-    """Right-aligned segment bytes for ``text``; a '.' lights the previous digit's point."""
+def _cells(text):
+    # type: (str) -> list
     cells = []  # type: list
     for ch in text:
-        if (ch == "." or ch == ":") and cells:  # colon modules wire it as digit 2's point
+        if (ch == "." or ch == ":") and cells:
             cells[-1] |= SEG_DP
         elif "0" <= ch <= "9":
             cells.append(DIGIT_SEGMENTS[ord(ch) - 48])
         else:
             cells.append(CHAR_SEGMENTS.get(ch, 0x00))
-    cells = cells[-digits:]
+    return cells
+
+
+def text_to_segments(text, digits=4, module="dp"):
+    # type: (str, int, str) -> bytes
+    """Segment bytes for ``text`` on a ``module`` ("dp": a point per digit; "colon": one
+    colon after digit 2 and no points).
+
+    On "dp" modules the text is right-aligned and a '.' or ':' lights the previous digit's
+    point. A colon module cannot show "4.9" that way (it would read "49"): tenths put the
+    seconds left of the colon and the tenth right of it (" 4:9 "), so they are never
+    mistaken for whole seconds.
+    """
+    if module not in MODULES:
+        raise ValueError("unknown display module %r; expected one of %r" % (module, MODULES))
+    if module == "colon" and text.count(".") == 1 and ":" not in text and digits > COLON_CELL + 1:
+        left, right = text.split(".", 1)
+        head = _cells(left)[-(COLON_CELL + 1):]
+        head = [0] * (COLON_CELL + 1 - len(head)) + head
+        head[COLON_CELL] |= SEG_DP
+        tail = _cells(right)[:digits - COLON_CELL - 1]
+        return bytes(head + tail + [0] * (digits - COLON_CELL - 1 - len(tail)))
+    cells = _cells(text)[-digits:]
     return bytes([0] * (digits - len(cells)) + cells)
 
 
@@ -296,17 +353,28 @@ def segments_to_text(segments):
 FAULT_SEGMENTS = bytes((0x40, 0x40, 0x40, 0x40))  # "----": the host is gone; never stale digits
 
 
+def plain_ticks_diff(a, b):
+    # type: (int, int) -> int
+    """``a - b`` for a clock that never wraps (CPython's monotonic ms)."""
+    return a - b
+
+
 class ControllerCore:
     """The display controller's logic without I/O: bytes and the time in, replies and events out.
 
     Used by the Pico firmware (firmware/main.py) and the host-side emulator alike. Events are
-    tuples: ("display", frame), ("buzzer", "beep"|"long"), ("fault", reason). ``frame`` is
-    the decode_frame tuple. A fault blanks the digits so a dead host never leaves stale time.
+    tuples: ("display", frame), ("buzzer", name), ("fault", reason). ``frame`` is the
+    decode_frame tuple. A fault blanks the digits so a dead host never leaves stale time.
+
+    ``ticks_diff``: how to subtract two times. MicroPython's ``time.ticks_ms()`` wraps (every
+    2**30 ms on the Pico, about 12.4 days), so the firmware passes ``time.ticks_diff``; a
+    plain subtraction across the wrap would never (or at once) report the host silent.
     """
 
-    def __init__(self, timeout_ms=TIMEOUT_MS):
-        # type: (int) -> None
+    def __init__(self, timeout_ms=TIMEOUT_MS, ticks_diff=plain_ticks_diff):
+        # type: (int, object) -> None
         self.timeout_ms = timeout_ms
+        self.ticks_diff = ticks_diff
         self.decoder = Decoder()
         self.seq = 0
         self.frame = None  # type: tuple | None
@@ -329,7 +397,7 @@ class ControllerCore:
         self.buzz_seq = None
         self.fault = None
         self.last_valid_ms = now_ms
-        return encode_packet(MSG_HELLO, self._next_seq(), b"shotclock-display/1")
+        return encode_packet(MSG_HELLO, self._next_seq(), b"shotclock-display/2")
 
     def feed(self, data, now_ms):
         # type: (bytes, int) -> tuple
@@ -362,7 +430,7 @@ class ControllerCore:
                 self.buzz_seq = frame[6]
                 if frame[5] != BUZZ_NONE:
                     events.append(("buzzer", BUZZ_NAMES[frame[5]]))
-            shown = frame[:5]
+            shown = frame[:5] + frame[7:9]  # the picture: text .. fouls, brightness, flags
             if shown != self.shown or recovered:
                 self.shown = shown
                 events.append(("display", frame))
@@ -371,7 +439,8 @@ class ControllerCore:
     def tick(self, now_ms):
         # type: (int) -> list
         """Call often (every few ms): detects the host going silent past the timeout."""
-        if self.fault is None and now_ms - self.last_valid_ms >= self.timeout_ms:
+        elapsed = self.ticks_diff(now_ms, self.last_valid_ms)  # type: ignore[operator]
+        if self.fault is None and elapsed >= self.timeout_ms:
             self.fault = "no-heartbeat"
             self.shown = None
             return [("fault", self.fault)]

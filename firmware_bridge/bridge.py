@@ -28,21 +28,25 @@ log = logging.getLogger(__name__)
 
 def command_for_press(press: ButtonPress, phase: str) -> Command | None:
     """One button per job (SPEC "Hardware"): start/shot toggles by phase; pause toggles;
-    a long press of start/shot takes back the last step (a correction, logged)."""
+    a long press of start/shot takes back the last step (a correction, logged). Every
+    command carries the press's first-edge time and where it came from (the envelope)."""
+    envelope: dict[str, Any] = {"at": press.at_ms, "source": press.source}
     if press.button == "start_shot":
         if press.long:
-            return Undo(by="button", reason="long press of start/shot")
+            return Undo(by="referee", reason="long press of start/shot", source=press.source)
         if phase in ("ready", "expired"):
-            return Start()
+            return Start(**envelope)
         if phase in ("running", "paused"):
-            return Shot()
+            return Shot(**envelope)
         return None
     if press.button == "extension":
-        return Extension()
+        return Extension(**envelope)
+    if press.button in ("extension_p1", "extension_p2"):
+        return Extension(player=0 if press.button == "extension_p1" else 1, **envelope)
     if press.button == "turn":
-        return Turn()
+        return Turn(**envelope)
     if press.button == "pause":
-        return Resume() if phase == "paused" else Pause()
+        return Resume(**envelope) if phase == "paused" else Pause(**envelope)
     return None
 
 
@@ -72,9 +76,12 @@ class TableBridge:
     def last_frame(self) -> DisplayFrame | None:
         return self.driver.last_frame
 
-    def attach(self) -> None:
-        """Call on the event loop after the runtime started."""
+    def attach(self, *, self_test: bool = False) -> None:
+        """Call on the event loop after the runtime started. ``self_test``: light every
+        segment and chirp first (the boot self-test), then show the clock."""
         self._loop = asyncio.get_running_loop()
+        if self_test:
+            self.driver.self_test()
         self.runtime.listeners.append(self.on_events)
         if self.table_id in self.runtime.tables:
             self.driver.update(self.runtime.state(self.table_id))
@@ -110,6 +117,8 @@ class TableBridge:
         loop.call_soon_threadsafe(self.on_press, press)
 
     def on_press(self, press: ButtonPress) -> None:
+        if press.long:
+            self.driver.buzz("chirp")  # the hold registered: the correction is on its way
         command = command_for_press(press, str(self.state.get("phase", "")))
         if command is None:
             return
@@ -119,8 +128,10 @@ class TableBridge:
     def _after_press(self, task: asyncio.Future[Any]) -> None:
         exc = task.exception()
         if isinstance(exc, ShotClockError):
-            # A refused press: the display keeps the true state; the log says why.
+            # A refused press: the display keeps the true state, the buzzer says "no"
+            # (three short pips, unlike any clock tone), the log says why.
             self.refusals.append(exc.message)
+            self.driver.buzz("refused")
             log.info("table %s: button press refused: %s", self.table_id, exc.message)
         elif exc is not None:
             log.error("table %s: button press failed: %r", self.table_id, exc)

@@ -38,9 +38,16 @@ POLL_S = 0.005
 def describe_frame(frame: tuple) -> str:
     """One emulator line for a decoded frame tuple (see protocol_core.decode_frame)."""
     text, stage, player, ext, fouls = frame[:5]
-    return "DISPLAY {} {} p{} ext={},{} fouls={},{}".format(
+    line = "DISPLAY {} {} p{} ext={},{} fouls={},{}".format(
         text if text else "(blank)", stage, player, ext[0], ext[1], fouls[0], fouls[1]
     )
+    # Only what differs from the usual: full brightness, link up.
+    if len(frame) > 8:
+        if frame[7] != core.BRIGHTNESS_MAX:
+            line += f" brightness={frame[7]}"
+        if frame[8] & core.FLAG_OFFLINE:
+            line += " offline"
+    return line
 
 
 class DisplayEmulator:

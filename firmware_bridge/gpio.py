@@ -45,14 +45,18 @@ def _monotonic_ms() -> float:
 
 
 class GpioBuzzer:
-    """Piezo buzzer or relay-driven horn.
+    """Piezo buzzer, or a horn through a transistor or relay module.
 
-    Wiring: BCM 18 (pin 12) -> buzzer + (or the base resistor of an NPN transistor / a relay
-    module's IN for a horn); GND (pin 14) -> buzzer -. An active buzzer needs only on/off;
-    set ``tonal=True`` for a passive piezo driven with PWM at ``tone_hz``.
+    Wiring: never drive a buzzer or horn from the GPIO pin directly (a pin gives a few mA at
+    3.3 V; an active buzzer draws 20-30 mA): BCM 18 (pin 12) -> 1 kOhm -> base of an NPN
+    transistor (e.g. 2N2222/BC337; emitter to GND, buzzer between 5 V and the collector, a
+    1N4148 across it for a horn or relay coil), or BCM 18 -> IN of a relay/MOSFET module.
+    ``active_high=False`` for modules that switch on a low input (most relay boards).
+    An active buzzer needs only on/off; ``tonal=True`` drives a passive piezo with PWM at
+    ``tone_hz`` (through the same transistor).
 
-    Both tones run in the background (gpiozero's blink thread or a timer): the caller never
-    waits for the sound to end.
+    Every tone plays in the background (gpiozero's blink thread or a timer thread): the
+    caller never waits for the sound to end, and a new tone replaces one still sounding.
     """
 
     def __init__(
@@ -70,8 +74,10 @@ class GpioBuzzer:
         self.beep_s = beep_s
         self.long_s = long_s
         self.tonal = tonal
-        self._timer: threading.Timer | None = None
+        self.active_high = active_high
         self._lock = threading.Lock()
+        self._stop_tone = threading.Event()
+        self._player: threading.Thread | None = None
         if tonal:
             from gpiozero import TonalBuzzer
             from gpiozero.tones import Tone
@@ -82,70 +88,109 @@ class GpioBuzzer:
         else:
             from gpiozero import Buzzer
 
-            self._device = Buzzer(pin, active_high=active_high)
+            # initial_value=False: a low-active relay must not click on at start-up.
+            self._device = Buzzer(pin, active_high=active_high, initial_value=False)
 
+    # The tones, as on/off patterns in ms (shared with the firmware: protocol_core).
     def beep(self) -> None:
-        self._sound(self.beep_s)
+        self._play((self.beep_s * 1000,))
 
     def long_tone(self) -> None:
-        self._sound(self.long_s)
+        self._play((self.long_s * 1000,))
 
-    def _sound(self, seconds: float) -> None:
+    def chirp(self) -> None:
+        self._play(core.BUZZ_PATTERNS[core.BUZZ_CHIRP])
+
+    def refused(self) -> None:
+        self._play(core.BUZZ_PATTERNS[core.BUZZ_REFUSED])
+
+    def _play(self, pattern: tuple[float, ...]) -> None:
         try:
             if not self.tonal:
-                # A new beep replaces one still sounding: the latest event is what matters.
-                self._device.beep(on_time=seconds, off_time=0, n=1, background=True)
+                # A regular pattern (on, off, on, ...) is one gpiozero blink in the background.
+                on = pattern[0] / 1000
+                off = pattern[1] / 1000 if len(pattern) > 1 else 0.0
+                self._device.beep(on_time=on, off_time=off, n=(len(pattern) + 1) // 2,
+                                  background=True)
                 return
             with self._lock:
-                if self._timer is not None:
-                    self._timer.cancel()
-                self._device.play(self._tone)
-                self._timer = threading.Timer(seconds, self._silence)
-                self._timer.daemon = True
-                self._timer.start()
+                self._stop_tone.set()
+                if self._player is not None:
+                    self._player.join(0.1)
+                self._stop_tone = threading.Event()
+                self._player = threading.Thread(target=self._tonal, name="buzzer",
+                                                args=(pattern, self._stop_tone), daemon=True)
+                self._player.start()
         except Exception:  # a buzzer fault must never reach the clock
             log.exception("buzzer failed")
 
-    def _silence(self) -> None:
-        with contextlib.suppress(Exception):
-            self._device.stop()
+    def _tonal(self, pattern: tuple[float, ...], stop: threading.Event) -> None:
+        try:
+            for i, ms in enumerate(pattern):
+                if i % 2 == 0:
+                    self._device.play(self._tone)
+                else:
+                    self._device.stop()
+                if stop.wait(ms / 1000):
+                    break
+        except Exception:
+            log.exception("buzzer failed")
+        finally:
+            with contextlib.suppress(Exception):
+                self._device.stop()
 
     def close(self) -> None:
         with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
+            self._stop_tone.set()
+            player = self._player
+        if player is not None:
+            player.join(0.5)
+        with contextlib.suppress(Exception):
+            self._device.off()
         with contextlib.suppress(Exception):
             self._device.close()
 
 
 class _ButtonState:
-    __slots__ = ("last_edge_ms", "pressed_at_ms")
+    __slots__ = ("first_edge_ms", "accepted", "held", "settle", "presses", "seen_at_ms")
 
     def __init__(self) -> None:
-        self.last_edge_ms: float | None = None
-        self.pressed_at_ms: float | None = None  # an accepted press not yet released
+        self.first_edge_ms: float | None = None  # first edge of the current burst
+        self.accepted = False  # a press passed the stable-low check and is not released
+        self.held = False  # when_held fired for this press: it was the correction only
+        self.settle: threading.Timer | None = None
+        self.presses = 0
+        self.seen_at_ms: float | None = None  # first press since start-up (self-test)
 
 
 class GpioButtons:
-    """The four referee buttons, active low with the Pi's internal pull-ups.
+    """The referee buttons, active low with the Pi's internal pull-ups.
 
-    Wiring (default BCM pins; each button between the pin and GND, no resistor needed):
-    start_shot -> BCM 17 (pin 11), extension -> BCM 27 (pin 13), turn -> BCM 22 (pin 15),
-    pause -> BCM 23 (pin 16); any GND pin (e.g. pin 9) to the other side of every button.
+    Wiring (default BCM pins; each button between the pin and GND): start_shot -> BCM 17
+    (pin 11), extension -> BCM 27 (pin 13), turn -> BCM 22 (pin 15), pause -> BCM 23 (pin
+    16); optional per-player extension buttons extension_p1 / extension_p2 on any free pins;
+    any GND pin (e.g. pin 9) to the other side of every button. For cables longer than a
+    metre or near the table lights, add an external 4.7-10 kOhm pull-up to 3.3 V and a
+    100 nF capacitor from the pin to GND (with 1 kOhm in series from the cable): an RC of
+    about 0.1-1 ms that swallows spikes the software filter then never sees.
 
-    A press is timestamped at its edge with ``now_ms`` (pass the service's clock), and
-    delivered at once: the shot clock must not wait to learn whether a press will be long.
-    Debounce is our own timestamp rule (MockPin ignores gpiozero's bounce_time, and this way
-    it is tested): a press counts only if the line was quiet for ``debounce_ms`` before it.
-    Holding a button in ``long_press`` for ``long_press_ms`` or more additionally delivers
-    ``ButtonPress(long=True)`` at release, which corrects the last press.
+    Noise and bounce (issue 10, defect 7): an edge is only a candidate. A press counts when
+    the line has then stayed stable and low for ``debounce_ms``; a spike shorter than that
+    is dropped (counted in ``noise``). The press keeps the time of its *first* edge
+    (``now_ms``, the service's clock), and commands carry it as their press time, so the
+    filter's delay never costs the player time.
+
+    Long press (issue 10, defect 3): a button in ``long_press`` acts on release (with its
+    first edge's time); held for ``long_press_ms`` it delivers ``ButtonPress(long=True)``
+    from gpiozero's own ``when_held`` instead, and its release then does nothing: a long
+    press is only the correction. Other buttons act as soon as the press is stable.
     """
 
     def __init__(
         self,
         pins: Mapping[str, int] = DEFAULT_BUTTON_PINS,
         *,
-        debounce_ms: float = 15.0,
+        debounce_ms: float = 10.0,
         long_press_ms: float = 1000.0,
         long_press: tuple[str, ...] = ("start_shot",),
         now_ms: Callable[[], float] = _monotonic_ms,
@@ -155,63 +200,130 @@ class GpioButtons:
             raise HardwareConfigError(f"unknown buttons {sorted(unknown)}; expected {BUTTONS}")
         if len(set(pins.values())) != len(pins):
             raise HardwareConfigError(f"two buttons share a pin: {dict(pins)}")
-        if debounce_ms < 0 or long_press_ms <= debounce_ms:
+        if not 0 < debounce_ms < long_press_ms:
             raise HardwareConfigError(
-                f"need 0 <= debounce_ms < long_press_ms, got {debounce_ms=}, {long_press_ms=}"
+                f"need 0 < debounce_ms < long_press_ms, got {debounce_ms=}, {long_press_ms=}"
             )
         from gpiozero import Button
 
         self.pins = dict(pins)
         self.debounce_ms = debounce_ms
         self.long_press_ms = long_press_ms
-        self.long_press = frozenset(long_press)
+        self.long_press = frozenset(long_press) & set(self.pins)
+        self.noise = 0  # candidate presses dropped as spikes
         self._now_ms = now_ms
         self._on_press: Callable[[ButtonPress], None] | None = None
-        self._lock = threading.Lock()  # gpiozero may call back from several threads
+        self._lock = threading.Lock()  # gpiozero calls back from several threads
         self._state = {name: _ButtonState() for name in self.pins}
-        # bounce_time=None: debouncing in gpiozero would drop edges before we timestamp them.
-        self._buttons = {
-            name: Button(pin, pull_up=True, bounce_time=None) for name, pin in self.pins.items()
-        }
+        self._buttons: dict[str, Any] = {}
+        try:
+            for name, pin in self.pins.items():
+                # bounce_time=None: gpiozero's debounce would drop edges before we see them.
+                self._buttons[name] = Button(pin, pull_up=True, bounce_time=None,
+                                             hold_time=long_press_ms / 1000)
+        except Exception:
+            self.close()
+            raise
         for name, button in self._buttons.items():
-            button.when_pressed = self._edge_handler(name, True)
-            button.when_released = self._edge_handler(name, False)
+            button.when_pressed = self._edge_handler(name)
+            button.when_released = self._edge_handler(name)
+            if name in self.long_press:
+                button.when_held = self._held_handler(name)
 
-    def _edge_handler(self, name: str, pressed: bool) -> Callable[[], None]:
+    def _edge_handler(self, name: str) -> Callable[[], None]:
         def handler() -> None:
-            self._edge(name, pressed, self._now_ms())
+            self._edge(name, self._now_ms())
+
+        return handler
+
+    def _held_handler(self, name: str) -> Callable[[], None]:
+        def handler() -> None:
+            self._held(name)
 
         return handler
 
     def start(self, on_press: Callable[[ButtonPress], None]) -> None:
         self._on_press = on_press
 
-    def _edge(self, name: str, pressed: bool, at_ms: float) -> None:
+    def _edge(self, name: str, at_ms: float) -> None:
+        with self._lock:
+            state = self._state[name]
+            if state.first_edge_ms is None and not state.accepted:
+                state.first_edge_ms = at_ms  # a burst begins: its time is this edge's
+            if state.settle is not None:
+                state.settle.cancel()
+            # Decide once the line has been quiet for debounce_ms (every edge restarts it).
+            state.settle = threading.Timer(self.debounce_ms / 1000, self._settle, (name,))
+            state.settle.daemon = True
+            state.settle.start()
+
+    def _settle(self, name: str) -> None:
         event: ButtonPress | None = None
         with self._lock:
             state = self._state[name]
-            quiet = state.last_edge_ms is None or at_ms - state.last_edge_ms >= self.debounce_ms
-            state.last_edge_ms = at_ms
-            if pressed:
-                if quiet:
-                    state.pressed_at_ms = at_ms
-                    event = ButtonPress(name, at_ms)
-            elif state.pressed_at_ms is not None:
-                held_ms = at_ms - state.pressed_at_ms
-                if held_ms < self.debounce_ms:
-                    # Bounce right after the press: not a release yet; a later edge decides.
+            state.settle = None
+            low = bool(self._buttons[name].is_pressed) if name in self._buttons else False
+            first = state.first_edge_ms
+            if not state.accepted:
+                if first is None:
                     return
-                state.pressed_at_ms = None
-                if name in self.long_press and held_ms >= self.long_press_ms:
-                    event = ButtonPress(name, at_ms, long=True)
+                if not low:  # a spike, or bounce that ended high: no press (defect 7)
+                    self.noise += 1
+                    state.first_edge_ms = None
+                    log.debug("button %s: spike shorter than %g ms ignored", name,
+                              self.debounce_ms)
+                    return
+                state.accepted = True
+                state.held = False
+                self._count(name, state, first)
+                if name not in self.long_press:
+                    event = ButtonPress(name, first)
+            elif not low:  # released, stably
+                if name in self.long_press and not state.held and first is not None:
+                    event = ButtonPress(name, first)  # a short press acts on its release
+                state.accepted = False
+                state.held = False
+                state.first_edge_ms = None
+        self._deliver(event)
+
+    def _held(self, name: str) -> None:
+        with self._lock:
+            state = self._state[name]
+            first = state.first_edge_ms
+            if first is None or state.held:
+                return
+            if not state.accepted:  # held longer than any debounce: the press is real
+                state.accepted = True
+                self._count(name, state, first)
+            state.held = True
+            event = ButtonPress(name, first, long=True)
+        self._deliver(event)
+
+    def _count(self, name: str, state: _ButtonState, at_ms: float) -> None:
+        state.presses += 1
+        if state.seen_at_ms is None:
+            state.seen_at_ms = at_ms
+            # The boot self-test's button check: each button is reported once.
+            log.info("button %s (BCM %d) works: first press seen", name, self.pins[name])
+
+    def _deliver(self, event: ButtonPress | None) -> None:
         if event is not None and self._on_press is not None:
             try:
                 self._on_press(event)
             except Exception:  # the callback runs on gpiozero's thread: never kill it
                 log.exception("button handler failed for %s", event)
 
+    def status(self) -> dict[str, Any]:
+        """For /api/health: which buttons were seen working since start-up."""
+        return {name: {"pin": self.pins[name], "seen": self._state[name].seen_at_ms is not None,
+                       "presses": self._state[name].presses} for name in self.pins}
+
     def close(self) -> None:
         self._on_press = None
+        with self._lock:
+            for state in self._state.values():
+                if state.settle is not None:
+                    state.settle.cancel()
         for button in self._buttons.values():
             with contextlib.suppress(Exception):
                 button.close()
@@ -222,16 +334,23 @@ class TM1637Display:
 
     Wiring (default BCM pins): CLK -> BCM 5 (pin 29), DIO -> BCM 6 (pin 31), VCC -> 3.3 V
     (pin 1; most modules also run on 5 V, but then DIO is pulled to 5 V: keep 3.3 V on a Pi),
-    GND -> GND (pin 6). ``colon`` modules light the colon with digit 2's point bit.
+    GND -> GND (pin 6).
+
+    ``module``: "dp" for modules with a decimal point per digit, "colon" for the common
+    "clock" module whose only extra segment is the colon after digit 2 (issue 10, defect 5:
+    "4.9" must not read "49" there; see ``protocol_core.text_to_segments``).
 
     The TM1637 bus is open drain: a 1 on DIO is sent by releasing the line (input with
     pull-up), a 0 by driving it low, so the chip's ACK pull-down never fights our output.
     Writing takes milliseconds, so ``show`` hands the frame to a worker thread (latest wins).
+    While a frame is ``offline`` the worker blinks the colon (digit 2's point) at 1 Hz.
+    ``close`` turns the display off: a stopped service never leaves a time lit.
     """
 
     CMD_DATA_AUTO = 0x40  # write display data, auto-increment address
     CMD_ADDRESS = 0xC0  # start at digit 0
     CMD_DISPLAY = 0x80  # | 0x08 display on | brightness 0..7
+    BLINK_S = 0.5
 
     def __init__(
         self,
@@ -240,6 +359,7 @@ class TM1637Display:
         *,
         digits: int = 4,
         brightness: int = 7,
+        module: str = "dp",
         bit_delay_s: float = 0.0,
         background: bool = True,
     ) -> None:
@@ -247,14 +367,24 @@ class TM1637Display:
             raise HardwareConfigError(f"TM1637 brightness must be 0..7, got {brightness!r}")
         if clk == dio:
             raise HardwareConfigError(f"TM1637 CLK and DIO must differ, both are {clk}")
+        if module not in core.MODULES:
+            raise HardwareConfigError(
+                f"display.module must be one of {core.MODULES}, got {module!r}")
         from gpiozero import GPIODevice
 
         self.digits = digits
         self.brightness = brightness
+        self.module = module
         self.bit_delay_s = bit_delay_s
         self.missing_acks = 0  # the chip did not pull DIO low after a byte: wiring fault
+        self.writes = 0
+        self.last_write_acked: bool | None = None  # None until the first write
         self._clk_device = GPIODevice(clk)
-        self._dio_device = GPIODevice(dio)
+        try:
+            self._dio_device = GPIODevice(dio)
+        except Exception:
+            self._clk_device.close()
+            raise
         self._clk = self._clk_device.pin
         self._dio = self._dio_device.pin
         self._clk.function = "output"
@@ -262,6 +392,8 @@ class TM1637Display:
         self._release_dio()
         self._written: tuple[bytes, int] | None = None
         self._pending: bytes | None = None
+        self._plain = bytes(digits)  # the latest picture without the blink
+        self._blink = False  # the current frame is offline: blink the colon
         self._cond = threading.Condition()
         self._busy = False
         self._closing = False
@@ -273,7 +405,10 @@ class TM1637Display:
     # --- Display ---------------------------------------------------------------------------
 
     def show(self, frame: DisplayFrame) -> None:
-        self.show_segments(core.text_to_segments(frame.text, self.digits))
+        segments = core.text_to_segments(frame.text, self.digits, self.module)
+        with self._cond:
+            self._blink = frame.offline
+        self.show_segments(segments)
 
     def show_segments(self, segments: bytes) -> None:
         if self._worker is None:
@@ -284,7 +419,7 @@ class TM1637Display:
             self._cond.notify_all()
 
     def set_brightness(self, level: int) -> None:
-        if not 0 <= level <= 7:
+        if isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 7:
             raise HardwareConfigError(f"TM1637 brightness must be 0..7, got {level!r}")
         self.brightness = level
         if self._written is not None:
@@ -295,12 +430,36 @@ class TM1637Display:
         with self._cond:
             return self._cond.wait_for(lambda: self._pending is None and not self._busy, timeout)
 
+    def status(self) -> dict[str, Any]:
+        return {"module": self.module, "brightness": self.brightness, "writes": self.writes,
+                "acknowledging": self.last_write_acked is not False,
+                "missing_acks": self.missing_acks}
+
+    def blank(self) -> None:
+        """Display off (digits dark), synchronously: the last thing before the lines go."""
+        try:
+            self._start()
+            self._byte(self.CMD_DATA_AUTO)
+            self._stop()
+            self._start()
+            self._byte(self.CMD_ADDRESS)
+            for _ in range(self.digits):
+                self._byte(0)
+            self._stop()
+            self._start()
+            self._byte(self.CMD_DISPLAY)  # 0x80 without 0x08: display off
+            self._stop()
+            self._written = None
+        except Exception:
+            log.exception("TM1637 blank failed")
+
     def close(self) -> None:
         with self._cond:
             self._closing = True
             self._cond.notify_all()
         if self._worker is not None:
             self._worker.join(1.0)
+        self.blank()
         for device in (self._clk_device, self._dio_device):
             with contextlib.suppress(Exception):
                 device.close()
@@ -308,14 +467,29 @@ class TM1637Display:
     # --- the worker and the wire -----------------------------------------------------------
 
     def _run(self) -> None:
+        lit = True  # the blinking colon's phase
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._pending is not None or self._closing)
+                self._cond.wait_for(lambda: self._pending is not None or self._closing,
+                                    self.BLINK_S if self._blink else None)
                 if self._closing:
                     return
                 segments, self._pending = self._pending, None
+                blink = self._blink
+                if segments is None:  # the blink timer: toggle the colon
+                    if not blink or self._written is None:
+                        continue
+                    segments = self._plain
+                    lit = not lit
+                else:
+                    self._plain = segments
+                    lit = True
                 self._busy = True
-            self._write_safely(segments)  # type: ignore[arg-type]
+            if blink and not lit:
+                cells = bytearray(segments)
+                cells[core.COLON_CELL] ^= core.SEG_DP
+                segments = bytes(cells)
+            self._write_safely(segments)
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
@@ -324,7 +498,10 @@ class TM1637Display:
         if self._written == (segments, self.brightness):
             return  # identical picture: spare the bus (show() is called at every render)
         try:
+            before = self.missing_acks
             self._write(segments)
+            self.writes += 1
+            self.last_write_acked = self.missing_acks == before
             self._written = (segments, self.brightness)
         except Exception:
             log.exception("TM1637 write failed")

@@ -25,15 +25,18 @@ __all__ = [
     "FakeButtons",
 ]
 
-# Physical buttons at the table. "start_shot" is one button: start when ready, shot when running.
-BUTTONS = ("start_shot", "extension", "turn", "pause")
+# Physical buttons at the table. "start_shot" is one button: start when ready, shot when
+# running. "extension_p1"/"extension_p2" are optional per-player extension buttons (each
+# asks the extension for its own player only).
+BUTTONS = ("start_shot", "extension", "turn", "pause", "extension_p1", "extension_p2")
 
 
 @dataclass(frozen=True)
 class ButtonPress:
     button: str
-    at_ms: float  # unix ms on the service's monotonic timeline, taken at the edge
+    at_ms: float  # unix ms on the service's monotonic timeline, taken at the first edge
     long: bool = False  # a long press (held): corrects the last press
+    source: str = "button"  # "button" (GPIO), "pedal"/"clicker" (USB HID) ...
 
     def __post_init__(self) -> None:
         if self.button not in BUTTONS:
@@ -54,6 +57,12 @@ class Buzzer(Protocol):
 
     def long_tone(self) -> None:
         """A long, distinct tone: the shot time ran out (12.4)."""
+
+    def chirp(self) -> None:
+        """A very short chirp: a long press registered (its correction is on the way)."""
+
+    def refused(self) -> None:
+        """Three short pips: the service refused a press (e.g. a stale one)."""
 
     def close(self) -> None: ...
 
@@ -87,6 +96,12 @@ class FakeBuzzer:
 
     def long_tone(self) -> None:
         self.calls.append("long_tone")
+
+    def chirp(self) -> None:
+        self.calls.append("chirp")
+
+    def refused(self) -> None:
+        self.calls.append("refused")
 
     def close(self) -> None:
         self.calls.append("close")

@@ -36,7 +36,7 @@ VERSION = core.VERSION
 HEARTBEAT_MS = core.HEARTBEAT_MS
 TIMEOUT_MS = core.TIMEOUT_MS
 
-BuzzKind = Literal["none", "beep", "long"]
+BuzzKind = Literal["none", "beep", "long", "chirp", "refused"]
 
 
 @dataclass(frozen=True)
@@ -50,12 +50,16 @@ class WireFrame:
     display: DisplayFrame
     buzzer: BuzzKind = "none"
     buzz_seq: int = 0
+    brightness: int = core.BRIGHTNESS_MAX  # 0..7, as the TM1637 counts it
 
     def __post_init__(self) -> None:
         if self.buzzer not in core.BUZZ_NAMES:
             raise ValueError(f"buzzer must be one of {core.BUZZ_NAMES}, got {self.buzzer!r}")
         if not 0 <= self.buzz_seq <= 0xFF:
             raise ValueError(f"buzz_seq must fit a byte, got {self.buzz_seq!r}")
+        if not 0 <= self.brightness <= core.BRIGHTNESS_MAX:
+            raise ValueError(f"brightness must be 0..{core.BRIGHTNESS_MAX}, "
+                             f"got {self.brightness!r}")
 
     def payload(self) -> bytes:
         d = self.display
@@ -68,6 +72,8 @@ class WireFrame:
                 d.fouls,
                 core.BUZZ_NAMES.index(self.buzzer),
                 self.buzz_seq,
+                self.brightness,
+                core.FLAG_OFFLINE if d.offline else 0,
             )
         except (ValueError, UnicodeError) as exc:
             raise ProtocolError(f"cannot encode {self!r}: {exc}") from exc
@@ -75,11 +81,13 @@ class WireFrame:
     @classmethod
     def from_payload(cls, payload: bytes) -> WireFrame:
         try:
-            text, stage, player, ext, fouls, kind, buzz_seq = core.decode_frame(payload)
+            (text, stage, player, ext, fouls, kind, buzz_seq, brightness,
+             flags) = core.decode_frame(payload)
         except (ValueError, UnicodeError) as exc:
             raise ProtocolError(f"bad FRAME payload {payload.hex()}: {exc}") from exc
-        display = DisplayFrame(text, stage, player, tuple(ext), tuple(fouls))
-        return cls(display, core.BUZZ_NAMES[kind], buzz_seq)  # type: ignore[arg-type]
+        display = DisplayFrame(text, stage, player, tuple(ext), tuple(fouls),
+                               offline=bool(flags & core.FLAG_OFFLINE))
+        return cls(display, core.BUZZ_NAMES[kind], buzz_seq, brightness)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,7 @@ def encode_ack(seq: int, acked_seq: int, status: int = core.STATUS_OK) -> bytes:
     return core.encode_packet(core.MSG_ACK, seq, core.encode_ack(acked_seq, status))
 
 
-def encode_hello(seq: int, info: str = "shotclock-display/1") -> bytes:
+def encode_hello(seq: int, info: str = "shotclock-display/2") -> bytes:
     return core.encode_packet(core.MSG_HELLO, seq, info.encode())
 
 

@@ -12,9 +12,18 @@ sample with the shortest round trip) and renders on the server's timeline, so a 
 clock is off by seconds still shows the right digits.
 
 Faults: the connection is retried forever with exponential backoff and ``?since=<last
-seq>``, so nothing is missed; while it is down the display keeps deriving the time from
-the last deadline it knows. A press while disconnected is dropped (and logged): a stale
-press sent later could stop a clock at the wrong moment.
+seq>``, so nothing is missed. The link is checked every 0.5 s (an application ping): when
+nothing has been heard for LINK_LOST_MS, or the connection drops, the display switches to
+its offline style within 1.5 s (issue 10, defect 9): the digits keep the estimate from the
+last deadline but blink the colon (a LINK LED on the controller) and sound nothing, so they
+no longer claim to be the clock. On reconnect the snapshot resyncs them; the old clock
+offset is kept until a new one is measured, so the digits never jump by the offset.
+
+Presses carry their time (``at``, on the service's timeline): the service refuses one older
+than 2 s (409 stale_press), so a press the bridge gave up on (no answer within
+COMMAND_TIMEOUT_S) is never applied later (issue 10, defect 8). A press while
+disconnected is dropped. Either way, and on any refusal, the buzzer gives its "refused"
+pips.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from clock_service.commands import PRESS_STALE_MS
 from clock_service.timesource import RealTime, Timer
 from firmware_bridge.bridge import command_for_press
 from firmware_bridge.driver import DeviceDriver
@@ -44,6 +54,13 @@ log = logging.getLogger(__name__)
 
 # Replayed warnings/expiries (missed during a short outage) still sound if this recent.
 FRESH_EVENT_MS = 1500.0
+# The link: an application ping this often; silence this long shows the offline style.
+PING_INTERVAL_S = 0.5
+LINK_LOST_MS = 1000.0
+# Silence this long closes the connection to reconnect (the WebSocket ping may be slower).
+LINK_DEAD_MS = 3000.0
+# A press unanswered this long is reported lost: the service refuses it after 2 s anyway.
+COMMAND_TIMEOUT_S = PRESS_STALE_MS / 1000 + 0.5
 
 
 class ClockOffset:
@@ -56,12 +73,21 @@ class ClockOffset:
 
     def __init__(self, keep: int = 8) -> None:
         self.samples: deque[tuple[float, float]] = deque(maxlen=keep)  # (rtt, offset)
+        self._stale = False
 
     def add(self, sent_ms: float, server_ms: float, received_ms: float) -> None:
         rtt = received_ms - sent_ms
         if rtt < 0:
             raise ValueError(f"pong received before its ping was sent ({rtt} ms)")
+        if self._stale:  # the first sample of a new connection replaces the old ones
+            self.samples.clear()
+            self._stale = False
         self.samples.append((rtt, server_ms - (sent_ms + received_ms) / 2))
+
+    def restart(self) -> None:
+        """A new connection (perhaps a restarted service with its own timeline): keep the
+        old offset until the first new sample, so the digits never jump meanwhile."""
+        self._stale = bool(self.samples)
 
     @property
     def offset_ms(self) -> float:
@@ -94,8 +120,8 @@ class RemoteBridge:
         self, server: str, table_id: str, *, token: str | None = None,
         display: Display | None = None, buzzer: Buzzer | None = None,
         buttons: Buttons | None = None, backoff_min_s: float = 0.1, backoff_max_s: float = 5.0,
-        ping_interval_s: float = 10.0, command_timeout_s: float = 5.0,
-        time: ServerTime | None = None,
+        ping_interval_s: float = PING_INTERVAL_S, command_timeout_s: float = COMMAND_TIMEOUT_S,
+        link_lost_ms: float = LINK_LOST_MS, time: ServerTime | None = None,
     ) -> None:
         if not server.startswith(("ws://", "wss://")):
             raise ValueError(f"server must be a ws:// or wss:// URL, got {server!r}")
@@ -112,11 +138,15 @@ class RemoteBridge:
         self.backoff_max_s = backoff_max_s
         self.ping_interval_s = ping_interval_s
         self.command_timeout_s = command_timeout_s
+        self.link_lost_ms = link_lost_ms
+        self._last_heard: float | None = None  # local ms of the last message from the service
+        self.outages = 0
         self.last_seq: int | None = None
         self.connects = 0
         self.referee = False
         self.refusals: list[str] = []
         self.dropped_presses = 0
+        self.lost_presses = 0
         self._ws: Any = None
         self._ids = itertools.count(1)
         self._pings: dict[str, float] = {}  # id -> local send time
@@ -129,6 +159,10 @@ class RemoteBridge:
     @property
     def state(self) -> dict[str, Any]:
         return self.driver.state
+
+    @property
+    def online(self) -> bool:
+        return not self.driver.offline
 
     # -- the connection ------------------------------------------------------------------------
     async def run(self) -> None:
@@ -143,12 +177,16 @@ class RemoteBridge:
                 log.exception("table %s: buttons failed to start", self.table_id)
         backoff = self.backoff_min_s
         subprotocols = [f"bearer.{self.token}"] if self.token else None
+        self.driver.set_offline(True)  # until the first snapshot: nothing here is the truth
+        watchdog = asyncio.create_task(self._link_watchdog())
         try:
             while True:
                 url = self.url if self.last_seq is None else f"{self.url}?since={self.last_seq}"
                 try:
+                    # WebSocket pings too (1 s, 1.5 s timeout): a half-open TCP connection
+                    # is dropped within 2.5 s even if the application ping were stuck.
                     async with connect(url, subprotocols=subprotocols,  # type: ignore[arg-type]
-                                       open_timeout=5, ping_interval=5, ping_timeout=5,
+                                       open_timeout=3, ping_interval=1.0, ping_timeout=1.5,
                                        max_size=2**20) as ws:
                         self.connects += 1
                         log.info("table %s: connected to %s", self.table_id, url)
@@ -166,7 +204,32 @@ class RemoteBridge:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.backoff_max_s)
         finally:
+            watchdog.cancel()
             self.close()
+
+    async def _link_watchdog(self) -> None:
+        """Offline style as soon as the service is silent for ``link_lost_ms`` (defect 9);
+        a connection silent for LINK_DEAD_MS is closed so the reconnect starts."""
+        while True:
+            await asyncio.sleep(0.1)
+            heard = self._last_heard
+            if self._ws is None or heard is None:
+                continue
+            silent = self.time.local_ms() - heard
+            if silent >= self.link_lost_ms and not self.driver.offline:
+                self._go_offline(f"nothing heard for {silent:.0f} ms")
+            if silent >= LINK_DEAD_MS:
+                log.warning("table %s: link silent for %.1f s; reconnecting",
+                            self.table_id, silent / 1000)
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self._ws.close(), 0.5)
+
+    def _go_offline(self, why: str) -> None:
+        if not self.driver.offline:
+            self.outages += 1
+            log.warning("table %s: link to the service lost (%s): the display shows it",
+                        self.table_id, why)
+        self.driver.set_offline(True)
 
     def close(self) -> None:
         if self.buttons is not None:
@@ -179,7 +242,10 @@ class RemoteBridge:
 
     def _disconnected(self) -> None:
         self._ws = None
+        self._last_heard = None
         self.connected.clear()
+        self._go_offline("disconnected")
+        self.time.offset.restart()
         self._pings.clear()
         for future in self._pending.values():
             if not future.done():
@@ -198,7 +264,8 @@ class RemoteBridge:
                 await pinger
 
     async def _ping_loop(self, ws: Any) -> None:
-        # A burst at connect for a good first offset, then one now and then (drift).
+        # A burst at connect for a good first offset, then every ping_interval_s: the
+        # offset's drift, and the link check (the service's pongs are what we hear).
         for _ in range(4):
             await self._ping(ws)
             await asyncio.sleep(0.05)
@@ -214,6 +281,7 @@ class RemoteBridge:
 
     # -- from the service ----------------------------------------------------------------------
     def on_message(self, message: dict[str, Any]) -> None:
+        self._last_heard = self.time.local_ms()
         kind = message.get("type")
         if kind == "snapshot":
             # The state as of seq N; replayed events up to N follow (already in it).
@@ -222,13 +290,16 @@ class RemoteBridge:
             self._replay_until = seq
             self.last_seq = seq
             self.referee = bool(message.get("referee"))
+            self.driver.offline = False  # the snapshot is the truth again: redraw it
             self.driver.update(message["state"], sound=False)
             self.connected.set()
         elif kind == "pong":
             sent = self._pings.pop(str(message.get("id")), None)
             if sent is not None and isinstance(message.get("server_time"), int | float):
                 self.time.offset.add(sent, float(message["server_time"]), self.time.local_ms())
-                self.driver.redraw()  # the timeline may have moved: re-aim the redraw timer
+            if self.connected.is_set():
+                self.driver.set_offline(False)  # heard again after a silence
+            self.driver.redraw()  # the timeline may have moved: re-aim the redraw timer
         elif kind in ("ack", "error"):
             future = self._pending.pop(str(message.get("id")), None)
             if future is not None and not future.done():
@@ -273,15 +344,20 @@ class RemoteBridge:
             loop.call_soon_threadsafe(self.on_press, press)
 
     def on_press(self, press: ButtonPress) -> None:
+        if press.long:
+            self.driver.buzz("chirp")  # the hold registered: the correction is on its way
         command = command_for_press(press, str(self.state.get("phase", "")))
         if command is None:
             return
         if self._ws is None:
             self.dropped_presses += 1
+            self.driver.buzz("refused")
             log.warning("table %s: %s pressed while disconnected; dropped",
                         self.table_id, command.name)
             return
-        fields = dataclasses.asdict(command)
+        # The press time (at) is on the service's timeline already: the buttons are
+        # timestamped with this bridge's ServerTime (local clock + measured offset).
+        fields = {k: v for k, v in dataclasses.asdict(command).items() if v is not None}
         task = asyncio.ensure_future(self.command(command.name, **fields))
         task.add_done_callback(lambda t: self._after_press(command.name, t))
 
@@ -290,12 +366,18 @@ class RemoteBridge:
             return
         exc = task.exception()
         if exc is not None:
-            log.error("table %s: %s press not delivered: %r", self.table_id, name, exc)
+            # Not answered in time: the service refuses a press older than 2 s, so it
+            # was applied at once or never; it will not be applied late.
+            self.lost_presses += 1
+            self.driver.buzz("refused")
+            log.error("table %s: %s press not confirmed (%r); the service never applies a "
+                      "press more than %d ms old", self.table_id, name, exc, PRESS_STALE_MS)
             return
         reply = task.result()
         if reply.get("type") == "error":
             error = reply.get("error") or {}
             self.refusals.append(str(error.get("message", error)))
+            self.driver.buzz("refused")
             log.info("table %s: %s press refused: %s", self.table_id, name,
                      error.get("message", error))
 

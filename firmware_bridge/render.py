@@ -29,6 +29,9 @@ class DisplayFrame:
     player: int  # 0 or 1: the player at the table (an arrow or side LED)
     extensions_left: tuple[int, int] = (0, 0)
     fouls: tuple[int, int] = (0, 0)
+    # The link to the hall service is lost (remote bridge): the digits are an estimate from
+    # the last deadline known, shown in a distinct style (blinking colon, LINK), not the truth.
+    offline: bool = False
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:

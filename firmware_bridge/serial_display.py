@@ -14,7 +14,8 @@ import threading
 import time
 from typing import Any
 
-from firmware_bridge.errors import HardwareError
+from firmware_bridge import protocol_core as core
+from firmware_bridge.errors import HardwareConfigError, HardwareError
 from firmware_bridge.protocol import (
     HEARTBEAT_MS,
     Ack,
@@ -33,6 +34,10 @@ log = logging.getLogger(__name__)
 
 # pyserial's read timeout in the reader thread: bounds how long a close waits for it.
 READ_TIMEOUT_S = 0.05
+# The controller ACKs every valid packet, and a heartbeat goes out every 250 ms: this long
+# without an ACK while sending means it is not listening (dead, wrong firmware, wrong
+# baud rate, or dropped to its REPL), whatever the port says.
+ACK_SILENCE_S = 1.0
 
 
 class SerialDisplay:
@@ -53,6 +58,7 @@ class SerialDisplay:
         backoff_min_s: float = 0.1,
         backoff_max_s: float = 2.0,
         write_timeout_s: float = 0.5,
+        brightness: int = core.BRIGHTNESS_MAX,
     ) -> None:
         if heartbeat_s <= 0 or backoff_min_s <= 0 or backoff_max_s < backoff_min_s:
             raise ValueError(
@@ -65,6 +71,8 @@ class SerialDisplay:
         self.backoff_min_s = backoff_min_s
         self.backoff_max_s = backoff_max_s
         self.write_timeout_s = write_timeout_s
+        self._check_brightness(brightness)
+        self.brightness = brightness
         # The mailbox: the latest picture and buzzer request. Guarded by _lock, held for
         # a few attribute writes only, so show() never waits on the I/O thread.
         self._lock = threading.Lock()
@@ -86,6 +94,10 @@ class SerialDisplay:
         self.last_ack_seq: int | None = None
         self.last_ack_at: float | None = None  # time.monotonic()
         self.last_status: Status | None = None
+        self.opened_at: float | None = None  # time.monotonic() of the last successful open
+        self.last_sent_at: float | None = None  # time.monotonic() of the last packet written
+        self.open_error: OSError | Exception | None = None  # why the last open failed
+        self.blanked = False  # the blank frame went out on close
         self._seq = 0
         self._thread = threading.Thread(
             target=self._run, name=f"serial-display {port}", daemon=True
@@ -106,6 +118,27 @@ class SerialDisplay:
     def long_tone(self) -> None:
         self._buzz("long")
 
+    def chirp(self) -> None:
+        self._buzz("chirp")
+
+    def refused(self) -> None:
+        self._buzz("refused")
+
+    @staticmethod
+    def _check_brightness(level: int) -> None:
+        if isinstance(level, bool) or not isinstance(level, int) or not (
+                0 <= level <= core.BRIGHTNESS_MAX):
+            raise HardwareConfigError(
+                f"display brightness must be 0..{core.BRIGHTNESS_MAX}, got {level!r}")
+
+    def set_brightness(self, level: int) -> None:
+        """Dim or brighten the big digits (0..7); goes out with the next frame at once."""
+        self._check_brightness(level)
+        with self._lock:
+            self.brightness = level
+            self._dirty = True
+        self._wake.set()
+
     def _buzz(self, kind: BuzzKind) -> None:
         # A new buzz_seq is what makes the controller sound; resends of the frame do not.
         with self._lock:
@@ -115,6 +148,7 @@ class SerialDisplay:
         self._wake.set()
 
     def close(self) -> None:
+        """Blank the digits (a stopped service must not leave a time lit), then close."""
         self._closing.set()
         self._wake.set()
         self._thread.join(2.0)
@@ -122,6 +156,33 @@ class SerialDisplay:
     @property
     def connected(self) -> bool:
         return self._serial is not None
+
+    def ack_age_s(self, now: float | None = None) -> float | None:
+        """Seconds since the last ACK (or since the port opened, if none came yet); None
+        while the port is closed."""
+        if self._serial is None or self.opened_at is None:
+            return None
+        now = time.monotonic() if now is None else now
+        since = max(self.opened_at, self.last_ack_at or self.opened_at)
+        return max(0.0, now - since)
+
+    def ack_silent(self, now: float | None = None) -> bool:
+        """Packets go out but nothing has been acknowledged for ACK_SILENCE_S: the
+        controller is not listening even though the port is open (issue 10, defect 4)."""
+        age = self.ack_age_s(now)
+        return age is not None and age >= ACK_SILENCE_S and self.last_sent_at is not None
+
+    def status(self) -> dict[str, Any]:
+        """For /api/health: cheap attribute reads only (called from the event loop)."""
+        age = self.ack_age_s()
+        return {
+            "port": self.port, "connected": self.connected, "connects": self.connects,
+            "acknowledging": self.connected and not self.ack_silent(),
+            "last_ack_age_ms": None if age is None else round(age * 1000),
+            "frames_sent": self.frames_sent, "heartbeats_sent": self.heartbeats_sent,
+            "hellos": self.hellos, "brightness": self.brightness,
+            "error": None if self.open_error is None or self.connected else str(self.open_error),
+        }
 
     # --- the I/O thread -------------------------------------------------------------------
 
@@ -141,8 +202,13 @@ class SerialDisplay:
             )
         except (serial.SerialException, OSError, ValueError) as exc:
             log.debug("display port %s not available: %s", self.port, exc)
+            # pyserial wraps the OSError; keep the errno (EACCES: the dialout group).
+            self.open_error = exc
             return False
+        self.open_error = None
         self._broken.clear()
+        self.opened_at = time.monotonic()
+        self.last_sent_at = None
         self._serial = port
         self.connects += 1
         log.info("display port %s open (connect #%d)", self.port, self.connects)
@@ -219,24 +285,42 @@ class SerialDisplay:
                     self._dirty = True  # whatever we failed to send goes out after reconnect
                 self._drop(f"write failed: {exc}")
                 continue
+            self.last_sent_at = time.monotonic()
             if dirty:
                 self.frames_sent += 1
-                self.last_frame_sent_at = time.monotonic()
+                self.last_frame_sent_at = self.last_sent_at
             else:
                 self.heartbeats_sent += 1
             next_heartbeat = now + self.heartbeat_s
+        self._blank()
         self._drop("closed")
+
+    def _blank(self) -> None:
+        """The last word on close: a blank frame, so the digits go dark at once rather
+        than after the controller's 1 s heartbeat timeout (and never keep a time lit)."""
+        port = self._serial
+        if port is None:
+            return
+        with self._lock:
+            player = self._frame.player if self._frame is not None else 0
+            buzzer, buzz_seq, brightness = self._buzzer, self._buzz_seq, self.brightness
+        try:
+            port.write(encode_frame(self._next_seq(), WireFrame(
+                DisplayFrame("", "off", player), buzzer, buzz_seq, brightness)))
+            port.flush()
+            self.blanked = True
+        except Exception as exc:  # noqa: BLE001 - closing anyway
+            log.debug("display port %s: blank frame not sent: %s", self.port, exc)
 
     def _packet(
         self, frame: DisplayFrame | None, buzzer: BuzzKind, buzz_seq: int, *, heartbeat: bool
     ) -> bytes:
-        from firmware_bridge import protocol_core as core
-
         if frame is None:
             # Nothing to show yet: a bare heartbeat keeps the controller out of its fault state.
             return core.encode_packet(core.MSG_HEARTBEAT, self._next_seq(), b"")
         return encode_frame(
-            self._next_seq(), WireFrame(frame, buzzer, buzz_seq), heartbeat=heartbeat
+            self._next_seq(), WireFrame(frame, buzzer, buzz_seq, self.brightness),
+            heartbeat=heartbeat,
         )
 
     def _read_loop(self, port: Any) -> None:

@@ -55,6 +55,12 @@ def test_shipped_example_is_valid() -> None:
         ({"brightness": 9}, "brightness must be 0..7, got 9"),
         ({"debounce_ms": 2000}, "debounce_ms < long_press_ms"),
         ({"baudrate": 0}, "baud rate"),
+        ({"display_module": "clock"}, "display.module must be one of"),
+        ({"long_press": ("start",)}, "long_press: unknown buttons"),
+        ({"hid_keys": {"KEY_A": "start_shot"}}, "hid.device is not"),
+        ({"hid_device": "/dev/input/event0", "hid_keys": {"KEY_A": "go"}}, "unknown button"),
+        ({"kind": "serial", "serial_port": "/dev/serial0",
+          "button_pins": {"start_shot": 14}}, "UART on BCM 14/15"),
     ],
 )
 def test_invalid_config_names_the_key_and_value(kwargs: dict[str, Any], message: str) -> None:
@@ -73,17 +79,22 @@ def test_bad_file_errors(tmp_path: Path) -> None:
     bad.write_text('kidn = "gpio"\n')
     with pytest.raises(HardwareConfigError, match="unknown key 'kidn'"):
         load_config({"SHOTCLOCK_HARDWARE_CONFIG": str(bad)})
+    bad.write_text('[display]\nmodul = "colon"\n')  # a typo inside a section is named too
+    with pytest.raises(HardwareConfigError, match="unknown key 'display.modul'"):
+        load_config({"SHOTCLOCK_HARDWARE_CONFIG": str(bad)})
 
 
-def test_build_gpio_devices(mock_factory: Any) -> None:
-    display, buzzer, buttons = build_devices(HardwareConfig(kind="gpio"), now_ms=lambda: 5.0)
+def test_build_gpio_devices(mock_factory: Any, wait_until: Any) -> None:
+    config = HardwareConfig(kind="gpio", display_module="colon", buzzer_active_high=False)
+    display, buzzer, buttons = build_devices(config, now_ms=lambda: 5.0)
     try:
-        assert isinstance(display, TM1637Display)
-        assert isinstance(buzzer, GpioBuzzer)
+        assert isinstance(display, TM1637Display) and display.module == "colon"
+        assert isinstance(buzzer, GpioBuzzer) and not buzzer.active_high
         assert isinstance(buttons, GpioButtons)
         presses: list[Any] = []
         buttons.start(presses.append)
-        mock_factory.pin(17).drive_low()
+        mock_factory.pin(27).drive_low()
+        assert wait_until(lambda: bool(presses))
         assert presses[0].at_ms == 5.0  # the service's clock is the one used
     finally:
         for device in (display, buzzer, buttons):

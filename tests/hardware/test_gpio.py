@@ -1,4 +1,6 @@
-"""GPIO drivers against gpiozero's mock pins: buttons, buzzer, and TM1637 decoded off the wire."""
+"""GPIO drivers against gpiozero's mock pins: buzzer, and TM1637 decoded off the wire.
+
+The buttons have their own file (test_buttons.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,7 @@ from typing import Any
 import pytest
 
 from firmware_bridge import protocol_core as core
-from firmware_bridge.errors import HardwareConfigError
-from firmware_bridge.interfaces import ButtonPress, Buttons, Buzzer, Display
+from firmware_bridge.interfaces import Buzzer, Display
 from firmware_bridge.render import DisplayFrame
 
 WaitUntil = Callable[..., bool]
@@ -24,99 +25,6 @@ class FakeClock:
 
     def advance(self, ms: float) -> None:
         self.ms += ms
-
-
-@pytest.fixture
-def buttons(mock_factory: Any) -> Iterator[tuple[Any, FakeClock, list[ButtonPress]]]:
-    from firmware_bridge.gpio import GpioButtons
-
-    clock = FakeClock()
-    presses: list[ButtonPress] = []
-    driver = GpioButtons(debounce_ms=15, long_press_ms=1000, now_ms=clock)
-    driver.start(presses.append)
-    yield driver, clock, presses
-    driver.close()
-
-
-def test_each_button_reports_its_name_and_edge_time(buttons: Any, mock_factory: Any) -> None:
-    driver, clock, presses = buttons
-    assert isinstance(driver, Buttons)
-    for name, pin in (("start_shot", 17), ("extension", 27), ("turn", 22), ("pause", 23)):
-        clock.advance(100)
-        mock_factory.pin(pin).drive_low()
-        at = clock.ms
-        clock.advance(80)
-        mock_factory.pin(pin).drive_high()
-        assert presses[-1] == ButtonPress(name, at)
-    assert len(presses) == 4
-
-
-def test_chattering_button_gives_one_press(buttons: Any, mock_factory: Any) -> None:
-    _, clock, presses = buttons
-    pin = mock_factory.pin(17)
-    pin.drive_low()
-    first = clock.ms
-    for _ in range(4):  # contact bounce: edges 2 ms apart, inside the 15 ms window
-        clock.advance(2)
-        pin.drive_high()
-        clock.advance(2)
-        pin.drive_low()
-    clock.advance(120)
-    pin.drive_high()
-    for _ in range(3):  # release bounce
-        clock.advance(1)
-        pin.drive_low()
-        clock.advance(1)
-        pin.drive_high()
-    assert presses == [ButtonPress("start_shot", first)]
-    clock.advance(200)  # a real second press later still counts
-    pin.drive_low()
-    assert presses[-1] == ButtonPress("start_shot", clock.ms)
-    assert len(presses) == 2
-
-
-def test_presses_past_the_debounce_window_all_count(buttons: Any, mock_factory: Any) -> None:
-    _, clock, presses = buttons
-    pin = mock_factory.pin(22)
-    for _ in range(3):  # fast but real taps: 40 ms down, 40 ms up
-        pin.drive_low()
-        clock.advance(40)
-        pin.drive_high()
-        clock.advance(40)
-    assert [p.button for p in presses] == ["turn"] * 3
-
-
-def test_long_press_on_start_shot_adds_a_correction(buttons: Any, mock_factory: Any) -> None:
-    _, clock, presses = buttons
-    pin = mock_factory.pin(17)
-    pin.drive_low()
-    pressed_at = clock.ms
-    assert presses == [ButtonPress("start_shot", pressed_at)]  # delivered at once, not later
-    clock.advance(1200)
-    pin.drive_high()
-    assert presses == [
-        ButtonPress("start_shot", pressed_at),
-        ButtonPress("start_shot", pressed_at + 1200, long=True),
-    ]
-    # A shorter hold is a plain press; other buttons never report long presses.
-    clock.advance(300)
-    pin.drive_low()
-    clock.advance(900)
-    pin.drive_high()
-    other = mock_factory.pin(23)
-    other.drive_low()
-    clock.advance(1500)
-    other.drive_high()
-    assert [p.long for p in presses] == [False, True, False, False], presses
-
-
-def test_button_config_is_validated(mock_factory: Any) -> None:
-    from firmware_bridge.gpio import GpioButtons
-
-    with pytest.raises(HardwareConfigError, match="share a pin"):
-        GpioButtons({"start_shot": 17, "pause": 17})
-    with pytest.raises(HardwareConfigError, match="unknown buttons"):
-        GpioButtons({"start": 17})
 
 
 def test_buzzer_beeps_and_long_tone_in_background(mock_factory: Any, wait_until: WaitUntil) -> None:

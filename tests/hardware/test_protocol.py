@@ -96,7 +96,7 @@ def test_packet_layout_is_as_documented() -> None:
     assert packet[0] == 0 and packet[-1] == 0 and 0 not in packet[1:-1]
     raw = cobs.decode(packet[1:-1])
     assert raw[:4] == bytes((core.VERSION, core.MSG_FRAME, 0x01, 0x02))
-    assert raw[4:-2] == bytes((2, 0, 1, 1, 0, 0, 0, 0, 2)) + b"35"
+    assert raw[4:-2] == bytes((2, 0, 1, 1, 0, 0, 0, 0, 7, 0, 2)) + b"35"
     assert int.from_bytes(raw[-2:], "big") == binascii.crc_hqx(raw[:-2], 0)
 
 
@@ -137,7 +137,7 @@ def test_decoder_survives_random_noise_and_still_decodes_after() -> None:
 
 def test_controller_messages_decode() -> None:
     stream = encode_hello(1) + encode_ack(2, 0xBEEF)
-    assert StreamDecoder().feed(stream) == [Hello(1, "shotclock-display/1"), Ack(2, 0xBEEF)]
+    assert StreamDecoder().feed(stream) == [Hello(1, "shotclock-display/2"), Ack(2, 0xBEEF)]
 
 
 @pytest.mark.parametrize(

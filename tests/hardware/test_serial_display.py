@@ -218,7 +218,8 @@ def test_emulator_cli_prints_the_port_first_and_shows_frames() -> None:
         display.show(F35)
         assert proc.stdout.readline().strip() == "HELLO sent"
         assert proc.stdout.readline().strip() == LINE_35
-        display.close()
+        display.close()  # blanks the digits at once, then the host is gone
+        assert proc.stdout.readline().strip() == "DISPLAY (blank) off p0 ext=0,0 fouls=0,0"
         assert proc.stdout.readline().strip() == "FAULT no-heartbeat"
     finally:
         watchdog.cancel()

@@ -55,9 +55,22 @@ def test_table_1_counts_down_on_the_serial_display(tmp_path: Path,
         assert status == 200
         assert display.wait_for(lambda lines: lines[-1].startswith("DISPLAY 34 paused"), 1.0)
         assert display.buzzes == []
-        # the gpio buttons could not open on this machine: logged, service kept running
+        # the gpio buttons could not open on this machine: a fault for people (health,
+        # console), the log says it too, and the service kept running (defect 2)
         log = server.log.read_text()
-        assert "buttons hardware failed to open" in log, log[-2000:]
+        assert "buttons failed to open" in log, log[-2000:]
+        health = server.get("/api/health")
+        faults = {f["code"]: f for f in health["faults"]}
+        assert faults["device_failed"]["component"] == "hardware", health
+        assert faults["device_failed"]["table"] == "1"
+        hardware = health["components"]["hardware"]
+        assert hardware["kind"] == "serial" and hardware["display"]["connected"], hardware
+        assert hardware["display"]["acknowledging"], hardware
+        assert hardware["display"]["last_ack_age_ms"] < 1000, hardware
+        assert "buttons" in hardware["failed"]
+        # the boot self-test lit every segment before the clock came up
+        shown = _texts(display)
+        assert shown[0] == "8.8.8.8." and shown.index("8.8.8.8.") < shown.index("35"), shown
     finally:
         server.stop()
     # a clean stop closes the port: the controller loses its heartbeat and blanks (FAULT)

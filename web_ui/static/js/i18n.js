@@ -450,6 +450,7 @@ const ERRORS = {
     unknown_match: "no such match",
     invalid_cursor: "this page of the match list is no longer valid: start from the first page",
     invalid_race_to: "race to must be a whole number of frames, at least 1",
+    not_at_table: "only the player at the table can take the extension",
   },
   ru: {
     already_running: "время уже идёт",
@@ -493,6 +494,7 @@ const ERRORS = {
     unknown_match: "такого матча нет",
     invalid_cursor: "эта страница списка матчей устарела: начните с первой страницы",
     invalid_race_to: "число побед должно быть целым, не меньше 1",
+    not_at_table: "продление может взять только игрок, который у стола",
   },
 };
 
