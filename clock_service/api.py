@@ -18,6 +18,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 from clock_service.commands import parse_command
 from clock_service.errors import (
     InvalidInput,
+    NoHardware,
     NotAuthorized,
     RuleRefusal,
     ShotClockError,
@@ -31,6 +32,8 @@ from clock_service.reports.routes import install_reports
 from clock_service.reports.service import UnknownMatch
 from clock_service.runtime import Runtime
 from clock_service.schemas import (
+    BrightnessRequest,
+    BrightnessResponse,
     CommandRequest,
     CreateTable,
     ErrorResponse,
@@ -49,7 +52,7 @@ log = logging.getLogger(__name__)
 
 STATUS = {RuleRefusal: 409, InvalidInput: 422, UnknownTable: 404, UnknownMatch: 404,
           TableExists: 409,
-          NotAuthorized: 401, StoreError: 503}
+          NotAuthorized: 401, StoreError: 503, NoHardware: 404}
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse} for code in (401, 404, 409, 422, 503)
 }
@@ -177,6 +180,22 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
         runtime = runtime_of(request)
         runtime.table(table_id)  # 404 before 422: an unknown table is the bigger mistake
         return await runtime.command(table_id, parse_command(body.model_dump()))
+
+    @app.put("/api/hardware/brightness", tags=["hardware"], response_model=None,
+             responses={200: {"model": BrightnessResponse}, **ERRORS},
+             dependencies=[Depends(require_referee)])
+    async def set_brightness(body: BrightnessRequest, request: Request) -> dict[str, Any]:
+        """Dim or brighten this service's table display (night/day); 404 no_hardware when
+        it drives none that can be dimmed. Not stored: the configured level comes back
+        after a restart."""
+        hardware = getattr(request.app.state, "hardware", None)
+        try:
+            if hardware is None:
+                raise LookupError("no table-side hardware is configured")
+            level = hardware.set_brightness(body.level)
+        except LookupError as exc:
+            raise NoHardware(f"cannot dim: {exc}") from None
+        return {"brightness": level, "table": hardware.table}
 
     @app.get("/api/tables/{table_id}/events", tags=["events"], response_model=None,
              responses={200: {"model": list[WireEvent]}, **ERRORS})

@@ -23,6 +23,7 @@ __all__ = [
     "HallReadOnly",
     "TableUnreachable",
     "ForwardedError",
+    "NoHardware",
 ]
 
 
@@ -122,3 +123,9 @@ class ForwardedError(ShotClockError):
         if self.rule:
             out["rule"] = self.rule
         return out
+
+
+class NoHardware(ShotClockError, LookupError):
+    """The service drives no table-side device that can do this (e.g. dim the digits)."""
+
+    code = "no_hardware"

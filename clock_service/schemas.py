@@ -36,7 +36,8 @@ SOURCE_DOC = ("where it came from (console, button, pedal, camera, mqtt ...); re
 __all__ = [
     "CreateTable", "CommandRequest", "MatchState", "RefusedCommand", "TableState", "ErrorBody",
     "ErrorResponse",
-    "WireEvent", "FaultInfo", "HealthResponse", "StatusMessage",
+    "WireEvent", "FaultInfo", "HealthResponse", "StatusMessage", "BrightnessRequest",
+    "BrightnessResponse",
 ]
 
 
@@ -78,6 +79,18 @@ class CommandRequest(BaseModel):
     by: str = Field("referee", description=BY_DOC + "; for undo and set_time, who corrected "
                     "(any text)")
     source: str | None = Field(None, description=SOURCE_DOC, examples=["button"])
+
+
+class BrightnessRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    level: int = Field(ge=0, le=7, description="0 (dimmest) .. 7 (brightest), as the TM1637 "
+                       "counts; the serial controller takes the same scale", examples=[2])
+
+
+class BrightnessResponse(BaseModel):
+    brightness: int
+    table: str = Field(description="the table whose display this service drives")
 
 
 class MatchState(BaseModel):

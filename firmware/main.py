@@ -1,28 +1,48 @@
+# ruff: noqa: UP031  -- MicroPython: %-formatting, no f-strings in the firmware
 """Reference MicroPython firmware for a Raspberry Pi Pico display controller.
 
 Copy ``protocol_core.py`` and this file to the Pico (``mpremote cp firmware/*.py :``).
-All protocol and display logic is in protocol_core.ControllerCore (tested on CPython);
-this file is only the hardware: a UART, a TM1637 module and a buzzer/horn pin.
+All protocol and display logic is in protocol_core.ControllerCore (tested on CPython and on
+the MicroPython unix port); ``Table`` below is the loop's logic with the pins handed in (the
+tests run it under the unix port with a fake ``machine``); ``run()`` wires real pins.
+
+Link: USB (default, ``USE_USB = True``): the Pico's USB-CDC port, which the udev rule
+(deploy/99-shotclock-display.rules) names /dev/shotclock-display. Keyboard interrupt is
+disabled on it (``micropython.kbd_intr(-1)``): a 0x03 byte inside a frame is data, not
+Ctrl-C, so the controller never drops to its REPL mid-match. To reach the REPL for
+maintenance (``mpremote``), stop the host service and press Ctrl-C within the first 2 s
+after a reset (BOOT_DELAY_MS). ``USE_USB = False``: UART0 at BAUD instead.
 
 Wiring (Pico GP numbers):
-  UART0: GP0 TX -> host RX (Pi GPIO15), GP1 RX <- host TX (Pi GPIO14), GND - GND.
-         Or leave USE_USB = True to talk over the Pico's USB-CDC port instead.
+  UART0 (USE_USB = False): GP0 TX -> host RX (Pi GPIO15), GP1 RX <- host TX (Pi GPIO14), GND.
   TM1637: GP2 -> CLK, GP3 -> DIO, 3V3 -> VCC, GND -> GND (big digits: a TM1637 driving
-          LED segments through transistor drivers behaves the same).
-  Horn:   GP15 -> transistor/relay driving the buzzer or horn, active high.
-  Fault LED: the on-board LED lights while the host is silent.
+          LED segments through transistor drivers behaves the same). MODULE = "colon" for
+          the 4-digit clock module (colon, no decimal points).
+  Horn:   GP15 -> 1 kOhm -> NPN transistor or a relay/MOSFET module driving the buzzer or
+          horn; never the buzzer on the pin directly. HORN_ACTIVE_HIGH = False for modules
+          that switch on a low input.
+  LED:    the on-board LED: steady while the host is silent (fault), blinking while the
+          host says its link to the hall service is lost.
+
+Safety: a hardware watchdog (``machine.WDT``, WDT_MS) resets the Pico if the loop ever
+hangs; the reset sends HELLO and the host resends the full frame at once. Times use
+``time.ticks_diff`` (ticks_ms wraps every 2**30 ms, about 12.4 days).
 """
 
 import time
 
 import machine
+import micropython
 import protocol_core as core
 
-USE_USB = False
+USE_USB = True
 BAUD = 115200
-BEEP_MS = 150
-LONG_MS = 1500
-BRIGHTNESS = 7
+MODULE = "dp"  # "colon" for the 4-digit clock module
+HORN_ACTIVE_HIGH = True
+WDT_MS = 2000
+BOOT_DELAY_MS = 2000  # Ctrl-C still works during this time after a reset
+SELF_TEST_MS = 1000
+BLINK_MS = 500
 
 
 class TM1637:
@@ -62,7 +82,7 @@ class TM1637:
         self._delay()
         self.clk.value(0)
 
-    def write(self, segments, brightness=BRIGHTNESS):
+    def write(self, segments, brightness=core.BRIGHTNESS_MAX, on=True):
         self._start()
         self._byte(0x40)
         self._stop()
@@ -72,8 +92,105 @@ class TM1637:
             self._byte(seg)
         self._stop()
         self._start()
-        self._byte(0x88 | brightness)
+        self._byte((0x88 if on else 0x80) | brightness)
         self._stop()
+
+
+class Horn:
+    """The buzzer or horn, playing protocol_core.BUZZ_PATTERNS without blocking the loop."""
+
+    def __init__(self, pin, active_high, ticks_diff):
+        self.pin = pin
+        self.active_high = active_high
+        self.ticks_diff = ticks_diff
+        self.kind = None
+        self.started = 0
+        self._set(False)
+
+    def _set(self, on):
+        self.pin.value(1 if on == self.active_high else 0)
+
+    def play(self, kind, now):
+        self.kind = kind
+        self.started = now
+        self.update(now)
+
+    def update(self, now):
+        if self.kind is None:
+            return
+        level = core.buzzer_on(self.kind, self.ticks_diff(now, self.started))
+        if level is None:
+            self.kind = None
+            self._set(False)
+        else:
+            self._set(level)
+
+
+class Table:
+    """One pass of the controller loop: bytes and the time in; digits, horn, LED out."""
+
+    def __init__(self, digits, horn, led, write, ticks_diff, module=MODULE):
+        self.digits = digits
+        self.horn = horn
+        self.led = led
+        self.write = write
+        self.ticks_diff = ticks_diff
+        self.module = module
+        self.ctl = core.ControllerCore(core.TIMEOUT_MS, ticks_diff)
+        self.frame = None  # the frame to show (after the self-test)
+        self.test_until = None
+        self.shown = None  # (segments, brightness, on) on the chip now
+
+    def boot(self, now):
+        """Self-test (every segment, a chirp), then HELLO: the host sends the frame at once."""
+        self.test_until = now
+        self._show(core.text_to_segments("8.8.8.8.", 4, self.module), core.BRIGHTNESS_MAX)
+        self.horn.play(core.BUZZ_CHIRP, now)
+        self.led.value(0)
+        self.write(self.ctl.boot(now))
+
+    def step(self, data, now):
+        replies, events = self.ctl.feed(data, now)
+        if replies:
+            self.write(replies)
+        events += self.ctl.tick(now)
+        for kind, value in events:
+            if kind == "display":
+                self.frame = value
+            elif kind == "fault":
+                self.frame = None
+            elif kind == "buzzer":
+                self.horn.play(core.BUZZ_NAMES.index(value), now)
+        self.horn.update(now)
+        self._render(now)
+
+    def _render(self, now):
+        if self.test_until is not None:
+            if self.ticks_diff(now, self.test_until) < SELF_TEST_MS:
+                return
+            self.test_until = None
+        if self.ctl.fault is not None:
+            self.led.value(1)
+            self._show(core.FAULT_SEGMENTS, core.BRIGHTNESS_MAX)
+            return
+        frame = self.frame
+        if frame is None:
+            return
+        segments = core.text_to_segments(frame[0], 4, self.module)
+        offline = frame[8] & core.FLAG_OFFLINE
+        blink_off = offline and (now // BLINK_MS) % 2 == 1
+        if blink_off:  # the link to the hall is lost: the colon blinks, so does the LED
+            cells = bytearray(segments)
+            cells[core.COLON_CELL] ^= core.SEG_DP
+            segments = bytes(cells)
+        self.led.value(1 if offline and not blink_off else 0)
+        self._show(segments, frame[7], frame[0] != "" or frame[1] != "off")
+
+    def _show(self, segments, brightness, on=True):
+        picture = (segments, brightness, on)
+        if picture != self.shown:
+            self.digits.write(segments, brightness, on)
+            self.shown = picture
 
 
 def open_link():
@@ -81,12 +198,15 @@ def open_link():
         import select
         import sys
 
+        # A 0x03 byte in a frame must not be Ctrl-C: without this the Pico drops to its
+        # REPL and stops showing and acknowledging (issue 10, defect 4).
+        micropython.kbd_intr(-1)
         poll = select.poll()
         poll.register(sys.stdin, select.POLLIN)
 
         def read():
             data = b""
-            while poll.poll(0):
+            while len(data) < 256 and poll.poll(0):
                 data += sys.stdin.buffer.read(1)
             return data
 
@@ -100,37 +220,19 @@ def open_link():
     return read, uart.write
 
 
-def main():
+def run():
+    time.sleep_ms(BOOT_DELAY_MS)
     read, write = open_link()
-    digits = TM1637(2, 3)
-    horn = machine.Pin(15, machine.Pin.OUT, value=0)
-    fault_led = machine.Pin("LED", machine.Pin.OUT, value=0)
-    ctl = core.ControllerCore(core.TIMEOUT_MS)
-    digits.write(core.FAULT_SEGMENTS)
-    write(ctl.boot(time.ticks_ms()))
-    horn_off_at = None
+    wdt = machine.WDT(timeout=WDT_MS)  # a hung loop resets the Pico
+    horn = Horn(machine.Pin(15, machine.Pin.OUT), HORN_ACTIVE_HIGH, time.ticks_diff)
+    led = machine.Pin("LED", machine.Pin.OUT, value=0)
+    table = Table(TM1637(2, 3), horn, led, write, time.ticks_diff)
+    table.boot(time.ticks_ms())
     while True:
-        now = time.ticks_ms()
-        # ticks_ms wraps every ~12 days; across a wrap the difference is negative, which at
-        # worst delays one fault report until the next valid message resets the baseline.
-        replies, events = ctl.feed(read(), now)
-        if replies:
-            write(replies)
-        events += ctl.tick(now)
-        for kind, value in events:
-            if kind == "display":
-                fault_led.value(0)
-                digits.write(core.text_to_segments(value[0], 4))
-            elif kind == "fault":
-                fault_led.value(1)
-                digits.write(core.FAULT_SEGMENTS)
-            elif kind == "buzzer":
-                horn.value(1)
-                horn_off_at = time.ticks_add(now, LONG_MS if value == "long" else BEEP_MS)
-        if horn_off_at is not None and time.ticks_diff(now, horn_off_at) >= 0:
-            horn.value(0)
-            horn_off_at = None
+        wdt.feed()
+        table.step(read(), time.ticks_ms())
         time.sleep_ms(2)
 
 
-main()
+if __name__ == "__main__":
+    run()

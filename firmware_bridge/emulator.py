@@ -75,6 +75,7 @@ class DisplayEmulator:
         self.frames: list[tuple] = []  # every distinct frame shown
         self.buzzes: list[str] = []
         self.acks_sent = 0
+        self.at_repl = False
         self._changed = threading.Condition()
         self._lock = threading.RLock()  # guards the pty fds against plug/unplug from tests
         self._master: int | None = None
@@ -128,6 +129,14 @@ class DisplayEmulator:
         self._boot()
         self._emit("CABLE plugged " + self.path)
         return self.path
+
+    def repl(self, at_repl: bool = True) -> None:
+        """Simulate a controller that dropped to its REPL (a 0x03 byte on a USB console
+        without ``kbd_intr(-1)``) or hung: the port stays open, bytes are swallowed, nothing
+        is shown or acknowledged. ``repl(False)`` brings it back (as after a reset)."""
+        with self._lock:
+            self.at_repl = at_repl
+        self._emit("REPL entered" if at_repl else "REPL left")
 
     def inject(self, data: bytes) -> None:
         """Put raw bytes on the host -> controller line (noise, half frames) as if received."""
@@ -218,12 +227,15 @@ class DisplayEmulator:
                         data = os.read(master, 4096)
                     except OSError:
                         data = b""
+                    if self.at_repl:
+                        continue  # swallowed: no ACK, no picture
                     replies, events = self.core.feed(data, self._now_ms())
                     if replies:
                         self.acks_sent += replies.count(b"\x00") // 2
                         with contextlib.suppress(OSError):
                             os.write(master, replies)
-                events += self.core.tick(self._now_ms())
+                if not self.at_repl:
+                    events += self.core.tick(self._now_ms())
             self._handle(events)
 
     def _handle(self, events: list[tuple]) -> None:

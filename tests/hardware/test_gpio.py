@@ -154,3 +154,106 @@ def test_tm1637_segment_font() -> None:
     assert core.text_to_segments("35") == bytes((0, 0, 0x4F, 0x6D))
     assert core.text_to_segments("4.9") == bytes((0, 0, 0x66 | 0x80, 0x6F))
     assert core.text_to_segments("12:30") == bytes((0x06, 0x5B | 0x80, 0x4F, 0x3F))
+
+
+def _picture(transactions: list[list[int]]) -> tuple[list[int], int]:
+    """(segments, display control byte) from one full write: data, address+digits, control."""
+    command, *segments = transactions[1]
+    assert transactions[0] == [0x40] and command == 0xC0
+    return segments, transactions[2][0]
+
+
+def test_colon_module_shows_tenths_with_the_colon_decoded_from_the_pins(wire: Any) -> None:
+    """Defect 5: on the 4-digit clock module (colon, no points) "4.9" used to read "49"."""
+    from firmware_bridge.gpio import TM1637Display
+
+    _, log = wire
+    dp = TM1637Display(5, 6, background=False)
+    colon = TM1637Display(12, 13, module="colon", background=False)
+    try:
+        for display, clk, dio in ((dp, 5, 6), (colon, 12, 13)):
+            log.clear()
+            display.show(DisplayFrame("4.9", "critical", 0))
+            segments, _ = _picture(decode_tm1637(log, clk=clk, dio=dio))
+            if display is dp:
+                assert segments == [0, 0, 0x66 | 0x80, 0x6F]  # "4." "9"
+            else:
+                # digit 2 carries the colon bit (its only extra segment); "4" before it,
+                # "9" after it: reads 4:9, never 49
+                assert segments == [0, 0x66 | 0x80, 0x6F, 0]
+        log.clear()
+        colon.show(DisplayFrame("35", "running", 0))
+        segments, _ = _picture(decode_tm1637(log, clk=12, dio=13))
+        assert segments == [0, 0, 0x4F, 0x6D] and not any(s & 0x80 for s in segments)
+    finally:
+        dp.close()
+        colon.close()
+
+
+def test_close_turns_the_display_off_on_the_wire(wire: Any) -> None:
+    """Defect 6: closing never sent display-off; a crash left the last time lit."""
+    from firmware_bridge.gpio import TM1637Display
+
+    _, log = wire
+    display = TM1637Display(5, 6, brightness=5, background=False)
+    display.show(DisplayFrame("12", "running", 0))
+    log.clear()
+    display.close()
+    segments, control = _picture(decode_tm1637(log, clk=5, dio=6))
+    assert segments == [0, 0, 0, 0] and control == 0x80  # 0x08 (display on) is clear
+
+
+def test_offline_frames_blink_the_colon(wire: Any, wait_until: WaitUntil) -> None:
+    from firmware_bridge.gpio import TM1637Display
+
+    _, log = wire
+    TM1637Display.BLINK_S = 0.02  # type: ignore[misc]
+    display = TM1637Display(5, 6, module="colon")
+    try:
+        display.show(DisplayFrame("12", "running", 0, offline=True))
+        assert wait_until(lambda: len(decode_tm1637(log, 5, 6)) >= 9, timeout=2.0)
+        pictures = [t[1][1 + 1] for t in [decode_tm1637(log, 5, 6)[i:i + 3]
+                                           for i in range(0, 9, 3)]]
+        assert {p & 0x80 for p in pictures} == {0, 0x80}, pictures  # the colon blinks
+        assert {p & 0x7F for p in pictures} == {0x00}  # digit 2 is blank for "12"
+        log.clear()
+        display.show(DisplayFrame("12", "running", 0))  # back online: steady, no colon
+        assert display.wait_idle()
+        log.clear()
+        import time
+
+        time.sleep(0.1)
+        assert log == []
+    finally:
+        TM1637Display.BLINK_S = 0.5  # type: ignore[misc]
+        display.close()
+
+
+def test_tm1637_status_reports_a_chip_that_does_not_acknowledge(wire: Any) -> None:
+    from firmware_bridge.gpio import TM1637Display
+
+    display = TM1637Display(5, 6, background=False)
+    display.show(DisplayFrame("1", "ready", 0))
+    # mock pins have no chip to pull DIO low: exactly what a broken wire looks like
+    assert display.status()["acknowledging"] is False and display.last_write_acked is False
+    display.close()
+
+
+def test_buzzer_polarity_and_tones(mock_factory: Any, wait_until: WaitUntil) -> None:
+    """Defect 10: active-low relay modules: idle is high, a tone drives the pin low."""
+    from firmware_bridge.gpio import GpioBuzzer
+
+    buzzer = GpioBuzzer(18, active_high=False)
+    pin = mock_factory.pin(18)
+    try:
+        assert pin.state is True  # silent from the start: a low-active relay stays off
+        buzzer.refused()  # three pips: on, off, on, off, on
+        assert wait_until(lambda: [s.state for s in pin.states][-1] is True
+                          and len(pin.states) >= 7, timeout=2.0)
+        levels = [s.state for s in pin.states][1:]  # after the mock pin's own initial low
+        assert levels[0] is True and levels.count(False) == 3, levels
+        buzzer.chirp()
+        assert wait_until(lambda: len(pin.states) >= 9, timeout=1.0)
+    finally:
+        buzzer.close()
+    assert pin.state is True

@@ -190,3 +190,102 @@ def test_controller_faults_after_timeout_and_recovers() -> None:
     assert ctl.tick(1500) == []  # reported once
     _, events = ctl.feed(_frame("35"), 1600)  # same digits, but they were blanked
     assert [e[0] for e in events] == ["display"]
+
+
+# --- protocol v2: brightness, flags, tones; the controller across the ticks wrap ----------
+
+
+def test_v2_frame_carries_brightness_offline_and_every_tone() -> None:
+    frames = [
+        WireFrame(DisplayFrame("12", "running", 0, (1, 1), (0, 0), offline=True), "chirp", 1, 2),
+        WireFrame(DisplayFrame("7", "ready", 1), "refused", 2, 0),
+    ]
+    stream = b"".join(encode_frame(i, f) for i, f in enumerate(frames))
+    assert [m.frame for m in StreamDecoder().feed(stream)] == frames
+    with pytest.raises(ValueError, match="brightness"):
+        WireFrame(DisplayFrame("1", "ready", 0), brightness=8)
+
+
+def test_controller_shows_a_brightness_or_link_change_even_with_the_same_digits() -> None:
+    ctl = core.ControllerCore(timeout_ms=1000)
+    ctl.boot(0)
+    base = DisplayFrame("20", "running", 0)
+    ctl.feed(encode_frame(1, WireFrame(base)), 1)
+    _, events = ctl.feed(encode_frame(2, WireFrame(base, brightness=1)), 2)
+    assert [e[0] for e in events] == ["display"] and events[0][1][7] == 1
+    _, events = ctl.feed(encode_frame(3, WireFrame(
+        DisplayFrame("20", "running", 0, offline=True), brightness=1)), 3)
+    assert events[0][1][8] & core.FLAG_OFFLINE
+
+
+def test_controller_sounds_chirp_and_refused_once_each() -> None:
+    ctl = core.ControllerCore(timeout_ms=1000)
+    ctl.boot(0)
+    ctl.feed(_frame("35", "none", 0), 1)
+    _, events = ctl.feed(_frame("35", "refused", 1), 2)
+    assert events == [("buzzer", "refused")]
+    _, events = ctl.feed(_frame("35", "chirp", 2), 3)
+    assert events == [("buzzer", "chirp")]
+
+
+@pytest.mark.parametrize("kind", range(len(core.BUZZ_NAMES)))
+def test_tone_patterns_start_on_and_end(kind: int) -> None:
+    pattern = core.BUZZ_PATTERNS[kind]
+    total = sum(pattern)
+    assert core.buzzer_on(kind, total) is None
+    if pattern:
+        assert core.buzzer_on(kind, 0) is True
+        assert core.buzzer_on(kind, total - 1) is True  # every pattern ends with "on"
+    # the refusal is three pips: on, off, on, off, on
+    refused = [core.buzzer_on(core.BUZZ_REFUSED, t) for t in (0, 100, 170, 250, 330, 400)]
+    assert refused == [True, False, True, False, True, None]
+
+
+TICKS_PERIOD = 1 << 30  # MicroPython's ticks_ms() wraps here on the Pico
+
+
+def _ticks_diff(a: int, b: int) -> int:
+    """MicroPython's time.ticks_diff, for a test on CPython."""
+    return ((a - b + TICKS_PERIOD // 2) & (TICKS_PERIOD - 1)) - TICKS_PERIOD // 2
+
+
+def test_controller_timeout_survives_the_ticks_wrap() -> None:
+    """Defect 10: across the wrap a plain subtraction is hugely negative: no fault, ever."""
+    near_wrap = TICKS_PERIOD - 300
+    plain = core.ControllerCore(timeout_ms=1000)
+    plain.boot(near_wrap)
+    wrapped = (near_wrap + 1200) % TICKS_PERIOD  # 1.2 s later, after the wrap
+    assert plain.tick(wrapped) == []  # the bug: the host has been silent 1.2 s
+    ctl = core.ControllerCore(timeout_ms=1000, ticks_diff=_ticks_diff)
+    ctl.boot(near_wrap)
+    assert ctl.tick((near_wrap + 999) % TICKS_PERIOD) == []
+    assert ctl.tick(wrapped) == [("fault", "no-heartbeat")]
+
+
+@pytest.mark.parametrize(
+    ("text", "module", "cells"),
+    [
+        ("4.9", "dp", (" ", " ", "4.", "9")),
+        ("4.9", "colon", (" ", "4:", "9", " ")),  # defect 5: not "49"
+        ("0.0", "colon", (" ", "0:", "0", " ")),
+        ("35", "colon", (" ", " ", "3", "5")),
+        ("--", "colon", (" ", " ", "-", "-")),
+        ("8.8.8.8.", "colon", ("8", "8:", "8", "8")),  # the self-test: 88:88
+        ("8.8.8.8.", "dp", ("8.", "8.", "8.", "8.")),
+        ("", "colon", (" ", " ", " ", " ")),
+    ],
+)
+def test_text_to_segments_per_module(text: str, module: str, cells: tuple[str, ...]) -> None:
+    segments = core.text_to_segments(text, 4, module)
+    shown = []
+    for seg in segments:
+        base = seg & 0x7F
+        ch = str(core.DIGIT_SEGMENTS.index(base)) if base in core.DIGIT_SEGMENTS else \
+            {0: " ", 0x40: "-"}[base]
+        # on a colon module only digit 2's 0x80 bit is wired (the colon)
+        if seg & core.SEG_DP:
+            ch += ":" if module == "colon" else "."
+        shown.append(ch)
+    if module == "colon":  # the unwired points are invisible
+        shown = [c if i == core.COLON_CELL else c.rstrip(":") for i, c in enumerate(shown)]
+    assert tuple(shown) == cells

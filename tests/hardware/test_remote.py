@@ -111,3 +111,73 @@ async def test_without_the_token_presses_are_refused(server: ServerProcess) -> N
         runner.cancel()
         with pytest.raises(asyncio.CancelledError):
             await runner
+
+
+def test_a_new_connection_keeps_the_old_offset_until_it_measures_one() -> None:
+    offset = ClockOffset()
+    offset.add(1000.0, 8000.0, 1002.0)  # offset 6999
+    offset.restart()
+    assert offset.offset_ms == 6999.0  # no jump while reconnecting
+    offset.add(5000.0, 12003.0, 5010.0)  # a worse round trip, but the only new sample
+    assert offset.offset_ms == 6998.0 and len(offset.samples) == 1
+
+
+@pytest.mark.e2e
+async def test_a_frozen_service_shows_offline_and_a_lost_press_is_never_applied(
+    server: ServerProcess,
+) -> None:
+    """Defects 8 and 9 together: the service freezes (SIGSTOP) right after a shot press.
+
+    The display goes to its offline style within 1.5 s and keeps an honest estimate; the
+    press is reported lost (with the refusal pips) and, when the service wakes 3 s later,
+    it refuses that press as stale instead of stopping the clock late. After the
+    reconnect the digits resync without going backwards."""
+    import signal
+
+    from firmware_bridge.remote import COMMAND_TIMEOUT_S, LINK_LOST_MS
+
+    assert 1.0 <= COMMAND_TIMEOUT_S <= 3.0 and LINK_LOST_MS <= 1000
+    display, buzzer, buttons = FakeDisplay(), FakeBuzzer(), FakeButtons()
+    bridge = RemoteBridge(server.ws_url, "1", token=TOKEN, display=display, buzzer=buzzer,
+                          buttons=buttons, backoff_min_s=0.05, backoff_max_s=0.2)
+    runner = asyncio.create_task(bridge.run())
+    assert server.proc is not None
+    try:
+        await until(lambda: bridge.connected.is_set() and bridge.time.offset.rtt_ms is not None)
+        assert bridge.online
+        # a press that was held up 2.5 s somewhere: refused, and the buzzer says so
+        buttons.press("start_shot", at_ms=bridge.time.now_ms() - 2500)
+        await until(lambda: bool(bridge.refusals))
+        assert "ms old" in bridge.refusals[0] and buzzer.calls == ["refused"]
+        assert display.frames[-1].stage == "ready"
+
+        buttons.press("start_shot", at_ms=bridge.time.now_ms())
+        await until(lambda: display.frames[-1].stage == "running")
+
+        server.proc.send_signal(signal.SIGSTOP)
+        frozen = time.monotonic()
+        buttons.press("start_shot", at_ms=bridge.time.now_ms())  # the shot: no answer comes
+        await until(lambda: display.frames[-1].offline, timeout=2.0)
+        assert time.monotonic() - frozen < 1.5
+        assert display.frames[-1].stage == "running" and display.frames[-1].text != ""
+        await until(lambda: bridge.lost_presses == 1, timeout=COMMAND_TIMEOUT_S + 1.0)
+        assert buzzer.calls == ["refused", "refused"]
+        await asyncio.sleep(max(0.0, 3.2 - (time.monotonic() - frozen)))
+        server.proc.send_signal(signal.SIGCONT)
+
+        await until(lambda: bridge.online and bridge.connects >= 2, timeout=5.0)
+        state = await asyncio.to_thread(server.get, "/api/tables/1")
+        assert state["phase"] == "running", state  # the late shot was refused, not applied
+        events = await asyncio.to_thread(server.get, "/api/tables/1/events")
+        assert [e["type"] for e in events].count("clock.stopped") == 0
+        await until(lambda: not display.frames[-1].offline)
+        # the digits only ever counted down: no jump backwards across the outage
+        running = [int(f.text) for f in display.frames
+                   if f.stage in ("running", "warning") and f.text.isdigit()]
+        assert running == sorted(running, reverse=True), running
+        assert bridge.outages >= 1
+    finally:
+        server.proc.send_signal(signal.SIGCONT)
+        runner.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await runner

@@ -225,3 +225,56 @@ def test_emulator_cli_prints_the_port_first_and_shows_frames() -> None:
         watchdog.cancel()
         proc.terminate()
         proc.wait(2)
+
+
+def test_a_controller_that_stops_acknowledging_is_noticed(
+    emulator: DisplayEmulator, wait_until: WaitUntil
+) -> None:
+    """Defect 4: the host never checked ACKs, so a controller at its REPL (or hung) still
+    looked "connected". Now an open port with no ACK for 1 s is ACK silence."""
+    from firmware_bridge.serial_display import ACK_SILENCE_S
+
+    display = _display(emulator)
+    try:
+        display.show(F35)
+        assert emulator.wait_line(LINE_35)
+        assert wait_until(lambda: display.status()["last_ack_age_ms"] is not None)
+        assert not display.ack_silent() and display.status()["acknowledging"]
+        emulator.repl()  # swallows everything from now on
+        silenced = time.monotonic()
+        assert wait_until(display.ack_silent, timeout=ACK_SILENCE_S + 1.0)
+        assert time.monotonic() - silenced < ACK_SILENCE_S + 0.5
+        status = display.status()
+        assert status["connected"] and not status["acknowledging"]
+        assert status["last_ack_age_ms"] >= ACK_SILENCE_S * 1000
+        emulator.repl(False)
+        assert wait_until(lambda: not display.ack_silent(), timeout=1.0)
+    finally:
+        display.close()
+
+
+def test_brightness_and_the_new_tones_reach_the_controller(emulator: DisplayEmulator) -> None:
+    display = _display(emulator)
+    try:
+        display.show(F35)
+        assert emulator.wait_line(LINE_35)
+        display.set_brightness(2)
+        assert emulator.wait_line(LINE_35 + " brightness=2")
+        display.refused()
+        assert emulator.wait_line("BUZZER refused")
+        display.chirp()
+        assert emulator.wait_line("BUZZER chirp")
+        display.show(DisplayFrame("35", "running", 0, (1, 1), (0, 0), offline=True))
+        assert emulator.wait_line(LINE_35 + " brightness=2 offline")
+    finally:
+        display.close()
+
+
+def test_close_blanks_the_digits_before_the_port_goes(emulator: DisplayEmulator) -> None:
+    display = _display(emulator)
+    display.show(F35)
+    assert emulator.wait_line(LINE_35)
+    start = len(emulator.lines)
+    display.close()
+    assert display.blanked
+    assert emulator.wait_line("DISPLAY (blank) off p0 ext=0,0 fouls=0,0", start=start)

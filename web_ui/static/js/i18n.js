@@ -451,6 +451,11 @@ const ERRORS = {
     invalid_cursor: "this page of the match list is no longer valid: start from the first page",
     invalid_race_to: "race to must be a whole number of frames, at least 1",
     not_at_table: "only the player at the table can take the extension",
+    device_failed: "a table device (display, buzzer, buttons or pedal) failed to open: the clock runs without it",
+    no_permission: "the service may not open a table device: its user lacks the gpio, dialout or input group",
+    display_not_acknowledging: "the table display does not acknowledge: its digits may be wrong or blank",
+    display_unavailable: "the table display's port cannot be opened: check the cable",
+    no_hardware: "this service drives no display that can be dimmed",
   },
   ru: {
     already_running: "время уже идёт",
@@ -495,6 +500,11 @@ const ERRORS = {
     invalid_cursor: "эта страница списка матчей устарела: начните с первой страницы",
     invalid_race_to: "число побед должно быть целым, не меньше 1",
     not_at_table: "продление может взять только игрок, который у стола",
+    device_failed: "устройство стола (табло, зуммер, кнопки или педаль) не открылось: часы работают без него",
+    no_permission: "у службы нет прав на устройство стола: её пользователь не в группе gpio, dialout или input",
+    display_not_acknowledging: "табло стола не отвечает: цифры могут быть неверными или погасшими",
+    display_unavailable: "порт табло стола не открывается: проверьте кабель",
+    no_hardware: "у этой службы нет табло, яркость которого можно менять",
   },
 };
 

@@ -1,0 +1,108 @@
+"""Emulator scenarios against a real ``shotclock serve`` (issue 10, "How it is checked"):
+
+- a controller that stops acknowledging shows up in ``/api/health`` (defect 4);
+- SIGTERM blanks the digits within 0.5 s, even with a client connected (defect 6);
+- SIGKILL: the controller shows its host-gone fault within 1.5 s (no stale time).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from firmware_bridge.emulator import DisplayEmulator
+from tests.server import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+READY = "DISPLAY 35 ready p0 ext=1,1 fouls=0,0"
+
+
+@pytest.fixture
+def display() -> Iterator[DisplayEmulator]:
+    emu = DisplayEmulator(timeout_ms=1000, quiet=True)
+    emu.start()
+    yield emu
+    emu.stop()
+
+
+def _serve(tmp_path: Path, emu: DisplayEmulator) -> ServerProcess:
+    config = tmp_path / "hw.toml"
+    config.write_text('kind = "serial"\nself_test = false\n[buttons]\nenabled = false\n')
+    return ServerProcess(tmp_path / "clock.db", env={
+        "SHOTCLOCK_HARDWARE_CONFIG": str(config), "SHOTCLOCK_SERIAL_PORT": emu.path,
+    }).start()
+
+
+def _poll(condition: Callable[[], Any], timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.02)
+
+
+def _fault_codes(server: ServerProcess) -> set[str]:
+    return {f["code"] for f in server.get("/api/health")["faults"]}
+
+
+def test_ack_silence_is_a_fault_and_sigterm_blanks_at_once(
+        tmp_path: Path, display: DisplayEmulator) -> None:
+    from websockets.sync.client import connect
+
+    server = _serve(tmp_path, display)
+    try:
+        assert display.wait_line(READY, timeout=3.0), display.lines
+        hardware = server.get("/api/health")["components"]["hardware"]
+        assert hardware["display"]["acknowledging"], hardware
+        assert "display_not_acknowledging" not in _fault_codes(server)
+
+        display.repl()  # the controller stops answering; its port stays open
+        silenced = time.monotonic()
+        assert _poll(lambda: "display_not_acknowledging" in _fault_codes(server), 3.0)
+        took = time.monotonic() - silenced
+        assert took < 2.0, took  # 1 s of silence + one 0.25 s check
+        health = server.get("/api/health")
+        assert not health["components"]["hardware"]["display"]["acknowledging"]
+        fault = next(f for f in health["faults"] if f["code"] == "display_not_acknowledging")
+        assert fault["component"] == "hardware" and fault["table"] == "1"
+        display.repl(False)
+        assert _poll(lambda: "display_not_acknowledging" not in _fault_codes(server), 3.0)
+
+        # A kiosk page is connected (uvicorn waits for it on shutdown): the digits must
+        # not wait with it.
+        with connect(server.ws_url + "/ws/tables/1") as ws:
+            assert '"snapshot"' in ws.recv(timeout=2)
+            assert server.proc is not None
+            start = len(display.lines)
+            stopped = time.monotonic()
+            server.proc.terminate()
+            assert display.wait_for(
+                lambda lines: any(x.startswith("DISPLAY (blank)") for x in lines[start:]), 2.0)
+            blanked = time.monotonic() - stopped
+        assert blanked < 0.5, blanked
+    finally:
+        server.stop()
+
+
+def test_sigkill_shows_the_host_gone_fault_within_1_5_s(
+        tmp_path: Path, display: DisplayEmulator) -> None:
+    server = _serve(tmp_path, display)
+    try:
+        assert display.wait_line(READY, timeout=3.0), display.lines
+        start = len(display.lines)
+        killed = time.monotonic()
+        server.kill()
+        assert display.wait_for(
+            lambda lines: "FAULT no-heartbeat" in lines[start:], 2.5), display.lines[start:]
+        took = time.monotonic() - killed
+        assert took < 1.5, took
+        # nothing but the fault: no stale digits were left
+        assert not any(x.startswith("DISPLAY 3") for x in display.lines[start:])
+    finally:
+        server.stop()

@@ -1,0 +1,203 @@
+"""The pieces around the drivers: the store's default path, systemd's notify protocol,
+permission checks, the USB pedal's key map, the hardware monitor and the dimming API."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clock_service.health import Health
+from clock_service.sdnotify import Watchdog, notify, watchdog_interval_s
+from clock_service.settings import Settings, default_db_path
+from firmware_bridge.config import HardwareConfig, permission_problems
+from firmware_bridge.errors import HardwareConfigError
+
+# -- defect 1: the store's default path never depends on the working directory --------------
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"STATE_DIRECTORY": "/var/lib/shotclock", "HOME": "/home/x"},
+         "/var/lib/shotclock/shotclock.db"),
+        ({"STATE_DIRECTORY": "/var/lib/shotclock:/var/lib/other"},
+         "/var/lib/shotclock/shotclock.db"),
+        ({"XDG_STATE_HOME": "/home/x/.state", "HOME": "/home/x"},
+         "/home/x/.state/shotclock/shotclock.db"),
+        ({"XDG_STATE_HOME": "relative/ignored", "HOME": "/home/x"},
+         "/home/x/.local/state/shotclock/shotclock.db"),
+        ({"HOME": "/home/x"}, "/home/x/.local/state/shotclock/shotclock.db"),
+    ],
+)
+def test_default_store_path_is_the_state_directory(env: dict[str, str], expected: str) -> None:
+    assert default_db_path(env) == expected
+
+
+def test_settings_default_store_is_absolute_whatever_the_cwd(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir("/")
+    monkeypatch.delenv("SHOTCLOCK_DB", raising=False)
+    monkeypatch.delenv("STATE_DIRECTORY", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    settings = Settings.from_env()
+    assert Path(settings.db).is_absolute() and settings.db.startswith(str(tmp_path))
+    assert Path(Settings().db).is_absolute()  # not "var/shotclock.db" (was: /var/shotclock.db)
+
+
+# -- sd_notify: READY, WATCHDOG over a real datagram socket ----------------------------------
+
+
+@pytest.fixture
+def notify_socket(tmp_path: Path) -> Any:
+    path = tmp_path / "notify"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(path))
+    sock.settimeout(2.0)
+    yield str(path), sock
+    sock.close()
+
+
+def test_notify_speaks_systemds_protocol(notify_socket: Any) -> None:
+    path, sock = notify_socket
+    assert notify("READY=1", {"NOTIFY_SOCKET": path})
+    assert sock.recv(100) == b"READY=1"
+    assert not notify("READY=1", {})  # not under systemd: a no-op
+    env = {"WATCHDOG_USEC": "2000000", "WATCHDOG_PID": str(os.getpid())}
+    assert watchdog_interval_s(env) == 1.0
+    assert watchdog_interval_s({**env, "WATCHDOG_PID": "1"}) is None  # meant for another pid
+    assert watchdog_interval_s({}) is None
+
+
+async def test_watchdog_pats_from_the_event_loop(notify_socket: Any) -> None:
+    path, sock = notify_socket
+    dog = Watchdog({"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "40000"})  # 40 ms: pat every 20
+    dog.start("serving")
+    assert await asyncio.to_thread(sock.recv, 100) == b"READY=1\nSTATUS=serving"
+    assert await asyncio.to_thread(sock.recv, 100) == b"WATCHDOG=1"
+    await asyncio.sleep(0.1)
+    await dog.stop()
+    messages = []
+    sock.settimeout(0.2)
+    while True:
+        try:
+            messages.append(sock.recv(100))
+        except TimeoutError:
+            break
+    assert messages[-1] == b"STOPPING=1" and b"WATCHDOG=1" in messages
+    assert dog.pats >= 3
+
+
+# -- defect 10: a missing group is named -------------------------------------------------------
+
+
+def test_permission_problems_name_the_group() -> None:
+    config = HardwareConfig(kind="serial", serial_port="/dev/ttyACM0",
+                            hid_device="/dev/input/event3", hid_keys={"KEY_A": "start_shot"})
+
+    def access(path: str, mode: int) -> bool:
+        return path == "/dev/input/event3"  # only the pedal is allowed
+
+    problems = permission_problems(config, access=access, exists=lambda p: True,
+                                   gpiochips=["/dev/gpiochip0"])
+    assert [(d, g) for d, g, _ in problems] == [("/dev/gpiochip0", "gpio"),
+                                                 ("/dev/ttyACM0", "dialout")]
+    assert "not in group 'dialout'" in problems[1][2] and "usermod -aG dialout" in problems[1][2]
+    # URLs and absent devices are not permission problems
+    loop = HardwareConfig(kind="serial", serial_port="loop://", buttons_enabled=False)
+    assert permission_problems(loop, access=lambda p, m: False, exists=lambda p: True) == []
+
+
+async def test_monitor_raises_loud_faults_for_devices_and_permissions(tmp_path: Path) -> None:
+    from firmware_bridge.monitor import HardwareMonitor
+
+    health = Health(lambda: 1000.0)
+    config = HardwareConfig(kind="gpio", table_id="3")
+    monitor = HardwareMonitor(health, config)
+    monitor.device_failed("buttons", PermissionError(13, "Permission denied", "/dev/gpiochip0"))
+    monitor.device_failed("display", RuntimeError("lgpio: running without it"))
+    faults = {f["key"]: f for f in health.faults()}
+    assert faults["hardware.buttons.open"]["code"] == "no_permission"
+    assert faults["hardware.display.open"]["code"] == "device_failed"
+    assert all(f["table"] == "3" and f["component"] == "hardware" for f in faults.values())
+    monitor.attach(None, None, None)
+    try:
+        assert health.components()["hardware"]["failed"].keys() == {"buttons", "display"}
+    finally:
+        monitor.close()
+
+
+# -- the USB pedal: evdev's own events through the pure key map ---------------------------------
+
+
+def test_hid_keymap_turns_key_downs_into_presses_at_the_kernels_time() -> None:
+    evdev = pytest.importorskip("evdev", reason="python-evdev not installable here")
+    from evdev import InputEvent, ecodes
+
+    from firmware_bridge.hid import HidKeymap
+
+    keymap = HidKeymap({"KEY_PAGEDOWN": "start_shot", "KEY_B": "pause"})
+    now_ms, wall = 5_000_000.0, 1_700_000_000.250
+
+    def event(code: int, value: int, sec: int = 1_700_000_000, usec: int = 200_000) -> Any:
+        return InputEvent(sec, usec, ecodes.EV_KEY, code, value)
+
+    press = keymap.press(event(ecodes.KEY_PAGEDOWN, 1), now_ms, wall)
+    # the kernel saw it 50 ms before we read it: the press keeps that time
+    assert press is not None and (press.button, press.source) == ("start_shot", "pedal")
+    assert press.at_ms == pytest.approx(now_ms - 50.0, abs=0.01)
+    assert keymap.press(event(ecodes.KEY_PAGEDOWN, 2), now_ms, wall) is None  # auto-repeat
+    assert keymap.press(event(ecodes.KEY_PAGEDOWN, 0), now_ms, wall) is None  # release
+    assert keymap.press(event(ecodes.KEY_A, 1), now_ms, wall) is None  # not mapped
+    assert keymap.press(InputEvent(0, 0, ecodes.EV_SYN, 0, 0), now_ms, wall) is None
+    # a kernel stamp from a stepped wall clock is clamped, never a press from long ago
+    old = keymap.press(event(ecodes.KEY_B, 1, sec=1_600_000_000), now_ms, wall)
+    assert old is not None and old.at_ms == now_ms - 1000.0
+    assert evdev is not None
+
+
+def test_hid_keymap_refuses_bad_names() -> None:
+    from firmware_bridge.hid import HidKeymap
+
+    codes = {"KEY_A": 30}
+    with pytest.raises(HardwareConfigError, match="unknown button"):
+        HidKeymap({"KEY_A": "shoot"}, codes)
+    with pytest.raises(HardwareConfigError, match="not a key name"):
+        HidKeymap({"KEY_NOPE": "start_shot"}, codes)
+
+
+# -- night/day dimming over the API --------------------------------------------------------------
+
+
+def test_brightness_api_dims_the_display_or_says_there_is_none(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from clock_service.api import create_app
+    from clock_service.timesource import FakeTime
+
+    class Dimmable:
+        def __init__(self) -> None:
+            self.table = "1"
+            self.levels: list[int] = []
+
+        def set_brightness(self, level: int) -> int:
+            self.levels.append(level)
+            return level
+
+    app = create_app(Settings(db=str(tmp_path / "c.db"), display="none",
+                              referee_token="t"), time=FakeTime())
+    with TestClient(app) as client:
+        auth = {"Authorization": "Bearer t"}
+        none = client.put("/api/hardware/brightness", json={"level": 2}, headers=auth)
+        assert none.status_code == 404 and none.json()["error"]["code"] == "no_hardware"
+        app.state.hardware = Dimmable()
+        assert client.put("/api/hardware/brightness", json={"level": 2}).status_code == 401
+        ok = client.put("/api/hardware/brightness", json={"level": 2}, headers=auth)
+        assert ok.status_code == 200 and ok.json() == {"brightness": 2, "table": "1"}
+        bad = client.put("/api/hardware/brightness", json={"level": 8}, headers=auth)
+        assert bad.status_code == 422
+        assert app.state.hardware.levels == [2]
