@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from firmware_bridge import protocol_core as core
 from firmware_bridge.errors import HardwareConfigError
@@ -42,6 +42,17 @@ DEFAULT_TM1637_PINS = (5, 6)  # (CLK, DIO)
 
 def _monotonic_ms() -> float:
     return time.monotonic() * 1000
+
+
+class _Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+def _thread_timer(delay_s: float, callback: Callable[[], None]) -> _Cancellable:
+    timer = threading.Timer(delay_s, callback)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 class GpioBuzzer:
@@ -158,7 +169,7 @@ class _ButtonState:
         self.first_edge_ms: float | None = None  # first edge of the current burst
         self.accepted = False  # a press passed the stable-low check and is not released
         self.held = False  # when_held fired for this press: it was the correction only
-        self.settle: threading.Timer | None = None
+        self.settle: _Cancellable | None = None
         self.presses = 0
         self.seen_at_ms: float | None = None  # first press since start-up (self-test)
 
@@ -194,6 +205,7 @@ class GpioButtons:
         long_press_ms: float = 1000.0,
         long_press: tuple[str, ...] = ("start_shot",),
         now_ms: Callable[[], float] = _monotonic_ms,
+        timer: Callable[[float, Callable[[], None]], _Cancellable] = _thread_timer,
     ) -> None:
         unknown = set(pins) - set(BUTTONS)
         if unknown:
@@ -212,6 +224,7 @@ class GpioButtons:
         self.long_press = frozenset(long_press) & set(self.pins)
         self.noise = 0  # candidate presses dropped as spikes
         self._now_ms = now_ms
+        self._timer = timer
         self._on_press: Callable[[ButtonPress], None] | None = None
         self._lock = threading.Lock()  # gpiozero calls back from several threads
         self._state = {name: _ButtonState() for name in self.pins}
@@ -253,9 +266,7 @@ class GpioButtons:
             if state.settle is not None:
                 state.settle.cancel()
             # Decide once the line has been quiet for debounce_ms (every edge restarts it).
-            state.settle = threading.Timer(self.debounce_ms / 1000, self._settle, (name,))
-            state.settle.daemon = True
-            state.settle.start()
+            state.settle = self._timer(self.debounce_ms / 1000, lambda: self._settle(name))
 
     def _settle(self, name: str) -> None:
         event: ButtonPress | None = None

@@ -39,6 +39,45 @@ class FakeClock:
         self.ms += ms
 
 
+class ManualTimers:
+    """The settle timers, fired when the test says the line has been quiet long enough
+    (so a "spike" is a spike however slowly a loaded machine runs the test)."""
+
+    def __init__(self) -> None:
+        self.pending: list[list[Any]] = []
+
+    def __call__(self, delay_s: float, callback: Callable[[], None]) -> Any:
+        entry = [callback, False]
+
+        class Handle:
+            def cancel(self) -> None:
+                entry[1] = True
+
+        self.pending.append(entry)
+        return Handle()
+
+    def quiet(self) -> None:
+        """debounce_ms of quiet on every line: run what is still scheduled."""
+        due, self.pending = self.pending, []
+        for callback, cancelled in due:
+            if not cancelled:
+                callback()
+
+
+@pytest.fixture
+def manual(mock_factory: Any) -> Iterator[tuple[Any, FakeClock, list[ButtonPress], ManualTimers]]:
+    from firmware_bridge.gpio import GpioButtons
+
+    clock, timers = FakeClock(), ManualTimers()
+    presses: list[ButtonPress] = []
+    driver = GpioButtons({"start_shot": 17, "extension": 27, "turn": 22, "pause": 23},
+                         debounce_ms=DEBOUNCE_MS, long_press_ms=HOLD_MS, now_ms=clock,
+                         timer=timers)
+    driver.start(presses.append)
+    yield driver, clock, presses, timers
+    driver.close()
+
+
 @pytest.fixture
 def rig(mock_factory: Any) -> Iterator[tuple[Any, FakeClock, list[ButtonPress]]]:
     from firmware_bridge.gpio import GpioButtons
@@ -57,75 +96,84 @@ def _settle() -> None:
     time.sleep(SETTLED_S)
 
 
-def test_each_button_reports_its_name_and_first_edge_time(rig: Any, mock_factory: Any,
-                                                          wait_until: WaitUntil) -> None:
-    driver, clock, presses = rig
-    assert isinstance(driver, Buttons)
+def test_each_button_reports_its_name_and_first_edge_time(mock_factory: Any) -> None:
+    from firmware_bridge.gpio import GpioButtons
+
+    clock, timers = FakeClock(), ManualTimers()
+    presses: list[ButtonPress] = []
     pins = {"start_shot": 17, "extension": 27, "turn": 22, "pause": 23,
             "extension_p1": 24, "extension_p2": 25}
-    for n, (name, pin) in enumerate(pins.items(), start=1):
-        clock.advance(100)
-        mock_factory.pin(pin).drive_low()
-        at = clock.ms
-        clock.advance(80)  # the clock moves on: the press keeps its first edge's time
-        _settle()
-        mock_factory.pin(pin).drive_high()
-        assert wait_until(lambda n=n: len(presses) == n), presses
-        assert presses[-1] == ButtonPress(name, at)
-    _settle()
-    assert len(presses) == 6
-    assert all(s["seen"] and s["presses"] == 1 for s in driver.status().values())
+    driver = GpioButtons(pins, debounce_ms=DEBOUNCE_MS, long_press_ms=HOLD_MS, now_ms=clock,
+                         timer=timers)
+    driver.start(presses.append)
+    try:
+        assert isinstance(driver, Buttons)
+        for n, (name, pin) in enumerate(pins.items(), start=1):
+            clock.advance(100)
+            mock_factory.pin(pin).drive_low()
+            at = clock.ms
+            clock.advance(80)  # the clock moves on: the press keeps its first edge's time
+            timers.quiet()
+            mock_factory.pin(pin).drive_high()
+            timers.quiet()
+            assert len(presses) == n and presses[-1] == ButtonPress(name, at), presses
+        assert all(s["seen"] and s["presses"] == 1 for s in driver.status().values())
+    finally:
+        driver.close()
 
 
-def test_a_noise_spike_is_not_a_press(rig: Any, mock_factory: Any) -> None:
+def test_a_noise_spike_is_not_a_press(manual: Any, mock_factory: Any) -> None:
     """Defect 7: a sub-millisecond glitch used to be a full start/shot."""
-    driver, clock, presses = rig
+    driver, clock, presses, timers = manual
     for pin in (17, 27, 22, 23):
         mock_factory.pin(pin).drive_low()
         clock.advance(0.3)
         mock_factory.pin(pin).drive_high()
-    _settle()
+    timers.quiet()  # then the lines stay high
     assert presses == [] and driver.noise == 4
     assert not any(s["seen"] for s in driver.status().values())
+    mock_factory.pin(27).drive_low()  # a real press: low, and it stays low
+    timers.quiet()
+    assert presses == [ButtonPress("extension", clock.ms)]
 
 
 def test_chattering_contacts_give_one_press_with_the_first_edge(
-        rig: Any, mock_factory: Any, wait_until: WaitUntil) -> None:
-    _, clock, presses = rig
+        manual: Any, mock_factory: Any) -> None:
+    _, clock, presses, timers = manual
     pin = mock_factory.pin(22)  # turn: acts as soon as the press is stable
     pin.drive_low()
     first = clock.ms
-    for _ in range(4):  # contact bounce
+    for _ in range(4):  # contact bounce: every edge restarts the quiet time
         clock.advance(1)
         pin.drive_high()
         clock.advance(1)
         pin.drive_low()
-    assert wait_until(lambda: len(presses) == 1)
+    timers.quiet()
     assert presses == [ButtonPress("turn", first)]
     clock.advance(100)
     pin.drive_high()
     for _ in range(3):  # release bounce
         pin.drive_low()
         pin.drive_high()
-    _settle()
+    timers.quiet()
     assert len(presses) == 1
     clock.advance(50)
     pin.drive_low()  # a real second press later still counts
-    assert wait_until(lambda: len(presses) == 2)
-    assert presses[-1] == ButtonPress("turn", clock.ms)
+    timers.quiet()
+    assert presses[-1] == ButtonPress("turn", clock.ms) and len(presses) == 2
 
 
 def test_a_short_press_of_start_shot_acts_on_release_with_its_edge_time(
-        rig: Any, mock_factory: Any, wait_until: WaitUntil) -> None:
-    _, clock, presses = rig
+        manual: Any, mock_factory: Any) -> None:
+    _, clock, presses, timers = manual
     pin = mock_factory.pin(17)
     pin.drive_low()
     pressed_at = clock.ms
-    _settle()
+    timers.quiet()
     assert presses == []  # it might still become a long press
     clock.advance(60)
     pin.drive_high()
-    assert wait_until(lambda: len(presses) == 1)
+    timers.quiet()
     assert presses == [ButtonPress("start_shot", pressed_at)]
 
 
@@ -148,6 +196,7 @@ def test_a_long_press_is_only_the_correction_with_gpiozero_when_held(
     assert presses == [ButtonPress("start_shot", pressed_at, long=True)]  # nothing more
     # other buttons have no long press: holding them is one plain press
     mock_factory.pin(23).drive_low()
+    assert wait_until(lambda: len(presses) == 2)
     time.sleep(HOLD_MS * 2 / 1000)
     mock_factory.pin(23).drive_high()
     _settle()
@@ -191,16 +240,17 @@ async def test_a_long_press_corrects_the_previous_press_not_itself(
     bridge.attach()
     pin = mock_factory.pin(17)
     try:
+        state = buttons._state["start_shot"]
         fake.advance(1000)
         pin.drive_low()
-        await asyncio.sleep(SETTLED_S)
+        await _until(lambda: state.accepted)  # stable low seen
         pin.drive_high()  # a short press: start
         await _until(lambda: runtime.state("t")["phase"] == "running")
         fake.advance(10_000)
         pin.drive_low()
         pressed = fake.now_ms()
         fake.advance(150)  # the release comes 150 ms later: the shot is timed at the press
-        await asyncio.sleep(SETTLED_S)
+        await _until(lambda: state.accepted)
         pin.drive_high()
         await _until(lambda: runtime.state("t")["phase"] == "ready")
         table = runtime.tables["t"]
