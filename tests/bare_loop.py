@@ -38,6 +38,7 @@ async def main(period):
             loop.call_at(target + period, fire, target + period)
 
     loop.call_at(target, fire, target)
+    print("ready", flush=True)
     await stop.wait()
     task.cancel()
     print(json.dumps(samples))
@@ -51,11 +52,14 @@ class BareLoop:
         self.proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(period_s)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.samples: list[tuple[float, float]] | None = None
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != b"ready":  # ticking from here on
+            raise RuntimeError("the bare loop did not start")
 
     def stop(self) -> list[tuple[float, float]]:
         if self.samples is None:
             out, _ = self.proc.communicate(timeout=30)
-            self.samples = [tuple(s) for s in json.loads(out or b"[]")]  # type: ignore[misc]
+            self.samples = [(float(at), float(late)) for at, late in json.loads(out or b"[]")]
         return self.samples
 
     def __enter__(self) -> BareLoop:
@@ -65,6 +69,8 @@ class BareLoop:
         self.stop()
 
     def max_late(self, from_ms: float = 0.0, to_ms: float = float("inf")) -> float:
-        """The worst wake-up error (ms) between two unix times."""
+        """The worst wake-up error (ms) between two unix times (it must have run then)."""
         late = [lateness for at, lateness in self.stop() if from_ms <= at <= to_ms]
-        return max(late, default=0.0)
+        if not late:
+            raise ValueError(f"the bare loop has no samples between {from_ms} and {to_ms}")
+        return max(late)

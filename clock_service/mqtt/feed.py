@@ -60,8 +60,11 @@ Step = Send | SendState | Read
 
 
 class TableFeed:
-    def __init__(self, table_id: str, *, acked: int, latest: int, window: int = WINDOW,
-                 keep: int = KEEP, read_batch: int = READ_BATCH) -> None:
+    def __init__(self, table_id: str, *, acked: int, latest: int, state: Any = None,
+                 window: int = WINDOW, keep: int = KEEP, read_batch: int = READ_BATCH) -> None:
+        """``acked``: from the store; ``latest``: the last durable event; ``state``: the
+        table's state after it (sent, retained, once caught up: a broker that lost its
+        retained messages gets it back even if the table is idle)."""
         if not 0 <= acked <= latest:
             # The store says the broker has more than the table ever made: a store from
             # elsewhere. Publish everything again rather than skip.
@@ -83,7 +86,7 @@ class TableFeed:
         self._texts: dict[int, str] = {}
         self._acked_above: set[int] = set()  # acknowledged, but past a seq still in flight
         self._reading: Read | None = None
-        self._state: SendState | None = None
+        self._state = SendState(latest, state) if state is not None else None
         self._state_sent = 0  # seq of the state sent on this connection
 
     @property

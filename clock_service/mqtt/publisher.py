@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 
 FLUSH_S = 0.5
 BACKOFF_MIN_S = 0.2
-BACKOFF_MAX_S = 5.0
+BACKOFF_MAX_S = 2.0
 BROKER_FAULT = "mqtt.broker"
 
 
@@ -56,10 +56,12 @@ def client_id_of(hall: str, table_id: str) -> str:
 class TablePublisher:
     """One table's connection: connect, publish what the feed says, reconnect forever."""
 
-    def __init__(self, owner: MqttPublisher, table_id: str, *, acked: int, latest: int) -> None:
+    def __init__(self, owner: MqttPublisher, table_id: str, *, acked: int, latest: int,
+                 state: dict[str, Any] | None = None) -> None:
         self.owner = owner
         self.table_id = table_id
-        self.feed = TableFeed(table_id, acked=acked, latest=latest, window=owner.window)
+        self.feed = TableFeed(table_id, acked=acked, latest=latest, state=state,
+                              window=owner.window)
         self.topics = owner.topics
         self.conn: Connection | None = None
         self.error: str | None = None  # why the last connection ended or failed
@@ -255,7 +257,7 @@ class MqttPublisher:
         if health is not None:
             health.register("mqtt", self.status)
         for table_id, table in self.runtime.tables.items():
-            self._add(table_id, latest=table.published_seq)
+            self._add(table_id, latest=table.published_seq, state=table.published_state or None)
         self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
 
     async def close(self) -> None:
@@ -266,8 +268,10 @@ class MqttPublisher:
             self._flusher.cancel()
         self.flush()
 
-    def _add(self, table_id: str, latest: int) -> TablePublisher:
-        table = TablePublisher(self, table_id, acked=self._acked.get(table_id, 0), latest=latest)
+    def _add(self, table_id: str, latest: int,
+             state: dict[str, Any] | None = None) -> TablePublisher:
+        table = TablePublisher(self, table_id, acked=self._acked.get(table_id, 0), latest=latest,
+                               state=state)
         self.tables[table_id] = table
         table.start()
         return table

@@ -147,6 +147,16 @@ def test_a_restart_publishes_from_the_stored_acked_seq_through_the_store() -> No
     assert link.wire[-1] == 701 and link.states == [701]
 
 
+def test_the_state_known_at_start_is_sent_once_caught_up() -> None:
+    feed = TableFeed("t", acked=3, latest=5, state=st(5))
+    link = Link(feed, store=[1, 2, 3, 4, 5])
+    link.connect()
+    assert link.wire == [4, 5] and link.states == [5]
+    link.drop()
+    link.connect()  # a new connection (the broker may have lost it): sent again
+    assert link.states == [5, 5]
+
+
 def test_at_most_window_events_are_in_flight() -> None:
     link = Link(TableFeed("t", acked=0, latest=0, window=4, keep=8))
     link.connect()

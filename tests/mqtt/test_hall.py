@@ -150,3 +150,19 @@ def test_a_table_that_goes_offline_and_back(hall: Hall) -> None:
     status, _ = hall.hall.command("7", "turn", token=TOKEN)
     assert status == 200
     wait(lambda: logs_equal(hall), "the logs to match")
+
+
+def test_the_hall_asks_for_what_the_broker_lost(hall: Hall) -> None:
+    # The hall is away; the table plays on; then the broker crashes (no persistence: the
+    # events it kept for the hall's session are gone). The returning hall learns from the
+    # table's retained state how far the table is, and asks it to replay the rest.
+    hall.hall.kill()
+    for name in ("start", "pause", "resume", "pause"):
+        status, body = hall.table.command("7", name, token=TOKEN)
+        assert status == 200, body
+    hall.broker.kill()
+    hall.broker.start()
+    wait(lambda: hall.table.get("/api/health")["faults"] == [], "the table to reconnect")
+    hall.hall.start()
+    wait(lambda: logs_equal(hall), "the hall to catch up")
+    assert hall.hall.get("/api/health")["components"]["mqtt"]["asks"] >= 1

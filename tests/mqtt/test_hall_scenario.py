@@ -1,0 +1,168 @@
+"""The hall scenario of issue 13: three table services (separate processes, separate
+stores), one hall service and a broker (the shipped ACL), frames being played.
+
+Mid-frame the broker is SIGKILLed for 5 s (it had no persistence: what it had not
+delivered is gone); then one table service is SIGKILLed and restarted. Afterwards the
+hall's event log of every table equals that table's own log exactly (same seq, same JSON,
+no gap, no duplicate), and no expiry on any table while the broker was away was later
+than a bare asyncio loop in another process was at the same moments (+10 ms).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.bare_loop import BareLoop
+from tests.broker import Broker
+from tests.mqtt.conftest import ACL, ROLES, need_mosquitto
+from tests.server import ServerProcess
+
+pytestmark = [pytest.mark.mqtt, pytest.mark.e2e]
+
+# Short shots so that clocks run out while the broker is away (warnings at 300/150 ms).
+PROFILE = {"shot_ms": 700, "full_rounds": 1, "step_ms": 100, "floor_ms": 500,
+           "extension_ms": 300, "warnings_ms": [300, 150]}
+TABLES = ["tA", "tB", "tC"]
+
+
+class Referee(threading.Thread):
+    """Plays frames on one table over HTTP: starts, shots in time, lets some run out,
+    accepts or hands back after a time foul, new frames. Retries while its service is
+    down (it was killed)."""
+
+    def __init__(self, server: ServerProcess, table: str, seed: int) -> None:
+        super().__init__(daemon=True, name=f"referee-{table}")
+        self.server = server
+        self.table = table
+        self.rng = random.Random(seed)
+        self.stop = threading.Event()
+        self.commands = 0
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                state = self.server.get(f"/api/tables/{self.table}")
+                name = self.choose(state)
+                if name is not None:
+                    self.server.command(self.table, name)
+                    self.commands += 1
+            except (OSError, AssertionError):
+                pass  # the service is down (killed): try again
+            self.stop.wait(self.rng.uniform(0.05, 0.25))
+
+    def choose(self, state: dict[str, Any]) -> str | None:
+        allowed = set(state.get("allowed", []))
+        phase = state["phase"]
+        if phase == "running":
+            if self.rng.random() < 0.5:
+                return "shot" if "shot" in allowed else None
+            self.stop.wait(state["remaining_ms"] / 1000 + 0.05)  # let it run out
+            return None
+        for name in ("start", "resume", "new_frame") if phase != "expired" else (
+                ("hand_back", "start") if self.rng.random() < 0.3 else ("start",)):
+            if name in allowed:
+                return name
+        return None
+
+
+def test_three_tables_a_hall_a_broker_crash_and_a_table_crash(tmp_path: Path) -> None:
+    need_mosquitto()
+    broker = Broker(tmp_path, users=ROLES, acl=ACL.read_text()).start()
+    tables = {
+        tid: ServerProcess(tmp_path / f"{tid}.db", env={
+            "SHOTCLOCK_MQTT_URL": broker.url("main", "table", ROLES["table"]),
+            "SHOTCLOCK_DEFAULT_TABLE": "", "SHOTCLOCK_COMMAND_RATE": "0"})
+        for tid in TABLES}
+    hall = ServerProcess(tmp_path / "hall.db", subcommand="hall", env={
+        "SHOTCLOCK_MQTT_URL": broker.url("main", "hall", ROLES["hall"])})
+    servers = [*tables.values(), hall]
+    referees: list[Referee] = []
+    bare: BareLoop | None = None
+    try:
+        with ThreadPoolExecutor(len(servers)) as pool:
+            list(pool.map(lambda s: s.start(timeout=60), servers))
+        for tid, server in tables.items():
+            status, body = server.post("/api/tables", {"id": tid, "players": ["A", "B"],
+                                                       "profile": PROFILE})
+            assert status == 201, body
+        referees = [Referee(server, tid, seed) for seed, (tid, server)
+                    in enumerate(tables.items())]
+        for referee in referees:
+            referee.start()
+        time.sleep(2.0)
+
+        bare = BareLoop()
+        away_from = time.time() * 1000
+        broker.kill()  # mid-frame: clocks are running
+        time.sleep(5.0)
+        broker.start()
+        away_to = time.time() * 1000
+        time.sleep(1.5)
+
+        tables["tB"].kill()  # SIGKILL a table service (its running clock comes back paused)
+        time.sleep(1.0)
+        tables["tB"].start(timeout=60)
+        time.sleep(2.0)
+        for referee in referees:
+            referee.stop.set()
+        for referee in referees:
+            referee.join(timeout=10)
+        bare.stop()
+
+        # A clock left running still makes events (warnings, an expiry): compare the
+        # logs once the hall has caught up with them.
+        deadline = time.monotonic() + 30
+        while True:
+            logs = {tid: server.get(f"/api/tables/{tid}/events?since=0")
+                    for tid, server in tables.items()}
+            mirrored = {tid: hall.get(f"/api/tables/{tid}/events?since=0")
+                        if tid in [t["table"] for t in hall.get("/api/tables")] else []
+                        for tid in TABLES}
+            if mirrored == logs or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        for tid in TABLES:
+            own = logs[tid]
+            assert [e["seq"] for e in own] == list(range(1, len(own) + 1))
+            assert [e["seq"] for e in mirrored[tid]] == [e["seq"] for e in own], tid
+            assert mirrored[tid] == own, tid  # the same events, the same JSON
+        health = hall.get("/api/health")["components"]["mqtt"]
+        assert health["behind"] == 0 and health["online"] == 3
+
+        # The scenario did what it says: events while the broker was away, expiries
+        # among them, and a restart of tB.
+        during = {tid: [e for e in logs[tid] if away_from <= e["at"] <= away_to]
+                  for tid in TABLES}
+        assert all(len(events) >= 3 for events in during.values()), {
+            tid: len(e) for tid, e in during.items()}
+        expiries = [e for events in during.values() for e in events
+                    if e["type"] == "clock.expired"]
+        assert expiries, "no clock ran out while the broker was away"
+        assert any(e["type"] == "clock.paused" and e["data"]["reason"] == "restart"
+                   for e in logs["tB"]) or all(
+            e["type"] != "clock.started" for e in logs["tB"][-3:])
+        for expiry in expiries:
+            deadline_ms = expiry["data"]["deadline"]
+            reference = bare.max_late(deadline_ms - 250, deadline_ms + 250)
+            assert expiry["data"]["late_ms"] <= reference + 10, (expiry["table"],
+                                                                 expiry["data"], reference)
+        print(f"\n{sum(len(v) for v in logs.values())} events on 3 tables; "
+              f"{sum(len(v) for v in during.values())} while the broker was away, "
+              f"{len(expiries)} expiries then (late max "
+              f"{max(e['data']['late_ms'] for e in expiries):.2f} ms; bare loop max "
+              f"{bare.max_late(away_from, away_to):.2f} ms); hall: {health}")
+    finally:
+        for referee in referees:
+            referee.stop.set()
+        if bare is not None:
+            bare.stop()
+        for server in servers:
+            server.stop()
+        broker.stop()
