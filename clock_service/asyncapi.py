@@ -47,19 +47,23 @@ from clock_service.schemas import (
     FrameStartedEvent,
     MatchEndedEvent,
     MatchStartedEvent,
+    MqttCommandMessage,
+    MqttStatus,
     PingMessage,
     PongMessage,
+    ReplayRequest,
     RespotEvent,
     ShotResultEvent,
     SnapshotMessage,
     StatusMessage,
     TableCreatedEvent,
     TurnEvent,
+    WsTableState,
 )
 from clock_service.settings import Settings
 
 __all__ = ["build_asyncapi", "main", "SERVER_MESSAGES", "CLIENT_MESSAGES", "EVENT_MESSAGES",
-           "CLOSE_CODES", "DEFAULT_PATH"]
+           "MQTT_MESSAGES", "CLOSE_CODES", "DEFAULT_PATH"]
 
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "docs" / "asyncapi.json"
 CLOSE_TOO_BIG = 1009  # uvicorn's ws_max_size (Settings.max_message_bytes)
@@ -106,6 +110,15 @@ SERVER_MESSAGES: dict[str, type[BaseModel]] = {
 CLIENT_MESSAGES: dict[str, type[BaseModel]] = {
     "ping": PingMessage,
     "command": CommandMessage,
+}
+
+# The MQTT topics' own payloads (SHOTCLOCK_MQTT_URL); events, ack, error, ping and pong
+# are the WebSocket messages above, unchanged.
+MQTT_MESSAGES: dict[str, type[BaseModel]] = {
+    "mqttState": WsTableState,
+    "mqttStatus": MqttStatus,
+    "mqttCommand": MqttCommandMessage,
+    "mqttReplay": ReplayRequest,
 }
 
 CLOSE_CODES: list[dict[str, Any]] = [
@@ -166,7 +179,8 @@ drops a connection that does not answer."""
 
 def _schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """(model name -> its $ref, components.schemas) for every message model."""
-    models: list[type[BaseModel]] = [*SERVER_MESSAGES.values(), *CLIENT_MESSAGES.values()]
+    models: list[type[BaseModel]] = [*SERVER_MESSAGES.values(), *CLIENT_MESSAGES.values(),
+                                      *MQTT_MESSAGES.values()]
     keyed: Sequence[tuple[type[BaseModel], JsonSchemaMode]] = [
         (model, "validation") for model in models]
     refs, top = models_json_schema(keyed, ref_template="#/components/schemas/{model}")
@@ -246,6 +260,8 @@ def build_asyncapi() -> dict[str, Any]:
     for name, model in [*SERVER_MESSAGES.items(), *CLIENT_MESSAGES.items()]:
         messages[name] = _message(name, refs[model.__name__], summaries[name],
                                   EXAMPLES.get(name))
+    mqtt_channels, mqtt_operations, mqtt_messages = _mqtt(refs, list(EVENT_MESSAGES))
+    messages.update(mqtt_messages)
 
     def msgs(*names: str) -> list[dict[str, str]]:
         return [{"$ref": f"{_CHANNEL}/messages/{n}"} for n in names]
@@ -337,10 +353,11 @@ def build_asyncapi() -> dict[str, Any]:
             "reply": {"channel": {"$ref": _CHANNEL}, "messages": msgs("ack", "error")},
         },
     }
+    channel["servers"] = [{"$ref": "#/servers/local"}]
     return {
         "asyncapi": "3.0.0",
         "info": {
-            "title": "Shot clock WebSocket API",
+            "title": "Shot clock WebSocket and MQTT API",
             "version": __version__,
             "description": _DESCRIPTION,
         },
@@ -348,9 +365,9 @@ def build_asyncapi() -> dict[str, Any]:
         "servers": {"local": {
             "host": f"{Settings.host}:{Settings.port}", "protocol": "ws",
             "description": "shotclock serve (make run); wss behind a TLS proxy.",
-        }},
-        "channels": {"table": channel},
-        "operations": operations,
+        }, "broker": MQTT_SERVER},
+        "channels": {"table": channel, **mqtt_channels},
+        "operations": {**operations, **mqtt_operations},
         "components": {
             "messages": messages,
             "schemas": schemas,
@@ -365,6 +382,150 @@ def build_asyncapi() -> dict[str, Any]:
             },
         },
     }
+
+
+MQTT_SERVER: dict[str, Any] = {
+    "host": "hall-server:1883", "protocol": "mqtt", "protocolVersion": "5",
+    "description": "Mosquitto on the hall server (deploy/mosquitto). Each table service "
+    "connects with SHOTCLOCK_MQTT_URL=mqtt://table:PASSWORD@hall-server:1883/<hall>, one "
+    "connection per table (client id shotclock-<hall>-table-<id>, clean start, keepalive "
+    "10 s) whose last will is that table's retained 'offline'; `shotclock hall` keeps a "
+    "persistent session (expiry 1 h). Users and ACL: deploy/mosquitto/shotclock.acl.",
+    "bindings": {"mqtt": {
+        "cleanSession": True, "keepAlive": 10,
+        "lastWill": {"topic": "shotclock/v1/{hall}/tables/{id}/status", "qos": 1,
+                     "message": "offline", "retain": True},
+        "bindingVersion": "0.2.0"}},
+}
+
+_MQTT_PARAMS = {
+    "hall": {"description": "The hall: the path of SHOTCLOCK_MQTT_URL (1-32 letters, digits, "
+             "'-' or '_').", "examples": ["main-hall"]},
+    "id": {"description": "The table id.", "examples": ["1", "7"]},
+}
+
+
+def _mqtt(refs: dict[str, dict[str, Any]], events: list[str],
+          ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The MQTT topics: (channels, operations, messages) of the document."""
+    table = "shotclock/v1/{hall}/tables/{id}"
+    servers = [{"$ref": "#/servers/broker"}]
+
+    def channel(address: str, title: str, description: str, names: list[str],
+                params: tuple[str, ...] = ("hall", "id")) -> dict[str, Any]:
+        return {"address": address, "title": title, "description": description,
+                "servers": servers, "parameters": {p: _MQTT_PARAMS[p] for p in params},
+                "messages": {n: {"$ref": f"#/components/messages/{n}"} for n in names}}
+
+    def binding(qos: int, retain: bool) -> dict[str, Any]:
+        return {"mqtt": {"qos": qos, "retain": retain, "bindingVersion": "0.2.0"}}
+
+    replies = ["ack", "error", "pong"]
+    channels = {
+        "mqttEvents": channel(
+            f"{table}/events", "A table's events (MQTT)",
+            "Every event, QoS 1, not retained: the WebSocket event JSON (with seq) exactly "
+            "as the table's store holds it, in seq order. After an outage or a restart the "
+            "table sends what the broker had not acknowledged first, so an event may come "
+            "twice: drop any seq you already have. A gap means the broker lost something "
+            "(it crashed): ask for a replay (mqttReplay) or read GET /api/tables/{id}/"
+            "events?since= from the table's service.", events),
+        "mqttState": channel(
+            f"{table}/state", "A table's state (MQTT)",
+            "QoS 1, retained: the table state after its last event (seq says which), so a "
+            "consumer that subscribes later has it at once. Sent when the table is caught "
+            "up with the broker.", ["mqttState"]),
+        "mqttStatus": channel(
+            f"{table}/status", "A table's service online/offline (MQTT)",
+            "QoS 1, retained, text: online when the table's service connects; offline when "
+            "it leaves, and the broker's last will for its connection when it vanishes (a "
+            "crash, a power cut, the network).", ["mqttStatus"]),
+        "mqttCommands": channel(
+            f"{table}/commands", "Commands to a table (MQTT)",
+            "QoS 1. A referee command (the WebSocket command, with the referee token in "
+            "`token` when the table has one), a replay request, or a ping. Commands sent "
+            "while the table's service is disconnected are not applied later (clean "
+            "session: a late press could stop a clock at the wrong moment).",
+            ["mqttCommand", "mqttReplay", "ping"]),
+        "mqttResponse": channel(
+            "shotclock/v1/{hall}/replies/{client}", "Replies to a requester (MQTT 5)",
+            "The table answers a command or ping here when the request carried an MQTT 5 "
+            "response topic under shotclock/v1/{hall}/replies/ (any other is ignored), with "
+            "the request's correlation data. The shipped ACL lets each client read "
+            "shotclock/v1/{hall}/replies/<its client id>.", replies, ("hall",)),
+        "mqttTableReplies": channel(
+            f"{table}/replies", "Replies without a response topic (MQTT 3.1.1 clients)",
+            "Replies to requests that had no (usable) response topic, with the request's "
+            "id echoed.", replies),
+    }
+    channels["mqttResponse"]["parameters"]["client"] = {
+        "description": "The requester's MQTT client id (the ACL checks it)."}
+
+    def msgs(channel_name: str, *names: str) -> list[dict[str, str]]:
+        return [{"$ref": f"#/channels/{channel_name}/messages/{n}"} for n in names]
+
+    operations = {
+        "publishEvents": {
+            "action": "send", "channel": {"$ref": "#/channels/mqttEvents"},
+            "title": "Events (MQTT)", "summary": "Every event of the table, in seq order.",
+            "bindings": binding(1, False), "messages": msgs("mqttEvents", *events)},
+        "publishState": {
+            "action": "send", "channel": {"$ref": "#/channels/mqttState"},
+            "title": "State (MQTT)", "summary": "The state after the last event, retained.",
+            "bindings": binding(1, True), "messages": msgs("mqttState", "mqttState")},
+        "publishStatus": {
+            "action": "send", "channel": {"$ref": "#/channels/mqttStatus"},
+            "title": "Status (MQTT)", "summary": "online / offline (also the last will).",
+            "bindings": binding(1, True), "messages": msgs("mqttStatus", "mqttStatus")},
+        "receiveMqttCommand": {
+            "action": "receive", "channel": {"$ref": "#/channels/mqttCommands"},
+            "title": "Commands (MQTT)",
+            "summary": "A command: its events on the events topic, then ack or error (401 "
+            "without the right token, 409, 422, 429, as on the WebSocket) to the response "
+            "topic with the correlation data; a replay request: the events after since, "
+            "again, on the events topic (no reply); a ping: pong.",
+            "bindings": binding(1, False),
+            "messages": msgs("mqttCommands", "mqttCommand", "mqttReplay", "ping"),
+            "reply": {"address": {"location": "$message.header#/responseTopic",
+                                  "description": "the MQTT 5 response topic, when it is under "
+                                  "shotclock/v1/{hall}/replies/; else .../tables/{id}/replies"},
+                      "channel": {"$ref": "#/channels/mqttResponse"},
+                      "messages": msgs("mqttResponse", *replies)}},
+        "publishTableReplies": {
+            "action": "send", "channel": {"$ref": "#/channels/mqttTableReplies"},
+            "title": "Replies without a response topic (MQTT)",
+            "summary": "ack / error / pong for a request with no usable response topic.",
+            "bindings": binding(1, False), "messages": msgs("mqttTableReplies", *replies)},
+    }
+    summaries = {
+        "mqttState": "The table state after its last event (retained).",
+        "mqttStatus": "online / offline (retained; offline is also the last will).",
+        "mqttCommand": "A referee command with the referee token in the payload.",
+        "mqttReplay": "Ask the table to send its events after since again.",
+    }
+    examples: dict[str, list[Any]] = {
+        "mqttStatus": ["online", "offline"],
+        "mqttCommand": [{"command": "start", "id": "c1", "token": "REFEREE-TOKEN"},
+                        {"command": "foul", "reason": "touched a ball", "token": "T"}],
+        "mqttReplay": [{"type": "replay", "since": 41}],
+    }
+    messages: dict[str, Any] = {}
+    for name, model in MQTT_MESSAGES.items():
+        message = _message(name, refs[model.__name__], summaries[name], None)
+        if name in examples:
+            message["examples"] = [{"name": f"{name}{i + 1}", "payload": e}
+                                   for i, e in enumerate(examples[name])]
+        if name == "mqttStatus":
+            message["contentType"] = "text/plain"
+        if name in ("mqttCommand", "mqttReplay"):
+            message["bindings"] = {"mqtt": {
+                "responseTopic": {"type": "string",
+                                  "pattern": "^shotclock/v1/[^/+#]+/replies/[^+#]+$"},
+                "correlationData": {"type": "string", "format": "binary",
+                                    "description": "echoed on the reply"},
+                "bindingVersion": "0.2.0"}}
+        messages[name] = message
+    return channels, operations, messages
 
 
 def render(document: dict[str, Any]) -> str:

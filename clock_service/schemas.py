@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
 
 from clock_service.clock import ALLOWED
 from clock_service.commands import MAX_SET_MS, MAX_TEXT, PRESS_FUTURE_MS, PRESS_STALE_MS
@@ -975,3 +975,49 @@ class MatchRecordOut(_Closed):
 
 __all__ += ["MatchSummary", "MatchPage", "PlayerStatsOut", "ShotOut", "MatchFoulOut",
             "MatchExtensionOut", "VisitOut", "FrameOut", "MatchRecordOut"]
+
+
+# ---------------------------------------------------------------------------------------
+# MQTT (SHOTCLOCK_MQTT_URL, clock_service/mqtt): the same messages on a broker's topics,
+# for the AsyncAPI document. Events, acks, errors, pings and pongs are the models above.
+
+class MqttStatus(RootModel[Literal["online", "offline"]]):
+    """``.../status``, retained, plain text: ``online`` while the table's service is
+    connected; ``offline`` when it leaves, and as its last will when it vanishes."""
+
+
+MQTT_TOKEN_DOC = ("the referee token (SHOTCLOCK_REFEREE_TOKEN of the table's service), "
+                  "needed when it has one: the broker's ACL says who may publish here, the "
+                  "token says who may command")
+
+
+def _with_token(model: type[BaseModel]) -> type[BaseModel]:
+    """The WebSocket command ``model`` with the referee token in the payload (MQTT has no
+    handshake to carry it)."""
+    return create_model(
+        f"Mqtt{model.__name__}", __base__=model, __doc__=model.__doc__,
+        token=(str | None, Field(None, description=MQTT_TOKEN_DOC)))
+
+
+MQTT_COMMANDS: tuple[type[BaseModel], ...] = tuple(
+    _with_token(m) for m in get_args(CommandMessage.model_fields["root"].annotation))
+
+
+class MqttCommandMessage(RootModel[Annotated[
+    Union[MQTT_COMMANDS],  # type: ignore[valid-type]  # noqa: UP007 - built, not written
+    Field(discriminator="command"),
+]]):
+    """A referee command on ``.../commands``: the WebSocket command with ``token``."""
+
+
+class ReplayRequest(_Closed):
+    """On ``.../commands``: send the table's events after ``since`` again, in order, on its
+    events topic (the hall asks for what a broker restart lost). No token needed (reading
+    never does; the ACL says who may publish here); no reply."""
+
+    type: Literal["replay"]
+    since: int = Field(ge=0, description="the last seq the asker has")
+    id: Any = Field(None, description="ignored")
+
+
+__all__ += ["MqttStatus", "MqttCommandMessage", "ReplayRequest", "MQTT_COMMANDS"]

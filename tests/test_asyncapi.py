@@ -25,6 +25,7 @@ from websockets.typing import Subprotocol
 from clock_service.asyncapi import (
     CLIENT_MESSAGES,
     DEFAULT_PATH,
+    MQTT_MESSAGES,
     SERVER_MESSAGES,
     build_asyncapi,
     render,
@@ -50,8 +51,8 @@ def test_the_document_covers_every_event_type_and_command() -> None:
     document = build_asyncapi()
     messages = document["components"]["messages"]
     assert set(SERVER_MESSAGES) == {"snapshot", "status", "pong", "ack", "error", *EVENT_TYPES}
-    assert set(messages) == set(SERVER_MESSAGES) | set(CLIENT_MESSAGES)
-    for name, model in {**SERVER_MESSAGES, **CLIENT_MESSAGES}.items():
+    assert set(messages) == set(SERVER_MESSAGES) | set(CLIENT_MESSAGES) | set(MQTT_MESSAGES)
+    for name, model in {**SERVER_MESSAGES, **CLIENT_MESSAGES, **MQTT_MESSAGES}.items():
         assert messages[name]["payload"] == {"$ref": f"#/components/schemas/{model.__name__}"}
         assert model.__name__ in document["components"]["schemas"]
     # The command union has exactly the core's commands, each with the dataclass's fields.
@@ -63,7 +64,7 @@ def test_the_document_covers_every_event_type_and_command() -> None:
         assert set(model.model_fields) - ENVELOPE == declared, name
     assert {c["code"] for c in document["channels"]["table"]["x-close-codes"]} == {
         4001, 4404, 1008, 1009}
-    models_by_name = {**SERVER_MESSAGES, **CLIENT_MESSAGES}
+    models_by_name = {**SERVER_MESSAGES, **CLIENT_MESSAGES, **MQTT_MESSAGES}
     for name, message in messages.items():
         for example in message.get("examples", []):
             models_by_name[name].model_validate(example["payload"])

@@ -1,0 +1,122 @@
+"""The MQTT half of docs/asyncapi.json against a real broker: every message a table's
+service publishes during a frame played over MQTT (events, state, status, replies) and
+every request sent to it matches, strictly, the model the document names for its channel;
+every topic used is one of the document's channel addresses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from clock_service.asyncapi import MQTT_MESSAGES, SERVER_MESSAGES, build_asyncapi
+from clock_service.mqtt.publisher import MqttPublisher
+from clock_service.mqtt.topics import parse_url
+from clock_service.runtime import Runtime
+from clock_service.schemas import MqttStatus, PingMessage, WsTableState
+from tests.broker import Broker
+from tests.mqtt.conftest import settings
+from tests.mqtt.watcher import Watcher
+
+pytestmark = pytest.mark.mqtt
+
+TOKEN = "tok"
+ROOT = "shotclock/v1/hall/tables/c"
+REPLIES = "shotclock/v1/hall/replies/desk"
+SHORT = {"shot_ms": 600, "full_rounds": 1, "step_ms": 100, "floor_ms": 400,
+         "extension_ms": 300, "warnings_ms": [300, 150]}
+
+
+def addresses() -> list[re.Pattern[str]]:
+    channels = build_asyncapi()["channels"].values()
+    return [re.compile("^" + re.sub(r"\\{\w+\\}", "[^/]+", re.escape(c["address"])) + "$")
+            for c in channels if not c["address"].startswith("/")]
+
+
+async def until(check: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+async def test_every_mqtt_message_of_a_frame_matches_the_document(
+        runtime: Runtime, broker: Broker) -> None:
+    await runtime.create_table("c", ["Ivanov", "Petrov"], profile=SHORT)
+    publisher = MqttPublisher(runtime, parse_url(broker.url()), settings(referee_token=TOKEN))
+    sent: list[tuple[type[BaseModel], dict[str, Any]]] = []
+    with Watcher(broker.port, client_id="desk") as desk:
+        desk.subscribe("shotclock/v1/hall/#")
+        await publisher.start()
+        await until(lambda: len(desk.on(f"{ROOT}/events")) == 2)
+
+        async def ask(message: dict[str, Any], model: type[BaseModel],
+                      response_topic: str | None = REPLIES) -> dict[str, Any]:
+            sent.append((model, message))
+            where = response_topic or f"{ROOT}/replies"
+            before = len(desk.on(where))
+            desk.publish(f"{ROOT}/commands", json.dumps(message),
+                         response_topic=response_topic, correlation=b"x")
+            await until(lambda: len(desk.on(where)) > before)
+            reply: dict[str, Any] = desk.on(where)[-1].json()
+            return reply
+
+        async def ok(command: str, **fields: Any) -> None:
+            reply = await ask({"command": command, "id": command, "token": TOKEN, **fields},
+                              MQTT_MESSAGES["mqttCommand"])
+            assert reply["type"] == "ack", reply
+
+        for name in ("start", "extension", "pause", "resume", "shot", "turn"):
+            await ok(name)
+        await ok("foul", reason="touched a ball")
+        await ok("hand_back")
+        await ok("start")
+        # Petrov runs out: his second foul of the frame, a technical loss (10.5).
+        await until(lambda: any(m.json()["type"] == "frame.ended"
+                                for m in desk.on(f"{ROOT}/events")), 5)
+        refused = await ask({"type": "command", "command": "extension", "token": TOKEN},
+                            MQTT_MESSAGES["mqttCommand"])
+        assert refused["type"] == "error" and refused["status"] == 409
+        pong = await ask({"type": "ping", "id": 1, "client_time": 5.0}, PingMessage,
+                         response_topic=None)
+        assert pong["type"] == "pong"
+        await ok("new_frame")
+        replay = {"type": "replay", "since": 3}
+        sent.append((MQTT_MESSAGES["mqttReplay"], replay))
+        before = len(desk.on(f"{ROOT}/events"))
+        desk.publish(f"{ROOT}/commands", json.dumps(replay))
+        await until(lambda: len(desk.on(f"{ROOT}/events")) > before)
+        await until(lambda: desk.on(f"{ROOT}/state")[-1].json()["seq"]
+                    == runtime.state("c")["seq"])
+        await publisher.close()
+        await until(lambda: desk.on(f"{ROOT}/status")[-1].payload == b"offline")
+        got = list(desk.messages)
+
+    patterns = addresses()
+    kinds: set[str] = set()
+    for message in got:
+        if message.topic.startswith("shotclock/v1/hall/tables/1/"):
+            continue  # the default table: the same, not needed twice
+        assert any(p.match(message.topic) for p in patterns), message.topic
+        kind = message.topic.rsplit("/", 1)[1]
+        if message.topic.startswith(REPLIES):
+            kind = "replies"
+        kinds.add(kind)
+        if kind == "status":
+            MqttStatus.model_validate(message.payload.decode())
+            continue
+        body = message.payload.decode()
+        if kind == "state":
+            WsTableState.model_validate_json(body, strict=True)
+        elif kind in ("events", "replies"):
+            SERVER_MESSAGES[json.loads(body)["type"]].model_validate_json(body, strict=True)
+        else:
+            assert kind == "commands"
+    assert kinds == {"events", "state", "status", "commands", "replies"}
+    for model, request in sent:
+        model.model_validate(request)
