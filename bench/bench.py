@@ -530,6 +530,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         server_p99, bare_p99 = row["expiry_late_ms"]["p99"], ref["p99"]
         row["expiry_p99_ratio"] = (server_p99 / bare_p99 if server_p99 is not None
                                    and bare_p99 else None)
+    if not args.no_mqtt:  # the broker section (issue 13): bench/bench_mqtt.py
+        from bench_mqtt import run_mqtt
+
+        results["mqtt"] = await run_mqtt(args.quick, seconds, workdir)
     return results
 
 
@@ -593,6 +597,14 @@ def print_report(results: dict[str, Any]) -> None:
     rss = [r["server_rss_mb"] for r in results["scenarios"] if r["tables"] == max(t for t, _ in by)]
     print(f"  server RSS at {max(t for t, _ in by)} tables: max {fmt(max(rss), 1)} MB "
           f"(target < 150)")
+    if "mqtt" in results:
+        from bench_mqtt import print_mqtt
+
+        print_mqtt(results["mqtt"], results["scenarios"])
+        big = max(results["mqtt"]["fanout"], key=lambda r: r["subscribers"])
+        print(f"  command-to-last-subscriber p99 through the broker at {big['subscribers']} "
+              f"subscribers on one table: {fmt(big['cmd_to_last_subscriber_ms']['p99'])} ms "
+              "(target < 20)")
 
 
 def main() -> int:
@@ -603,6 +615,8 @@ def main() -> int:
     parser.add_argument("--clients", type=int, nargs="*", help="client counts (default 1 100 1000)")
     parser.add_argument("--profile", type=Path, help="record the server with py-spy to this SVG")
     parser.add_argument("--drift-seconds", type=float, default=30.0)
+    parser.add_argument("--no-mqtt", action="store_true",
+                        help="skip the MQTT section (broker fan-out, hall mirror lag)")
     parser.add_argument("--out", type=Path, default=RESULTS / "bench.json")
     args = parser.parse_args()
     results = asyncio.run(run(args))

@@ -274,8 +274,9 @@ def _hall(args: argparse.Namespace) -> int:
     def mirror(settings_: Any, time: Any) -> Any:
         from clock_service.mqtt.hall import HallRuntime
 
-        return HallRuntime(Store(settings_.db), time, Hub(settings_.ws_queue), target,
-                           settings_)
+        # The mirror can be fetched again from the tables: no fsync per commit (lag).
+        return HallRuntime(Store(settings_.db, synchronous="NORMAL"), time,
+                           Hub(settings_.ws_queue), target, settings_)
 
     app = create_app(settings, runtime_factory=mirror)
     base = f"http://{settings.host}:{settings.port}"

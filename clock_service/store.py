@@ -122,7 +122,13 @@ def _connect(path: str) -> sqlite3.Connection:
 
 
 class Store:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
+        """``synchronous``: FULL (a table's own log: an acknowledged event survives a power
+        cut); NORMAL for a copy that can be fetched again (the hall's mirror: WAL never
+        corrupts, a power cut may only lose the last commits, which the tables replay)."""
+        if synchronous not in ("FULL", "NORMAL"):
+            raise ValueError(f"synchronous must be FULL or NORMAL, got {synchronous!r}")
+        self.synchronous = synchronous
         self.path = str(path)
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
@@ -146,7 +152,7 @@ class Store:
             conn.execute("PRAGMA journal_mode=WAL")
             # FULL: a commit is on disk before it returns, so an event told to a client
             # survives a power cut (WAL + NORMAL can lose the last commits). See README.
-            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("PRAGMA journal_size_limit=67108864")
             conn.executescript(SCHEMA)
             if ensure_index(conn):

@@ -46,6 +46,7 @@ class Broker:
             f"log_dest file {self.log}",
             "log_type error warning notice information",
             "max_queued_messages 100000",
+            "set_tcp_nodelay true",  # as deploy/mosquitto/shotclock.conf
         ]
         if users:
             pwfile = self.dir / "passwd"
