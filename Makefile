@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[hardware,mqtt,test]'
+	$(BIN)/pip install -q -e '.[hardware,mqtt,camera,test]'
 	touch $@
 
 venv: $(VENV)/.installed
