@@ -463,3 +463,78 @@ def write_video(path: str | Path, *, seconds: float | None = None, max_shots: in
         writer.release()
     Path(str(path) + ".json").write_text(json.dumps(table.truth.to_dict()))
     return table.truth
+
+
+@dataclass
+class Score:
+    """Decisions against the truth (times in ms from the first frame)."""
+
+    strike_errors_ms: list[float]  # detected - true contact, per matched strike
+    strike_frame_errors: list[int]  # detected frame - first frame at/after the contact
+    rest_errors_ms: list[float]  # detected (first still frame) - the last ball's stop
+    rest_latency_ms: list[float]  # decision made - the last ball's stop
+    missed_strikes: list[float]
+    false_strikes: list[float]
+    false_strikes_while_busy: list[float]  # false ones while a cue/arm moved over still balls
+    missed_rests: list[float]
+    extra_rests: list[float]
+
+    def summary(self) -> dict[str, Any]:
+        def pct(values: list[float], q: float) -> float | None:
+            if not values:
+                return None
+            ordered = sorted(values)
+            return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
+
+        abs_frames = [abs(e) for e in self.strike_frame_errors]
+        return {
+            "strikes": len(self.strike_errors_ms) + len(self.missed_strikes),
+            "strike_ms_p50": pct(self.strike_errors_ms, 0.5),
+            "strike_ms_abs_p99": pct([abs(e) for e in self.strike_errors_ms], 0.99),
+            "strike_ms_min": min(self.strike_errors_ms, default=None),
+            "strike_ms_max": max(self.strike_errors_ms, default=None),
+            "strike_frames_abs_p99": pct(abs_frames, 0.99),
+            "strike_frames_abs_max": max(abs_frames, default=None),
+            "missed_strikes": len(self.missed_strikes),
+            "false_strikes": len(self.false_strikes),
+            "false_strikes_while_busy": len(self.false_strikes_while_busy),
+            "rests": len(self.rest_errors_ms) + len(self.missed_rests),
+            "rest_ms_p50": pct(self.rest_errors_ms, 0.5),
+            "rest_ms_abs_p99": pct([abs(e) for e in self.rest_errors_ms], 0.99),
+            "rest_ms_abs_max": max((abs(e) for e in self.rest_errors_ms), default=None),
+            "rest_decided_after_ms_p50": pct(self.rest_latency_ms, 0.5),
+            "rest_decided_after_ms_max": max(self.rest_latency_ms, default=None),
+            "missed_rests": len(self.missed_rests),
+            "extra_rests": len(self.extra_rests),
+        }
+
+
+def score(truth: Truth, rests: list[tuple[float, float]], strikes: list[float],
+          *, window_ms: float = 500.0) -> Score:
+    """``rests``: (at, decided_at) of each Rest; ``strikes``: at of each Strike."""
+    period = 1000.0 / truth.fps
+    s_err, f_err, missed, used = [], [], [], set()
+    for true in truth.strikes:
+        best = min((i for i in range(len(strikes)) if i not in used),
+                   key=lambda i: abs(strikes[i] - true), default=None)
+        if best is None or abs(strikes[best] - true) > window_ms:
+            missed.append(true)
+            continue
+        used.add(best)
+        s_err.append(round(strikes[best] - true, 2))
+        truth_frame = math.ceil(true / period - 1e-9)
+        f_err.append(round(strikes[best] / period) - truth_frame)
+    false = [strikes[i] for i in range(len(strikes)) if i not in used]
+    busy = [t for t in false if any(a <= t <= b for a, b in truth.busy)]
+    r_err, r_lat, r_missed, r_used = [], [], [], set()
+    for true in truth.rests:
+        best = min((i for i in range(len(rests)) if i not in r_used),
+                   key=lambda i: abs(rests[i][0] - true), default=None)
+        if best is None or abs(rests[best][0] - true) > 1500:
+            r_missed.append(true)
+            continue
+        r_used.add(best)
+        r_err.append(round(rests[best][0] - true, 2))
+        r_lat.append(round(rests[best][1] - true, 2))
+    extra = [rests[i][0] for i in range(len(rests)) if i not in r_used]
+    return Score(s_err, f_err, r_err, r_lat, missed, false, busy, r_missed, extra)
