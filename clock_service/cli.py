@@ -30,6 +30,7 @@ def _serve(args: argparse.Namespace) -> int:
     app = create_app(settings)
     table_side = _attach_hardware(app, settings)
     _attach_mqtt(app, settings)
+    camera = _attach_camera(app, settings)
     base = f"http://{settings.host}:{settings.port}"
     table = settings.default_table or "1"
     print(f"shotclock: serving on {base}  (store: {settings.db}; referee token "
@@ -38,7 +39,9 @@ def _serve(args: argparse.Namespace) -> int:
           f"  referee console  {base}/referee?table={table}\n"
           f"  stream overlay   {base}/overlay?table={table}\n"
           f"  table display    {base}/display?table={table}\n"
-          f"  API              {base}/docs", file=sys.stderr, flush=True)
+          f"  API              {base}/docs"
+          + (f"\n  camera           {camera}  (calibrate: {base}/calibrate)" if camera else ""),
+          file=sys.stderr, flush=True)
     config = uvicorn.Config(app, host=settings.host, port=settings.port,
                             log_level=args.log_level, ws_max_size=settings.max_message_bytes,
                             lifespan="on", access_log=args.access_log,
@@ -291,6 +294,143 @@ def _hall(args: argparse.Namespace) -> int:
     return 0
 
 
+def _attach_camera(app: Any, settings: Any) -> str | None:
+    """Watch the table with the overhead camera when SHOTCLOCK_CAMERA is set (issue 15).
+
+    The setting is checked (and a bad one refused) before the service starts; OpenCV is
+    imported only then. The camera's thread starts with the app and stops with it; its
+    routes (/api/camera, the calibration) and the /calibrate page come with it.
+    """
+    from collections.abc import AsyncIterator
+
+    from fastapi import FastAPI, Request
+
+    from clock_service.camera.config import load_camera_config
+
+    assert isinstance(app, FastAPI)
+    try:
+        config = load_camera_config(settings.db, settings.default_table)
+    except ValueError as exc:
+        raise SystemExit(f"shotclock: camera configuration refused: {exc}") from None
+    if config is None:
+        return None
+    try:
+        import cv2  # noqa: F401
+    except ImportError:
+        raise SystemExit("shotclock: SHOTCLOCK_CAMERA is set but OpenCV is not installed: "
+                         "pip install 'shotclock[camera]'") from None
+    from clock_service.api import token_matches
+    from clock_service.camera.adapter import CameraAdapter
+    from clock_service.camera.routes import camera_router
+
+    holder: dict[str, CameraAdapter] = {}
+
+    def authorized(request: Request) -> bool:
+        header = request.headers.get("authorization", "")
+        offered = header[7:].strip() if header[:7].lower() == "bearer " else None
+        return token_matches(settings.referee_token, offered)
+
+    app.include_router(camera_router(lambda request: holder.get("camera"), authorized))
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app_: FastAPI) -> AsyncIterator[Any]:
+        async with inner(app_) as value:
+            adapter = CameraAdapter(app_.state.runtime, config.table_id, config.spec,
+                                    config.source, mode=config.mode,
+                                    calibration_path=config.calibration_path)
+            adapter.attach()
+            holder["camera"] = adapter
+            logging.getLogger("shotclock.camera").info(
+                "table %s: camera %s in %s mode", config.table_id, adapter.source_text,
+                config.mode)
+            try:
+                yield value
+            finally:
+                holder.pop("camera", None)
+                adapter.close()
+
+    app.router.lifespan_context = lifespan
+    return f"{config.spec.kind} ({config.mode} mode, table {config.table_id})"
+
+
+def _camera(args: argparse.Namespace) -> int:
+    """``shotclock camera calibrate``: one frame, the table's corners found (or given), saved."""
+    import json
+    import time
+
+    from clock_service.camera.config import load_camera_config
+    from clock_service.camera.geometry import Calibration, CalibrationError
+    from clock_service.camera.source import FrameSource, SourceError, parse_source
+    from clock_service.settings import Settings
+
+    try:
+        import cv2
+    except ImportError:
+        print("shotclock camera: OpenCV is not installed: pip install 'shotclock[camera]'",
+              file=sys.stderr)
+        return 2
+    from clock_service.camera.detect import find_table_corners
+
+    settings = Settings.from_env(db=args.db)
+    try:
+        config = load_camera_config(settings.db, settings.default_table)
+        spec = parse_source(args.source) if args.source else (config.spec if config else None)
+    except ValueError as exc:
+        print(f"shotclock camera: {exc}", file=sys.stderr)
+        return 2
+    if spec is None:
+        print("shotclock camera: give --source or set SHOTCLOCK_CAMERA", file=sys.stderr)
+        return 2
+    if args.out:
+        out = args.out
+    elif config is not None:
+        out = str(config.calibration_path)
+    else:
+        from pathlib import Path
+
+        out = os.environ.get("SHOTCLOCK_CAMERA_CALIBRATION") or str(
+            Path(settings.db).parent / "camera-calibration.json")
+    source = FrameSource(spec, lambda: time.time() * 1000)
+    try:
+        source.open()
+        frame, _ = source.read()
+    except SourceError as exc:
+        print(f"shotclock camera: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        source.close()
+    size = (int(frame.shape[1]), int(frame.shape[0]))
+    if args.corners:
+        values = [float(v) for v in args.corners.replace(";", ",").split(",") if v.strip()]
+        if len(values) != 8:
+            print("shotclock camera: --corners takes 8 numbers: x1,y1,x2,y2,x3,y3,x4,y4",
+                  file=sys.stderr)
+            return 2
+        corners = [(values[i], values[i + 1]) for i in range(0, 8, 2)]
+    else:
+        found = find_table_corners(frame)
+        if found is None:
+            print("shotclock camera: could not find the table in the frame; give --corners "
+                  "or click them on the /calibrate page", file=sys.stderr)
+            return 1
+        corners = found
+    try:
+        calibration = Calibration(tuple(corners), size)
+    except CalibrationError as exc:
+        print(f"shotclock camera: {exc}", file=sys.stderr)
+        return 1
+    calibration.save(out)
+    if args.snapshot:
+        import numpy as np
+
+        shown = frame.copy()
+        cv2.polylines(shown, [np.array(corners, np.int32)], True, (0, 0, 255), 2)
+        cv2.imwrite(args.snapshot, shown)
+    print(json.dumps({"saved": out, **calibration.to_dict()}))
+    return 0
+
+
 def _follow(args: argparse.Namespace) -> int:
     """Print a table's events as JSON lines, resuming after disconnects (never a gap)."""
     import asyncio
@@ -340,6 +480,20 @@ def main(argv: list[str] | None = None) -> int:
     tail.add_argument("--server", default="http://127.0.0.1:8000", help="service base URL")
     tail.add_argument("--since", type=int, default=0, help="start after this seq (default 0)")
     tail.add_argument("--token", default=None, help="referee token (not needed to read)")
+    camera = sub.add_parser("camera", help="the overhead camera (SHOTCLOCK_CAMERA)")
+    camera_sub = camera.add_subparsers(dest="camera_cmd", required=True)
+    calibrate = camera_sub.add_parser(
+        "calibrate", help="find (or take --corners) the playing area's corners in one frame "
+        "and save them (the /calibrate page does the same by clicking)")
+    calibrate.add_argument("--source", default=None,
+                           help="device, URL or file (default: SHOTCLOCK_CAMERA)")
+    calibrate.add_argument("--corners", default=None,
+                           help="x1,y1,...,x4,y4: the corners in frame pixels, going round")
+    calibrate.add_argument("--out", default=None, help="calibration file (default: "
+                           "SHOTCLOCK_CAMERA_CALIBRATION or beside the store)")
+    calibrate.add_argument("--db", default=None, help="the store's path (for the default file)")
+    calibrate.add_argument("--snapshot", default=None,
+                           help="write the frame with the corners drawn to this image file")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper() if args.cmd in ("serve", "hall")
                         else "INFO",
@@ -350,6 +504,8 @@ def main(argv: list[str] | None = None) -> int:
         return _hall(args)
     if args.cmd == "follow":
         return _follow(args)
+    if args.cmd == "camera":
+        return _camera(args)
     if args.cmd == "blank":
         return _blank(args)
     return 2

@@ -29,6 +29,7 @@ __all__ = ["Health", "Fault", "Provider"]
 log = logging.getLogger(__name__)
 
 Provider = Callable[[], dict[str, Any]]
+LEVELS = ("error", "warning", "info")
 # Told when the faults of a table (None: faults of every table) changed.
 FaultListener = Callable[[str | None], None]
 
@@ -41,9 +42,16 @@ class Fault:
     message: str  # the fact, in English, for logs and for an operator
     table: str | None  # the table it concerns; None: every table
     since: int  # unix ms when it was first raised
+    # error (default) | warning | info: an info is a notice, not a failure (the camera's
+    # "balls at rest" in assist mode); the pages sort and colour by it.
+    level: str = "error"
+    vars: dict[str, str] | None = None  # values for the translated text (i18n.js fill)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if self.vars is None:
+            del out["vars"]
+        return out
 
 
 class Health:
@@ -73,15 +81,18 @@ class Health:
 
     # -- faults -------------------------------------------------------------------------
     def fault(self, key: str, *, component: str, code: str, message: str,
-              table: str | None = None) -> None:
+              table: str | None = None, level: str = "error",
+              vars: dict[str, str] | None = None) -> None:
         """Raise (or update) a fault; its clients are told when anything about it changed."""
+        if level not in LEVELS:
+            raise ValueError(f"fault level must be one of {LEVELS}, got {level!r}")
         old = self._faults.get(key)
-        if old is not None and (old.component, old.code, old.message, old.table) == (
-                component, code, message, table):
+        if old is not None and (old.component, old.code, old.message, old.table, old.level,
+                                old.vars) == (component, code, message, table, level, vars):
             return
-        since = old.since if old is not None else int(self._now_ms())
-        self._faults[key] = Fault(key, component, code, message, table, since)
-        if old is None:
+        since = old.since if old is not None and old.code == code else int(self._now_ms())
+        self._faults[key] = Fault(key, component, code, message, table, since, level, vars)
+        if old is None and level != "info":
             log.warning("fault %s (%s%s): %s", code, component,
                         f", table {table}" if table is not None else "", message)
         if old is not None and old.table != table:
@@ -90,7 +101,9 @@ class Health:
 
     def clear(self, key: str) -> None:
         old = self._faults.pop(key, None)
-        if old is not None:
+        if old is not None and old.level == "info":
+            self._tell(old.table)
+        elif old is not None:
             log.warning("fault %s (%s) cleared after %.1f s", old.code, old.component,
                         (self._now_ms() - old.since) / 1000.0)
             self._tell(old.table)

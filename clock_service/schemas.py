@@ -173,6 +173,11 @@ class FaultInfo(BaseModel):
     message: str = Field(description="the fact, in English")
     table: str | None = Field(description="the table it concerns; null: every table")
     since: int = Field(description="unix ms when it was first raised")
+    level: Literal["error", "warning", "info"] = Field(
+        "error", description="error | warning | info (a notice, e.g. the camera's "
+        "'balls at rest' in assist mode)")
+    vars: dict[str, str] | None = Field(
+        None, description="values for the translated text, e.g. {\"s\": \"12.43\"}")
 
 
 class HealthResponse(BaseModel):

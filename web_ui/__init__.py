@@ -23,6 +23,7 @@ PAGES: dict[str, str] = {
     "/referee": "referee.html",
     "/overlay": "overlay.html",
     "/display": "display.html",
+    "/calibrate": "calibrate.html",  # the overhead camera's table corners (issue 15)
 }
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from clock_service.camera.core import Detection
 from clock_service.camera.geometry import BED_PX_PER_MM, Calibration, pockets_mm
 
-__all__ = ["BallDetector", "BedView"]
+__all__ = ["BallDetector", "BedView", "find_table_corners"]
 
 
 @dataclass
@@ -201,3 +201,43 @@ class BallDetector:
     def felt_fractions(self, view: BedView, spots: Sequence[tuple[float, float]],
                        ignore: Sequence[tuple[float, float]]) -> list[float]:
         return [view.felt_fraction(s, self.radius_mm, ignore) for s in spots]
+
+
+def find_table_corners(frame: np.ndarray) -> list[tuple[float, float]] | None:
+    """A first guess of the bed's four corners: the largest region of the colour found in
+    the middle of the frame (the felt), as a quadrilateral. The cushions are felt too, so
+    the guess may sit on their outer edge; the referee corrects it on the calibration page.
+    None when no plausible quadrilateral is found."""
+    h, w = frame.shape[:2]
+    scale = 640.0 / w if w > 640 else 1.0
+    small = cv2.resize(frame, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) \
+        if scale < 1 else frame
+    lab = cv2.cvtColor(small, cv2.COLOR_BGR2Lab)
+    sh, sw = lab.shape[:2]
+    centre = lab[int(sh * 0.35):int(sh * 0.65), int(sw * 0.35):int(sw * 0.65)].reshape(-1, 3)
+    med = np.median(centre, axis=0)
+    lo = (med[0] * 0.5, med[1] - 12, med[2] - 12)
+    hi = (min(255.0, med[0] * 1.5 + 10), med[1] + 12, med[2] + 12)
+    mask = cv2.inRange(lab, lo, hi)
+    kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (15, 15))
+    mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, kernel)
+    mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, kernel)
+    contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    if not contours:
+        return None
+    hull = cv2.convexHull(max(contours, key=cv2.contourArea))
+    if cv2.contourArea(hull) < 0.1 * sw * sh:
+        return None
+    perimeter = cv2.arcLength(hull, True)
+    for eps in np.linspace(0.01, 0.1, 19):
+        quad = cv2.approxPolyDP(hull, eps * perimeter, True)
+        if len(quad) == 4:
+            pts = quad.reshape(4, 2).astype(float) / scale
+            # clockwise from the top-left-most corner
+            start = int(np.argmin(pts.sum(axis=1)))
+            pts = np.roll(pts, -start, axis=0)
+            if (pts[1][0] - pts[0][0]) * (pts[3][1] - pts[0][1]) \
+                    - (pts[1][1] - pts[0][1]) * (pts[3][0] - pts[0][0]) < 0:
+                pts = np.array([pts[0], pts[3], pts[2], pts[1]])
+            return [(round(float(x), 1), round(float(y), 1)) for x, y in pts]
+    return None

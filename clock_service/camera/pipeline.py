@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from clock_service.camera.core import Decision, Observation, WatchSettings, Watcher
+from clock_service.camera.core import Decision, Observation, Watcher, WatchSettings
 from clock_service.camera.detect import BallDetector, BedView
 from clock_service.camera.geometry import Calibration
 

@@ -349,7 +349,7 @@ class SyntheticTable:
         tails = self._to_image(ph.pos - ph.vel * exposure / 2)
         heads = self._to_image(ph.pos + ph.vel * exposure / 2)
         radius = self._scale_at(np.array([W / 2, H / 2])) * R
-        for i, c in enumerate(centres):
+        for c in centres:
             off = np.array([0.22, 0.28]) * radius
             cv2.circle(img, _fx(c + off, s), int(radius * 1.02 * s), shadow, -1, cv2.LINE_AA, 4)
         for i, c in enumerate(centres):
@@ -390,7 +390,6 @@ class SyntheticTable:
             self._arm(img, hand, np.array(outside), s)
         if t < p.t_arm:
             return
-        u = np.array([math.cos(p.direction), math.sin(p.direction)])
         ball = self.physics.pos[p.ball] if t <= p.t_strike else self._strike_pos
         if t <= p.t_strike:
             self._strike_pos = ball.copy()

@@ -1,0 +1,390 @@
+"""The camera in the service: a capture thread, the vision pipeline, and the table's clock.
+
+The thread reads frames (``source``), runs each through ``FramePipeline`` (OpenCV releases
+the GIL in its calls) and hops every decision onto the event loop with
+``call_soon_threadsafe``; the clock is only touched from the loop, through
+``runtime.command`` like any press. A slow or dead camera delays nothing but itself: the
+clock's timers live on the loop, and the thread never waits on the loop.
+
+Told by the runtime like the display (``runtime.listeners``), it keeps a small view of its
+table (phase, deadline, whether a result is awaited) and compares the referee's presses
+with its own decisions: in ``assist`` the difference between the press and the detection
+is recorded; in ``auto`` a referee's undo of a camera step or a press the camera did not
+see is logged as a disagreement. Both are in ``/api/health`` ``components.camera``.
+
+Status goes through the faults channel (TEAM convention 2): ``camera_disconnected``,
+``camera_uncalibrated``, ``camera_not_sure`` (the buttons are the clock's only input
+then), and in ``assist`` the info messages ``camera_balls_at_rest`` /
+``camera_strike_detected`` for the console's status strip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import functools
+import logging
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from clock_service.camera.core import Decision, Rest, Strike, Sure, Unsure
+from clock_service.camera.geometry import Calibration, CalibrationError
+from clock_service.camera.modes import MODES, TableView, command_for
+from clock_service.camera.source import FrameSource, SourceError, SourceSpec, redact
+from clock_service.commands import Command
+from clock_service.errors import ShotClockError
+from clock_service.runtime import Runtime
+
+__all__ = ["CameraAdapter"]
+
+log = logging.getLogger(__name__)
+
+RECONNECT_S = (0.5, 1.0, 2.0, 5.0)
+STATUS_EVERY_S = 0.5
+STALE_MS = 1500.0  # no frame for this long: disconnected
+MATCH_MS = 3000.0  # a press within this of a detection confirms (or contradicts) it
+
+
+class CameraAdapter:
+    def __init__(self, runtime: Runtime, table_id: str, spec: SourceSpec, source_text: str, *,
+                 mode: str = "assist", calibration_path: str | Path,
+                 source_factory: Callable[[SourceSpec], FrameSource] | None = None) -> None:
+        if mode not in MODES:
+            raise ValueError(f"camera mode must be one of {MODES}, got {mode!r}")
+        self.runtime = runtime
+        self.table_id = table_id
+        self.spec = spec
+        self.source_text = redact(source_text)
+        self.mode = mode
+        self.calibration_path = Path(calibration_path)
+        self._source_factory = source_factory or (lambda s: FrameSource(s, runtime.time.now_ms))
+        self.view = TableView()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._calibration: Calibration | None = None
+        self._new_calibration = False
+        # written by the thread, read by the loop (plain values: no lock needed for reads)
+        self.connected = False
+        self.ended = False
+        self.frames = 0
+        self.last_frame_at: float | None = None
+        self.origin: float | None = None  # a file's playback origin (service ms)
+        self.frame_size: tuple[int, int] | None = None
+        self.last_frame: Any = None
+        self._frame_times: collections.deque[float] = collections.deque(maxlen=60)
+        self.confidence = 0.0
+        self.balls = 0
+        self.watch_state = "moving"
+        self.sure = True
+        self.cost_ms: collections.deque[float] = collections.deque(maxlen=120)
+        # on the loop
+        self.last_rest: Rest | None = None
+        self.last_strike: Strike | None = None
+        self.decisions: collections.deque[dict[str, Any]] = collections.deque(maxlen=20)
+        self.differences: dict[str, collections.deque[float]] = {
+            "start": collections.deque(maxlen=50), "shot": collections.deque(maxlen=50)}
+        self.disagreements: collections.deque[dict[str, Any]] = collections.deque(maxlen=20)
+        self.sent: collections.deque[dict[str, Any]] = collections.deque(maxlen=20)
+        self._camera_steps: list[str] = []  # names of the clock steps the camera made
+        self._pending_rest: Rest | None = None
+        self._status_timer: asyncio.TimerHandle | None = None
+
+    # -- lifecycle (loop thread) ------------------------------------------------------------
+    def attach(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._load_calibration()
+        self.runtime.listeners.append(self.on_events)
+        self.runtime.health.register("camera", self.status)
+        if self.table_id in self.runtime.tables:
+            self.view.apply([], self.runtime.state(self.table_id))
+        self._thread = threading.Thread(target=self._run, name="camera", daemon=True)
+        self._thread.start()
+        self._publish_status()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._status_timer is not None:
+            self._status_timer.cancel()
+        if self.on_events in self.runtime.listeners:
+            self.runtime.listeners.remove(self.on_events)
+        if self._thread is not None:
+            self._thread.join(timeout=3.0)
+        self.runtime.health.unregister("camera")
+
+    def _load_calibration(self) -> None:
+        try:
+            self._calibration = Calibration.load(self.calibration_path)
+        except FileNotFoundError:
+            log.warning("camera: no calibration at %s: open /calibrate to click the table's "
+                        "corners, or run `shotclock camera calibrate`", self.calibration_path)
+        except CalibrationError as exc:
+            log.error("camera: calibration %s refused: %s", self.calibration_path, exc)
+
+    def calibrate(self, calibration: Calibration) -> None:
+        """A new calibration (loop thread; saved by the caller), taken by the thread at its
+        next frame."""
+        with self._lock:
+            self._calibration = calibration
+            self._new_calibration = True
+        log.info("camera: calibrated, corners %s on a %dx%d frame",
+                 [tuple(round(v) for v in c) for c in calibration.corners],
+                 *calibration.frame_size)
+        self._publish_status()
+
+    @property
+    def calibration(self) -> Calibration | None:
+        return self._calibration
+
+    # -- the capture thread -----------------------------------------------------------------
+    def _run(self) -> None:
+        import cv2
+
+        from clock_service.camera.pipeline import FramePipeline
+
+        cv2.setNumThreads(1)  # one core for the camera: predictable, leaves one for the loop
+        attempt = 0
+        while not self._stop.is_set():
+            source = self._source_factory(self.spec)
+            try:
+                source.open()
+            except SourceError as exc:
+                self.connected = False
+                wait = RECONNECT_S[min(attempt, len(RECONNECT_S) - 1)]
+                if attempt == 0:
+                    log.error("camera: %s; retrying every %g s at most", exc, RECONNECT_S[-1])
+                attempt += 1
+                self._stop.wait(wait)
+                continue
+            attempt = 0
+            self.connected = True
+            self.frame_size = source.size
+            pipeline: FramePipeline | None = None
+            try:
+                while not self._stop.is_set():
+                    frame, at = source.read()
+                    self.origin = source.origin
+                    started = time.perf_counter()
+                    self.last_frame = frame
+                    self.frames += 1
+                    self.last_frame_at = at
+                    self._frame_times.append(at)
+                    size = (frame.shape[1], frame.shape[0])
+                    self.frame_size = size
+                    with self._lock:
+                        calibration = self._calibration
+                        if self._new_calibration:
+                            pipeline = None
+                            self._new_calibration = False
+                    if calibration is None:
+                        continue
+                    if pipeline is None:
+                        pipeline = FramePipeline(calibration, size)
+                    result = pipeline.process(frame, at)
+                    self.cost_ms.append((time.perf_counter() - started) * 1000)
+                    self.confidence = result.observation.quality
+                    self.balls = len(result.view.detections)
+                    self.watch_state = pipeline.watcher.state
+                    self.sure = pipeline.watcher.sure
+                    for decision in result.decisions:
+                        self._hop(self._on_decision, decision)
+            except SourceError as exc:
+                self.connected = False
+                if source.ended:
+                    self.ended = True
+                    log.info("camera: %s after %d frames", exc, source.index)
+                    source.close()
+                    return
+                log.error("camera: %s; reconnecting", exc)
+            except Exception:
+                self.connected = False
+                log.exception("camera: frame processing failed; restarting the camera")
+                self._stop.wait(1.0)
+            finally:
+                source.close()
+
+    def _hop(self, callback: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(callback, *args)
+
+    # -- decisions (loop thread) --------------------------------------------------------------
+    def _on_decision(self, decision: Decision) -> None:
+        health = self.runtime.health
+        if isinstance(decision, Unsure):
+            health.fault(self._key("unsure"), component="camera", code="camera_not_sure",
+                         message=f"camera not sure: {decision.reason}; use the buttons",
+                         table=self.table_id)
+            self._clear_detection()
+            return
+        if isinstance(decision, Sure):
+            health.clear(self._key("unsure"))
+            return
+        record = {"type": "rest" if isinstance(decision, Rest) else "strike",
+                  "at": round(decision.at, 1), "decided_at": round(decision.decided_at, 1)}
+        self.decisions.append(record)
+        if isinstance(decision, Rest):
+            self.last_rest = decision
+            self._pending_rest = decision
+        else:
+            self.last_strike = decision
+            self._pending_rest = None
+        if self.mode == "assist":
+            self._show_detection(decision)
+            return
+        self._send(decision)
+
+    def _send(self, decision: Rest | Strike) -> None:
+        command = command_for(decision, self.view, self.mode)
+        if command is None:
+            if isinstance(decision, Rest) and self.view.waiting_for_result:
+                log.info("camera: balls at rest; waiting for the shot's result before start")
+            return
+        if isinstance(decision, Rest):
+            self._pending_rest = None
+        self._issue(command)
+
+    def _issue(self, command: Command) -> None:
+        self.sent.append({"command": command.name, "at": command.at})
+        task = asyncio.ensure_future(self.runtime.command(self.table_id, command))
+        task.add_done_callback(functools.partial(self._after_command, command=command))
+
+    def _after_command(self, task: asyncio.Future[Any], *, command: Command) -> None:
+        exc = task.exception()
+        if exc is None:
+            self._camera_steps.append(command.name)
+            del self._camera_steps[:-20]
+            return
+        if isinstance(exc, ShotClockError):
+            log.info("camera: %s refused: %s", command.name, exc.message)
+            self._disagree(f"camera {command.name} refused: {exc.code}")
+        else:
+            log.error("camera: %s failed: %r", command.name, exc)
+
+    def _show_detection(self, decision: Rest | Strike) -> None:
+        if isinstance(decision, Rest):
+            self.runtime.health.fault(
+                self._key("detection"), component="camera", code="camera_balls_at_rest",
+                message="balls at rest", table=self.table_id, level="info")
+            return
+        remaining = (self.view.deadline - decision.at) / 1000 \
+            if self.view.phase == "running" and self.view.deadline is not None else None
+        text = f"strike detected at {remaining:.2f} s" if remaining is not None \
+            else "strike detected"
+        self.runtime.health.fault(
+            self._key("detection"), component="camera", code="camera_strike_detected",
+            message=text, table=self.table_id, level="info",
+            vars={"s": f"{remaining:.2f}" if remaining is not None else "-"})
+
+    def _clear_detection(self) -> None:
+        self.runtime.health.clear(self._key("detection"))
+
+    def _key(self, what: str) -> str:
+        return f"camera.{what}.{self.table_id}"
+
+    # -- the table's events (loop thread) -------------------------------------------------------
+    def on_events(self, table_id: str, events: list[dict[str, Any]], state: dict[str, Any]) -> None:
+        if table_id != self.table_id:
+            return
+        was_waiting = self.view.waiting_for_result
+        self.view.apply(events, state)
+        for event in events:
+            self._compare(event)
+        rest = self._pending_rest
+        if (self.mode == "auto" and was_waiting and not self.view.waiting_for_result
+                and rest is not None and self.watch_state == "rest"):
+            # the result came in while the balls were already at rest: start now (the core
+            # takes the later of the rest and the result), or at the rest if still fresh
+            self._send(rest if self.runtime.time.now_ms() - rest.at < 1500
+                       else Rest(self.runtime.time.now_ms(), rest.decided_at, rest.balls))
+
+    def _compare(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        by = event.get("by")
+        pressed = float(event.get("press_at") or event.get("at") or 0)
+        if kind == "clock.started" and by == "referee":
+            self._confirm("start", self.last_rest, pressed)
+        elif (kind == "clock.stopped" and by == "referee"
+              and (event.get("data") or {}).get("reason") == "shot"):
+            self._confirm("shot", self.last_strike, pressed)
+        elif kind == "correction.undone" and by is not None:
+            undone = (event.get("data") or {}).get("undone")
+            if undone in ("start", "shot") and self._camera_steps[-1:] == [undone]:
+                self._camera_steps.pop()
+                self._disagree(f"referee undid the camera's {undone}")
+
+    def _confirm(self, step: str, detection: Rest | Strike | None, pressed: float) -> None:
+        if detection is not None and abs(pressed - detection.at) <= MATCH_MS:
+            diff = pressed - detection.at
+            self.differences[step].append(round(diff, 1))
+            log.info("camera: referee's %s %+.0f ms from the camera's %s", step, diff,
+                     "rest" if step == "start" else "strike")
+            if self.mode == "assist":
+                self._clear_detection()
+            return
+        if self.mode == "auto":
+            self._disagree(f"referee's {step} without a camera "
+                           f"{'rest' if step == 'start' else 'strike'} within {MATCH_MS:.0f} ms")
+
+    def _disagree(self, what: str) -> None:
+        self.disagreements.append({"at": round(self.runtime.time.now_ms()), "what": what})
+        log.warning("camera: disagreement: %s", what)
+
+    # -- status ---------------------------------------------------------------------------------
+    def fps(self) -> float:
+        times = list(self._frame_times)
+        if len(times) < 2 or times[-1] == times[0]:
+            return 0.0
+        return round((len(times) - 1) * 1000 / (times[-1] - times[0]), 1)
+
+    def status(self) -> dict[str, Any]:
+        costs = sorted(self.cost_ms)
+        now = self.runtime.time.now_ms()
+        fresh = self.last_frame_at is not None and now - self.last_frame_at < STALE_MS
+        return {
+            "source": self.source_text, "mode": self.mode, "table": self.table_id,
+            "connected": bool(self.connected and fresh), "ended": self.ended,
+            "calibrated": self._calibration is not None,
+            "frame_size": list(self.frame_size) if self.frame_size else None,
+            "frames": self.frames, "fps": self.fps(), "confidence": self.confidence,
+            "sure": self.sure, "state": self.watch_state, "balls": self.balls,
+            "origin": self.origin,
+            "cost_ms_p50": round(costs[len(costs) // 2], 2) if costs else None,
+            "decisions": list(self.decisions), "sent": list(self.sent),
+            "press_minus_detection_ms": {
+                step: {"n": len(v), "median": statistics.median(v) if v else None,
+                       "last": list(v)[-5:]}
+                for step, v in self.differences.items()},
+            "disagreements": list(self.disagreements),
+        }
+
+    def _publish_status(self) -> None:
+        """Faults from the thread's facts, every half second (loop thread)."""
+        health = self.runtime.health
+        now = self.runtime.time.now_ms()
+        fresh = self.last_frame_at is not None and now - self.last_frame_at < STALE_MS
+        if self.ended:
+            health.clear(self._key("disconnected"))
+        elif not (self.connected and fresh):
+            health.fault(self._key("disconnected"), component="camera",
+                         code="camera_disconnected",
+                         message=f"camera {self.source_text} gives no frames; use the buttons",
+                         table=self.table_id)
+        else:
+            health.clear(self._key("disconnected"))
+        if self._calibration is None:
+            health.fault(self._key("uncalibrated"), component="camera",
+                         code="camera_uncalibrated",
+                         message="the camera does not know where the table is: open "
+                         "/calibrate and click its four corners", table=self.table_id)
+        else:
+            health.clear(self._key("uncalibrated"))
+        if self._loop is not None and not self._stop.is_set():
+            self._status_timer = self._loop.call_later(STATUS_EVERY_S, self._publish_status)

@@ -1,0 +1,83 @@
+"""HTTP for the camera: its status, its latest frame, and the calibration the page sets.
+
+Mounted by ``shotclock serve`` only when a camera is configured (``cli.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+
+from clock_service.camera.adapter import CameraAdapter
+from clock_service.camera.geometry import Calibration, CalibrationError
+
+__all__ = ["camera_router", "CalibrationBody"]
+
+
+class CalibrationBody(BaseModel):
+    corners: list[tuple[float, float]] = Field(
+        min_length=4, max_length=4,
+        description="the playing area's corners inside the cushions, in frame pixels, going "
+        "round the table; the first is the bed's origin")
+    frame_size: tuple[int, int] = Field(description="width and height of the frame clicked on")
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def camera_router(adapter_of: Callable[[Request], CameraAdapter | None],
+                  authorized: Callable[[Request], bool]) -> APIRouter:
+    router = APIRouter(prefix="/api/camera", tags=["camera"])
+
+    @router.get("")
+    async def camera_status(request: Request) -> Any:
+        adapter = adapter_of(request)
+        if adapter is None:
+            return _error(404, "no_camera", "no camera is configured (SHOTCLOCK_CAMERA)")
+        out = adapter.status()
+        cal = adapter.calibration
+        out["calibration"] = cal.to_dict() if cal is not None else None
+        return out
+
+    @router.get("/frame.jpg")
+    async def camera_frame(request: Request) -> Any:
+        adapter = adapter_of(request)
+        if adapter is None:
+            return _error(404, "no_camera", "no camera is configured (SHOTCLOCK_CAMERA)")
+        frame = adapter.last_frame
+        if frame is None:
+            return _error(503, "no_frame", "the camera has not given a frame yet")
+
+        def encode() -> bytes:
+            import cv2
+
+            ok, data = cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, 85])
+            return bytes(data) if ok else b""
+
+        body = await asyncio.to_thread(encode)  # off the loop: a 1080p encode takes ms
+        return Response(body, media_type="image/jpeg", headers={"Cache-Control": "no-store"})
+
+    @router.put("/calibration")
+    async def camera_calibrate(body: CalibrationBody, request: Request) -> Any:
+        if not authorized(request):
+            return JSONResponse({"error": {"code": "unauthorized", "message":
+                                           "calibration needs the referee token"}},
+                                status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        adapter = adapter_of(request)
+        if adapter is None:
+            return _error(404, "no_camera", "no camera is configured (SHOTCLOCK_CAMERA)")
+        try:
+            calibration = Calibration(tuple(body.corners), body.frame_size)
+        except CalibrationError as exc:
+            return _error(422, "invalid_calibration", str(exc))
+        await asyncio.to_thread(calibration.save, adapter.calibration_path)
+        adapter.calibrate(calibration)
+        return {"calibration": calibration.to_dict()}
+
+    return router

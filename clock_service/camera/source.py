@@ -1,0 +1,139 @@
+"""Where frames come from (``SHOTCLOCK_CAMERA``): a V4L2 device, a stream URL or a video file.
+
+- ``0``, ``1`` ... or ``/dev/video0``: a local camera (V4L2), asked for a one-frame buffer so
+  a frame is as fresh as the camera can give it;
+- ``rtsp://...``, ``http(s)://...``: a network camera or an encoder's stream;
+- anything else: a video file, played at its own frame rate in real time (for tests and to
+  replay a recorded session). Its frame k is taken as captured at ``origin + k / fps``,
+  ``origin`` being the service time it started playing; when the reader falls behind it
+  skips frames, as a live camera would drop them.
+
+A live frame's capture time is the service time at which OpenCV handed it over (the
+driver's own timestamps are not comparable across devices); the frame's age in the
+camera's buffer is the error, which the one-frame buffer keeps to about one frame.
+
+Runs on the camera thread only; OpenCV is imported here, lazily, by the caller.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SourceSpec", "parse_source", "FrameSource", "SourceError", "redact"]
+
+
+class SourceError(OSError):
+    """The camera cannot be opened or stopped giving frames."""
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    kind: str  # device | stream | file
+    target: str | int
+
+    @property
+    def live(self) -> bool:
+        return self.kind != "file"
+
+
+def parse_source(spec: str) -> SourceSpec:
+    text = spec.strip()
+    if not text:
+        raise ValueError("SHOTCLOCK_CAMERA is empty")
+    if text.isdigit():
+        return SourceSpec("device", int(text))
+    if re.match(r"^/dev/video\d+$", text) or text.startswith("/dev/v4l/"):
+        return SourceSpec("device", text)
+    if re.match(r"^(rtsp|rtsps|http|https)://", text, re.IGNORECASE):
+        return SourceSpec("stream", text)
+    if not Path(text).is_file():
+        raise ValueError(f"SHOTCLOCK_CAMERA={text!r} is not a device (0, /dev/video0), a "
+                         "stream URL (rtsp://, http://) or an existing video file")
+    return SourceSpec("file", text)
+
+
+def redact(spec: str) -> str:
+    """The source as it may be shown: a URL's user and password left out."""
+    return re.sub(r"(://)[^/@]+@", r"\1***@", spec)
+
+
+class FrameSource:
+    """``open()``, then ``read()`` -> (frame, capture ms) until it raises ``SourceError``."""
+
+    def __init__(self, spec: SourceSpec, now_ms: Callable[[], float],
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.spec = spec
+        self.now_ms = now_ms
+        self.sleep = sleep
+        self.cap: Any = None
+        self.fps: float = 0.0
+        self.size: tuple[int, int] = (0, 0)
+        self.origin: float | None = None
+        self.index = 0
+        self.ended = False
+
+    def open(self) -> None:
+        import cv2
+
+        target = self.spec.target
+        if self.spec.kind == "device":
+            cap = cv2.VideoCapture(target, cv2.CAP_V4L2)
+            cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)
+        else:
+            cap = cv2.VideoCapture(str(target))
+        if not cap.isOpened():
+            cap.release()
+            raise SourceError(f"cannot open camera source {redact(str(target))!r}")
+        self.cap = cap
+        fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
+        self.fps = fps if 1.0 <= fps <= 240.0 else 30.0
+        self.size = (int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)),
+                     int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+        self.origin = None
+        self.index = 0
+        self.ended = False
+
+    def read(self) -> tuple[Any, float]:
+        if self.cap is None:
+            raise SourceError("camera source is not open")
+        if self.spec.kind == "file":
+            return self._read_file()
+        ok, frame = self.cap.read()
+        if not ok or frame is None:
+            raise SourceError("the camera stopped giving frames")
+        return frame, self.now_ms()
+
+    def _read_file(self) -> tuple[Any, float]:
+        period = 1000.0 / self.fps
+        if self.origin is None:
+            self.origin = self.now_ms()
+        # Behind real time by more than a frame: skip (grab without decoding), as a camera
+        # drops frames nobody took.
+        while self.now_ms() - (self.origin + self.index * period) > period:
+            if not self.cap.grab():
+                return self._end()
+            self.index += 1
+        due = self.origin + self.index * period
+        wait = due - self.now_ms()
+        if wait > 0:
+            self.sleep(wait / 1000.0)
+        ok, frame = self.cap.read()
+        if not ok or frame is None:
+            return self._end()
+        at = self.origin + self.index * period
+        self.index += 1
+        return frame, at
+
+    def _end(self) -> tuple[Any, float]:
+        self.ended = True
+        raise SourceError("the video file ended")
+
+    def close(self) -> None:
+        if self.cap is not None:
+            self.cap.release()
+            self.cap = None
