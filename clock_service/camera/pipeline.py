@@ -47,7 +47,12 @@ class FramePipeline:
         felt = {}
         if spots:
             balls = [(b.x, b.y) for b in view.detections]
+            near = self.detector.radius_mm * 0.3
             for spot_id, (x, y) in spots.items():
+                # a ball still on its spot covers the spot's core: nothing to look at
+                if any(abs(x - bx) < near and abs(y - by) < near for bx, by in balls):
+                    felt[spot_id] = 0.0
+                    continue
                 felt[spot_id] = view.felt_fraction((x, y), self.detector.radius_mm, balls)
         obs = Observation(at, tuple(view.detections), felt, frame_quality(view))
         return FrameResult(at, view, obs, self.watcher.feed(obs))

@@ -5,8 +5,10 @@
 - ``rtsp://...``, ``http(s)://...``: a network camera or an encoder's stream;
 - anything else: a video file, played at its own frame rate in real time (for tests and to
   replay a recorded session). Its frame k is taken as captured at ``origin + k / fps``,
-  ``origin`` being the service time it started playing; when the reader falls behind it
-  skips frames, as a live camera would drop them.
+  ``origin`` being the service time it started playing. No frame of a file is dropped:
+  when the pipeline falls behind (a loaded machine) it catches up, and its decisions keep
+  the frames' own capture times (a command more than 2 s late is refused as stale, as a
+  late press is). A live camera drops what nobody took; its buffer holds one frame.
 
 A live frame's capture time is the service time at which OpenCV handed it over (the
 driver's own timestamps are not comparable across devices); the frame's age in the
@@ -112,12 +114,6 @@ class FrameSource:
         period = 1000.0 / self.fps
         if self.origin is None:
             self.origin = self.now_ms()
-        # Behind real time by more than a frame: skip (grab without decoding), as a camera
-        # drops frames nobody took.
-        while self.now_ms() - (self.origin + self.index * period) > period:
-            if not self.cap.grab():
-                return self._end()
-            self.index += 1
         due = self.origin + self.index * period
         wait = due - self.now_ms()
         if wait > 0:

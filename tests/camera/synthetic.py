@@ -42,6 +42,8 @@ __all__ = ["Truth", "SyntheticTable", "write_video", "FELTS"]
 R = BALL_MM / 2
 W, H = TABLE_MM
 DECEL = 0.6e-3  # mm/ms^2 (0.6 m/s^2)
+SETTLE_MM = 5.0  # the watcher's default still_mm
+SETTLE_TAIL_MS = math.sqrt(2 * SETTLE_MM / DECEL)  # a ball's last 5 mm take this long
 E_BALL = 0.93
 E_CUSHION = 0.7
 CUSHION_MM = 45.0
@@ -63,19 +65,21 @@ class Truth:
     corners: list[tuple[float, float]]  # the bed's corners in the image (true calibration)
     frames: int = 0
     rests: list[float] = field(default_factory=list)
+    settles: list[float] = field(default_factory=list)  # last SETTLE_MM of the roll began
     strikes: list[float] = field(default_factory=list)
     busy: list[tuple[float, float]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"fps": self.fps, "size": list(self.size), "corners": self.corners,
-                "frames": self.frames, "rests": self.rests, "strikes": self.strikes,
+                "frames": self.frames, "rests": self.rests, "settles": self.settles,
+                "strikes": self.strikes,
                 "busy": self.busy}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Truth:
-        return cls(data["fps"], tuple(data["size"]),  # type: ignore[arg-type]
-                   [tuple(c) for c in data["corners"]], data["frames"],  # type: ignore[misc]
-                   data["rests"], data["strikes"], [tuple(b) for b in data["busy"]])  # type: ignore[misc]
+        return cls(data["fps"], tuple(data["size"]), [tuple(c) for c in data["corners"]],
+                   data["frames"], data["rests"], data["settles"], data["strikes"],
+                   [tuple(b) for b in data["busy"]])
 
 
 class Physics:
@@ -86,6 +90,7 @@ class Physics:
         self.vel = np.zeros_like(self.pos)
         self.t = 0.0
         self.last_stop = 0.0
+        self.stops = np.zeros(len(self.pos))  # each ball's last stop instant
 
     @property
     def moving(self) -> bool:
@@ -110,6 +115,7 @@ class Physics:
         stopping = moving & (new_speed == 0.0)
         if stopping.any():
             self.last_stop = max(self.last_stop, self.t + float(np.max(speed[stopping])) / DECEL)
+            self.stops[stopping] = self.t + speed[stopping] / DECEL
         scale = np.where(moving, new_speed / np.where(moving, speed, 1.0), 0.0)
         vel *= scale[:, None]
         # cushions
@@ -185,10 +191,12 @@ class SyntheticTable:
         self.kinds = ["white"] * 7 + ["colour"]
         self.physics = Physics(self._opening())
         self.truth.rests.append(0.0)
+        self.truth.settles.append(0.0)
         self.background = self._background()
         self._noise_bank = [self._noise_frame() for _ in range(6)] if noise > 0 else []
         self.player: Player | None = None
         self._strike_pos = np.zeros(2)
+        self.max_shots: int | None = None
         self.shots = 0
 
     # -- the script --------------------------------------------------------------------------
@@ -242,6 +250,7 @@ class SyntheticTable:
     def frames(self, seconds: float | None = None,
                max_shots: int | None = None) -> Iterator[tuple[int, float, np.ndarray]]:
         period = 1000.0 / self.fps
+        self.max_shots = max_shots
         k = 0
         while True:
             t = k * period
@@ -274,11 +283,16 @@ class SyntheticTable:
             ph.advance_to(t)
             if was_moving and not ph.moving:
                 self.truth.rests.append(round(ph.last_stop, 3))
+                # from here on no ball rolls SETTLE_MM more: at rest by the threshold
+                struck = self.truth.strikes[-1]
+                tails = [s - SETTLE_TAIL_MS for s in ph.stops if s > struck]
+                self.truth.settles.append(round(max(tails + [struck]), 3))
             if player is not None and t > player.t_strike + 900:
                 self.player = None
             if self.player is None and not ph.moving:
                 last_rest = self.truth.rests[-1]
-                if not self.truth.strikes or self.truth.strikes[-1] < last_rest:
+                more = self.max_shots is None or self.shots < self.max_shots
+                if more and (not self.truth.strikes or self.truth.strikes[-1] < last_rest):
                     self.player = self._plan(last_rest, t)
             return
 
@@ -471,6 +485,7 @@ class Score:
     strike_errors_ms: list[float]  # detected - true contact, per matched strike
     strike_frame_errors: list[int]  # detected frame - first frame at/after the contact
     rest_errors_ms: list[float]  # detected (first still frame) - the last ball's stop
+    settle_errors_ms: list[float]  # detected - when the last 5 mm of the roll began
     rest_latency_ms: list[float]  # decision made - the last ball's stop
     missed_strikes: list[float]
     false_strikes: list[float]
@@ -501,6 +516,8 @@ class Score:
             "rest_ms_p50": pct(self.rest_errors_ms, 0.5),
             "rest_ms_abs_p99": pct([abs(e) for e in self.rest_errors_ms], 0.99),
             "rest_ms_abs_max": max((abs(e) for e in self.rest_errors_ms), default=None),
+            "settle_ms_p50": pct(self.settle_errors_ms, 0.5),
+            "settle_ms_abs_max": max((abs(e) for e in self.settle_errors_ms), default=None),
             "rest_decided_after_ms_p50": pct(self.rest_latency_ms, 0.5),
             "rest_decided_after_ms_max": max(self.rest_latency_ms, default=None),
             "missed_rests": len(self.missed_rests),
@@ -525,8 +542,8 @@ def score(truth: Truth, rests: list[tuple[float, float]], strikes: list[float],
         f_err.append(round(strikes[best] / period) - truth_frame)
     false = [strikes[i] for i in range(len(strikes)) if i not in used]
     busy = [t for t in false if any(a <= t <= b for a, b in truth.busy)]
-    r_err, r_lat, r_missed, r_used = [], [], [], set()
-    for true in truth.rests:
+    r_err, r_lat, r_missed, r_used, settle = [], [], [], set(), []
+    for true, settled in zip(truth.rests, truth.settles, strict=True):
         best = min((i for i in range(len(rests)) if i not in r_used),
                    key=lambda i: abs(rests[i][0] - true), default=None)
         if best is None or abs(rests[best][0] - true) > 1500:
@@ -534,6 +551,7 @@ def score(truth: Truth, rests: list[tuple[float, float]], strikes: list[float],
             continue
         r_used.add(best)
         r_err.append(round(rests[best][0] - true, 2))
+        settle.append(round(rests[best][0] - settled, 2))
         r_lat.append(round(rests[best][1] - true, 2))
     extra = [rests[i][0] for i in range(len(rests)) if i not in r_used]
-    return Score(s_err, f_err, r_err, r_lat, missed, false, busy, r_missed, extra)
+    return Score(s_err, f_err, r_err, settle, r_lat, missed, false, busy, r_missed, extra)

@@ -1,0 +1,60 @@
+"""End to end: ``shotclock serve`` watching a synthetic video in ``auto`` mode plays a
+frame's visits with no button pressed; the event log's start and shot times match the
+video's ground truth within one frame (issue 15)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.camera.synthetic import Truth
+from tests.server import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+FRAME_MS = 1000 / 30
+
+
+def _camera(server: ServerProcess) -> dict[str, Any]:
+    camera: dict[str, Any] = server.get("/api/health")["components"]["camera"]
+    return camera
+
+
+def test_auto_mode_starts_at_rest_and_stops_at_the_strike_with_capture_times(
+        tmp_path: Path, two_shots: tuple[Path, Truth], calibration_file: Path) -> None:
+    video, truth = two_shots
+    server = ServerProcess(tmp_path / "shotclock.db", env={
+        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_MODE": "auto",
+        "SHOTCLOCK_CAMERA_CALIBRATION": str(calibration_file)}).start()
+    try:
+        deadline = time.monotonic() + truth.frames / truth.fps + 30
+        while not _camera(server)["ended"]:
+            assert time.monotonic() < deadline, _camera(server)
+            time.sleep(0.25)
+        camera = _camera(server)
+        events = server.get("/api/tables/1/events?since=0")
+        health = server.get("/api/health")
+    finally:
+        server.stop()
+    origin = camera["origin"]
+    assert camera["calibrated"] and camera["frames"] > 0.8 * truth.frames, camera
+    starts = [e for e in events if e["type"] == "clock.started"]
+    shots = [e for e in events if e["type"] == "clock.stopped" and e["data"]["reason"] == "shot"]
+    assert all(e["by"] == "camera" and e["source"] == "camera" for e in starts + shots), starts
+    # three rests (the opening one and one after each shot), two strikes, in that order
+    assert len(starts) == 3 and len(shots) == 2, [e["type"] for e in events]
+    kinds = [e["type"] for e in events if e in starts or e in shots]
+    assert kinds == ["clock.started", "clock.stopped"] * 2 + ["clock.started"]
+    # The instant the core applied each step, from the clock's own figures (deadline and
+    # remaining), against the video's truth on the service's timeline.
+    for started, true in zip(starts, truth.settles, strict=True):
+        at = started["data"]["deadline"] - started["data"]["remaining_ms"]
+        assert abs(at - (origin + true)) <= FRAME_MS + 1, (at - origin, true)
+        assert started["press_at"] is not None
+    for shot, start, true in zip(shots, starts, truth.strikes, strict=False):
+        at = start["data"]["deadline"] - shot["data"]["remaining_ms"]
+        assert abs(at - (origin + true)) <= FRAME_MS + 1, (at - origin, true)
+    assert not [f for f in health["faults"] if f["code"] == "camera_not_sure"]
