@@ -43,6 +43,7 @@ lint: venv
 
 bench: venv
 	$(BIN)/python bench/bench.py
+	$(BIN)/python bench/camera_bench.py
 
 clean:
 	rm -rf $(VENV) var build *.egg-info

@@ -1,0 +1,244 @@
+"""The camera's pure parts, table-driven: the watcher (rest and strike from detections,
+time injected), the assist/auto policy, the geometry and the source setting."""
+
+from __future__ import annotations
+
+import pytest
+
+from clock_service.camera.core import (
+    Detection,
+    Observation,
+    Rest,
+    Strike,
+    Sure,
+    Unsure,
+    Watcher,
+    WatchSettings,
+)
+from clock_service.camera.geometry import Calibration, CalibrationError
+from clock_service.camera.modes import TableView, command_for
+from clock_service.camera.source import parse_source, redact
+
+FRAME = 1000 / 30
+BALLS = [(500.0, 500.0, "white"), (1500.0, 800.0, "white"), (2500.0, 1200.0, "colour")]
+
+
+def still(at: float, moved: dict[int, tuple[float, float]] | None = None,
+          hidden: frozenset[int] = frozenset(), felt: dict[int, float] | None = None,
+          extra: tuple[Detection, ...] = (), quality: float = 1.0) -> Observation:
+    balls = []
+    for i, (x, y, kind) in enumerate(BALLS):
+        if i in hidden:
+            continue
+        if moved and i in moved:
+            x, y = moved[i]
+        balls.append(Detection(x, y, kind))
+    return Observation(at, tuple(balls) + extra, felt or {}, quality)
+
+
+def run(watcher: Watcher, frames: list[Observation]) -> list[object]:
+    out: list[object] = []
+    for obs in frames:
+        out += watcher.feed(obs)
+    return out
+
+
+def at_rest(watcher: Watcher, start: float = 0.0) -> float:
+    """Feed still frames until the watcher says rest; the time after."""
+    t = start
+    while watcher.state != "rest":
+        watcher.feed(still(t))
+        t += FRAME
+    return t
+
+
+@pytest.mark.parametrize(("rest_ms", "frames_needed"), [(300, 10), (500, 16), (100, 4)])
+def test_rest_needs_rest_ms_of_stillness_and_is_timed_at_its_first_frame(
+        rest_ms: float, frames_needed: int) -> None:
+    w = Watcher(WatchSettings(rest_ms=rest_ms))
+    frames = [still(1000 + k * FRAME) for k in range(frames_needed)]
+    decisions = run(w, frames)
+    assert decisions == [Rest(1000.0, frames[-1].at, 3)]
+    assert frames[-1].at - 1000 >= rest_ms and frames[-2].at - 1000 < rest_ms
+
+
+@pytest.mark.parametrize(("jitter_mm", "rests"), [(0.0, 1), (3.0, 1), (4.9, 1), (6.0, 0)])
+def test_a_ball_moving_more_than_still_mm_keeps_the_balls_from_rest(
+        jitter_mm: float, rests: int) -> None:
+    w = Watcher()
+    frames = [still(k * FRAME, {0: (500 + (jitter_mm if k % 2 else 0), 500)})
+              for k in range(30)]
+    assert sum(isinstance(d, Rest) for d in run(w, frames)) == rests
+
+
+def test_a_rolling_ball_delays_rest_until_it_stops() -> None:
+    w = Watcher()
+    frames = [still(k * FRAME, {1: (1500 + 10 * min(k, 20), 800)}) for k in range(40)]
+    rests = [d for d in run(w, frames) if isinstance(d, Rest)]
+    assert len(rests) == 1 and rests[0].at == pytest.approx(20 * FRAME)
+
+
+def test_a_hidden_ball_waits_for_the_count_then_is_recounted() -> None:
+    w = Watcher(WatchSettings(recount_ms=1000))
+    t = at_rest(w)
+    run(w, strike_frames(t, t + 3.5 * FRAME, 2.0))  # a strike: moving again
+    assert w.state == "moving"
+    # one ball hidden (an arm over it): no rest until recount_ms
+    frames = [still(5000 + k * FRAME, hidden=frozenset({2})) for k in range(40)]
+    rests = [(f.at, d) for f in frames for d in w.feed(f) if isinstance(d, Rest)]
+    assert len(rests) == 1 and rests[0][0] - 5000 >= 1000 and rests[0][1].balls == 2
+
+
+def strike_frames(start: float, t0: float, speed: float, felt: float = 1.0,
+                  kind_ok: bool = True) -> list[Observation]:
+    """Frames from ``start`` on the camera's grid; ball 0 struck at ``t0`` along +x at
+    ``speed`` mm/ms; its spot shows ``felt`` once the ball is a third of a radius away."""
+    frames = []
+    for k in range(14):
+        t = start + k * FRAME
+        d = max(0.0, (t - t0) * speed)
+        moved = {0: (500 + d, 500.0)} if d > 0 else None
+        spot = felt if d > 0.3 * 34 else 0.0
+        obs = still(t, moved, felt={1: spot})
+        if not kind_ok and d > 0:
+            obs = Observation(t, tuple(Detection(b.x, b.y, "colour") if b.x == 500 + d else b
+                                       for b in obs.balls), obs.spots_felt)
+        frames.append(obs)
+    return frames
+
+
+@pytest.mark.parametrize("speed", [0.5, 1.0, 2.0, 4.0])
+@pytest.mark.parametrize("phase", [0.1, 0.5, 0.9])
+def test_strike_is_the_first_frame_after_the_ball_left_its_spot(speed: float,
+                                                               phase: float) -> None:
+    w = Watcher()
+    t = at_rest(w)
+    t0 = t + 3 * FRAME + phase * FRAME  # contact between two frames
+    strikes = [d for d in run(w, strike_frames(t, t0, speed)) if isinstance(d, Strike)]
+    assert len(strikes) == 1
+    strike = strikes[0]
+    first_after = t + 4 * FRAME
+    assert abs(strike.at - first_after) < 1e-6 or (  # the first frame after the contact,
+        abs(strike.at - (first_after - FRAME)) < 1e-6 and phase < 0.2)  # or just before it
+    assert abs(strike.estimate - t0) < 3.0
+    assert strike.kind == "white" and w.state == "moving"
+
+
+@pytest.mark.parametrize(("felt", "kind_ok", "strikes"), [
+    (1.0, True, 1),   # the spot is bare felt and the ball runs away: a strike
+    (0.3, True, 0),   # the spot is covered (an arm over the ball): no strike
+    (1.0, False, 0),  # the thing away from the spot is not a ball of its kind
+])
+def test_a_strike_needs_a_bare_spot_and_the_ball_running_from_it(
+        felt: float, kind_ok: bool, strikes: int) -> None:
+    w = Watcher()
+    t = at_rest(w)
+    decisions = run(w, strike_frames(t, t + 5.5 * FRAME, 2.0, felt=felt, kind_ok=kind_ok))
+    assert sum(isinstance(d, Strike) for d in decisions) == strikes
+
+
+def test_a_cue_or_an_arm_over_still_balls_is_not_a_strike() -> None:
+    w = Watcher()
+    t = at_rest(w)
+    frames = []
+    for k in range(60):
+        at = t + k * FRAME
+        # an arm hides ball 1 and its spot; a hand-sized blob wanders near it; the cue's
+        # shadow makes ball 0's detection shift by a third of a radius (no felt behind)
+        hand = Detection(1500 + 40 * (k % 7), 870 + 10 * (k % 5), "colour")
+        frames.append(still(at, {0: (500 + 11 * (k % 2), 500)}, hidden=frozenset({1}),
+                            felt={1: 0.0, 2: 0.0}, extra=(hand,)))
+    assert [d for d in run(w, frames) if isinstance(d, Strike)] == []
+    assert w.state == "rest"
+
+
+def test_a_ball_hidden_at_the_rest_joins_when_seen_still() -> None:
+    w = Watcher(WatchSettings(recount_ms=200))
+    t = 0.0
+    while w.state != "rest":
+        w.feed(still(t, hidden=frozenset({2})))
+        t += FRAME
+    assert len(w.spots()) == 2
+    for _ in range(12):
+        w.feed(still(t))
+        t += FRAME
+    assert len(w.spots()) == 3
+
+
+@pytest.mark.parametrize(("low_frames", "decisions"), [
+    (10, []),                      # a short bad spell (< 500 ms): nothing
+    (20, ["unsure"]),              # 650 ms of a bad view: unsure
+])
+def test_a_bad_view_makes_the_watcher_unsure(low_frames: int, decisions: list[str]) -> None:
+    w = Watcher()
+    t = at_rest(w)
+    got = run(w, [still(t + k * FRAME, quality=0.2) for k in range(low_frames)])
+    assert [type(d).__name__.lower() for d in got] == decisions
+    if decisions:
+        assert not w.sure and w.state == "moving"
+        back = run(w, [still(t + (low_frames + k) * FRAME) for k in range(40)])
+        assert isinstance(back[0], Sure) and any(isinstance(d, Rest) for d in back)
+        assert isinstance(got[0], Unsure)
+
+
+# -- the policy --------------------------------------------------------------------------
+REST = Rest(1000.0, 1300.0, 8)
+STRIKE = Strike(5000.0, 5100.0, "white", (0.0, 0.0), 4990.0)
+
+
+@pytest.mark.parametrize(("mode", "decision", "phase", "waiting", "sent"), [
+    ("auto", REST, "ready", False, "start"),
+    ("auto", REST, "ready", True, None),       # the referee's result comes first (I15)
+    ("auto", REST, "expired", False, None),    # accepting after a time foul is 10.4's choice
+    ("auto", REST, "running", False, None),
+    ("auto", STRIKE, "running", False, "shot"),
+    ("auto", STRIKE, "paused", False, None),   # the referee stopped play
+    ("auto", STRIKE, "ready", False, None),
+    ("assist", REST, "ready", False, None),    # assist only shows
+    ("assist", STRIKE, "running", False, None),
+])
+def test_the_camera_sends_only_what_is_its_to_decide(mode: str, decision: Rest | Strike,
+                                                    phase: str, waiting: bool,
+                                                    sent: str | None) -> None:
+    view = TableView(phase=phase, results_in_use=waiting, result_pending=waiting)
+    command = command_for(decision, view, mode)
+    assert (command.name if command else None) == sent
+    if command is not None:
+        assert command.by == "camera" and command.source == "camera"
+        assert command.at == decision.at  # the frame's capture time
+
+
+def test_table_view_knows_when_a_result_is_awaited() -> None:
+    view = TableView()
+    view.apply([{"type": "clock.stopped", "data": {"reason": "shot"}}], {"phase": "ready"})
+    assert view.result_pending and not view.waiting_for_result  # no result used yet
+    view.apply([{"type": "shot.result", "data": {}}], {"phase": "ready"})
+    assert view.results_in_use and not view.result_pending
+    view.apply([{"type": "clock.stopped", "data": {"reason": "shot"}}], {"phase": "ready"})
+    assert view.waiting_for_result
+
+
+# -- geometry and settings -------------------------------------------------------------
+def test_calibration_round_trip_and_refusals(tmp_path: object) -> None:
+    cal = Calibration(((100, 80), (1180, 70), (1200, 650), (90, 640)), (1280, 720))
+    assert Calibration.from_dict(cal.to_dict()) == cal
+    assert cal.bed_size == (640, 320)
+    with pytest.raises(CalibrationError, match="4 corners"):
+        Calibration(((0, 0), (1, 1), (2, 2)), (10, 10))
+    with pytest.raises(CalibrationError, match="convex"):
+        Calibration(((100, 80), (1200, 650), (1180, 70), (90, 640)), (1280, 720))
+    with pytest.raises(CalibrationError, match="outside"):
+        Calibration(((100, 80), (1180, 70), (1200, 650), (90, 2000)), (1280, 720))
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("0", "device"), ("/dev/video2", "device"), ("rtsp://u:p@cam/stream", "stream"),
+    ("http://cam:8080/video", "stream")])
+def test_camera_sources(text: str, kind: str) -> None:
+    assert parse_source(text).kind == kind
+
+
+def test_a_missing_file_is_refused_and_urls_hide_passwords() -> None:
+    with pytest.raises(ValueError, match="not a device"):
+        parse_source("/no/such/video.mp4")
+    assert redact("rtsp://admin:secret@10.0.0.5/live") == "rtsp://***@10.0.0.5/live"
