@@ -51,7 +51,8 @@ def test_faults_are_told_once_per_change_and_filtered_by_table() -> None:
     assert told[-2:] == ["1", "2"]
     (fault,) = [f for f in health.faults("2") if f["key"] == "hw.display.1"]
     assert fault == {"key": "hw.display.1", "component": "hardware", "code": "display_silent",
-                     "message": "no ack for 3 s", "table": "2", "since": 1000}
+                     "message": "no ack for 3 s", "table": "2", "since": 1000,
+                     "level": "error"}
     health.clear("hw.display.1")
     health.clear("hw.display.1")  # already clear: nothing to tell
     assert told[-1] == "2" and len(told) == 5

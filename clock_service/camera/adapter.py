@@ -356,6 +356,10 @@ class CameraAdapter:
             "frames": self.frames, "fps": self.fps(), "confidence": self.confidence,
             "sure": self.sure, "state": self.watch_state, "balls": self.balls,
             "origin": self.origin,
+            # how far the last frame's capture time is behind now: a file the pipeline
+            # cannot keep up with falls behind (its commands go stale after 2 s)
+            "lag_ms": round(now - self.last_frame_at) if self.last_frame_at is not None
+            else None,
             "cost_ms_p50": round(costs[len(costs) // 2], 2) if costs else None,
             "decisions": list(self.decisions), "sent": list(self.sent),
             "press_minus_detection_ms": {
