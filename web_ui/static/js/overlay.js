@@ -1,9 +1,14 @@
 // OBS overlay: a smooth countdown drawn on every animation frame from the server's deadline
 // and the estimated clock offset (never the local clock alone). Reconnects forever.
 // Query: table, position=top|bottom, scale (0.3..3), theme=dark|light|green, lang, flash=0.
+//
+// On air: one look per event (a flash tab: foul red, extension blue, warning amber, expiry
+// red flashing, frame won gold), fouls amber at one and red at two, the frames won next to
+// each name, and when a frame or the match is over the winner, why and the score, held
+// until the next frame starts. "running" and "ready" never go on air.
 
 import { TableConnection, tableFromQuery } from "./connection.js";
-import { animate, render } from "./countdown.js";
+import { animate, render, seconds } from "./countdown.js";
 import { applyI18n, onLangChange, t } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
@@ -29,33 +34,57 @@ const flashes = params.get("flash") !== "0";
 
 let state = null;
 let flashTimer = 0;
+const shown = []; // every flash put on air: {kind, text} (for the curious, and the tests)
+window.shotclockFlashes = shown;
 
 const conn = new TableConnection(table, {
   onState: (s) => { state = s; draw(); },
-  onEvent: (event, { replayed }) => { if (!replayed && flashes) flash(event); },
+  onEvent: (event, { replayed }) => { if (!replayed) onAir(event); },
   onStatus: (status) => { third.dataset.status = status; },
-});
+}, { pingEveryMs: 1000 });
 
-function flash(event) {
+/** The look of an event: {kind, text} or null (not every event is news on air). */
+function lookOf(event) {
   const s = event.state || state;
-  if (!s) return;
+  if (!s) return null;
   const who = (i) => (i == null ? "" : s.players[i]);
   const d = event.data || {};
-  let text = null;
   switch (event.type) {
-    case "foul": text = d.player != null && d.reason !== "time" ? t("flash.foul", { name: who(d.player) }) : null; break;
-    case "clock.extended": text = t("flash.extension", { name: who(d.player) }); break;
-    case "clock.expired": text = t("flash.expired", { name: who(d.player) }); break;
-    case "frame.started": text = t("flash.frame", { frame: d.frame }); break;
-    case "frame.ended": text = d.winner != null ? t("winner", { name: who(d.winner) }) : null; break;
-    default: break;
+    case "foul":
+      if (d.technical_loss) return { kind: "technical_loss", text: t("flash.technical_loss", { name: who(d.player) }) };
+      if (d.rule === "12.4") return null; // the expiry already said it
+      return { kind: "foul", text: t("flash.foul_n", { name: who(d.player), n: (d.fouls || [])[d.player] }) };
+    case "clock.extended": return { kind: "extension", text: t("flash.extension", { name: who(d.player) }) };
+    case "clock.warning": return { kind: "warning", text: t("flash.warning", { s: seconds(d.threshold_ms) }) };
+    case "clock.expired": return { kind: "expired", text: t("flash.expired", { name: who(d.player) }) };
+    case "frame.ended":
+      return d.winner == null ? null : { kind: "frame_won", text: t("flash.frame_won", { name: who(d.winner) }) };
+    case "match.ended": return { kind: "match_won", text: t("flash.match_won", { name: who(d.winner) }) };
+    case "frame.started": return { kind: "frame", text: t("flash.frame_breaks", { frame: d.frame, name: who(d.breaker) }) };
+    default: return null;
   }
-  if (!text) return;
+}
+
+function onAir(event) {
+  const look = lookOf(event);
+  if (!look) return;
+  shown.push(look);
+  // The player's side answers too: red for a foul, the extension mark blue.
+  const d = event.data || {};
+  if (d.player != null && (look.kind === "foul" || look.kind === "technical_loss" || look.kind === "extension")) {
+    const side = $(`p${d.player}`);
+    const cls = look.kind === "extension" ? "hit-extension" : "hit-foul";
+    side.classList.remove(cls);
+    void side.offsetWidth; // restart the animation
+    side.classList.add(cls);
+  }
+  if (!flashes) return;
   const el = $("flash");
-  el.textContent = text;
+  el.textContent = look.text;
+  el.dataset.kind = look.kind;
   el.classList.remove("hidden");
   clearTimeout(flashTimer);
-  flashTimer = setTimeout(() => el.classList.add("hidden"), 3000);
+  flashTimer = setTimeout(() => el.classList.add("hidden"), look.kind === "warning" ? 1500 : 3500);
 }
 
 function setMark(el, value) {
@@ -65,32 +94,55 @@ function setMark(el, value) {
   el.dataset.n = text;
 }
 
+// Only what a viewer needs: never "running" or "ready".
+const PHASE_ON_AIR = { paused: "phase.paused", expired: "phase.expired" };
+
 function draw() {
   if (!state) return;
+  const m = state.match || { score: state.frames_won || [0, 0], race_to: null, over: false };
   for (let i = 0; i < 2; i++) {
     const side = $(`p${i}`);
     side.querySelector(".name").textContent = state.players[i];
     setMark(side.querySelector(".fouls"), state.fouls[i]);
     setMark(side.querySelector(".ext"), state.extensions_left[i]);
+    side.querySelector(".ext").classList.toggle("hidden", !state.timer);
     const whites = side.querySelector(".whites");
     whites.classList.toggle("hidden", !Array.isArray(state.whites));
     if (Array.isArray(state.whites)) setMark(whites, state.whites[i]);
     side.classList.toggle("at-table", state.player === i && state.phase !== "frame_over");
+    $(`frames${i}`).textContent = m.score[i];
   }
-  $("round").textContent = state.round;
-  $("phase").textContent = t(`phase.${state.timer === false ? "off" : state.phase}`);
-  const score = Array.isArray(state.frames_won) ? state.frames_won.join(" : ") : null;
-  $("score-wrap").classList.toggle("hidden", score == null);
-  if (score != null) $("score").textContent = score;
+  const key = PHASE_ON_AIR[state.phase];
+  $("phase").textContent = key ? t(key) : "";
+  $("frame-info").textContent = [t("overlay.frame", { n: state.frame }),
+    m.race_to ? t("label.race_to", { n: m.race_to }) : null].filter(Boolean).join(" · ");
+  drawOver(m);
   tick();
+}
+
+function drawOver(m) {
+  const over = state.phase === "frame_over";
+  third.classList.toggle("match-over", Boolean(over && m.over));
+  if (!over) return;
+  const winner = state.frame_winner;
+  if (m.over && m.winner != null) {
+    $("over-title").textContent = t("over.match_winner", { name: state.players[m.winner] });
+  } else {
+    $("over-title").textContent = winner == null ? t("over.no_winner") : t("over.winner", { name: state.players[winner] });
+  }
+  let why = state.frame_end_reason ? t(`end.${state.frame_end_reason}`) : "";
+  if (state.frame_end_reason === "technical_loss" && winner != null) {
+    why = t("over.technical_loss", { name: state.players[1 - winner] });
+  }
+  $("over-why").textContent = why;
 }
 
 function tick() {
   if (!state) return;
   const { text, stage: look, remaining } = render(state, conn.serverNow());
   const clock = $("clock");
-  const shown = text || "–";
-  if (clock.textContent !== shown) clock.textContent = shown;
+  const digits = text || "–";
+  if (clock.textContent !== digits) clock.textContent = digits;
   if (third.dataset.stage !== look) third.dataset.stage = look;
   // The bar moves every frame: the visibly smooth part of the countdown.
   const limit = Math.max(state.limit_ms || 0, state.remaining_ms || 0, 1);
