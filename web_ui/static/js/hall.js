@@ -5,7 +5,7 @@
 import { createTable, listTables } from "./api.js";
 import { TableConnection, showStatus } from "./connection.js";
 import { animate, render } from "./countdown.js";
-import { applyI18n, bindLangToggle, errorText, onLangChange, t } from "./i18n.js";
+import { applyI18n, bindLangToggle, errorText, lang, onLangChange, t } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 const cards = new Map(); // table id -> {el, conn, state}
@@ -103,7 +103,9 @@ $("create-form").addEventListener("submit", async (ev) => {
     const error = (result.body && result.body.error) || { code: "error", message: `HTTP ${result.status}` };
     const { text, rule } = errorText(error);
     out.className = "result error";
-    out.textContent = `${text}${rule ? ` (${rule})` : ""}${error.message && text !== error.message ? ` — ${error.message}` : ""}`;
+    // The service words its details in English: shown on the English page only.
+    const detail = lang === "en" && error.message && text !== error.message ? ` — ${error.message}` : "";
+    out.textContent = `${text}${rule ? ` (${rule})` : ""}${detail}`;
   }
 });
 
