@@ -160,7 +160,8 @@ def test_console_presses_change_overlay_and_display(
     referee.locator("#btn-new-frame").click()
     referee.locator("#frame-winner").select_option("0")
     referee.locator("#frame-ok").click()
-    expect(overlay.locator("#score")).to_have_text("1 : 0")
+    expect(overlay.locator("#frames0")).to_have_text("1")
+    expect(overlay.locator("#frames1")).to_have_text("0")
     expect(overlay.locator("#p1 .fouls b")).to_have_text("0")
     expect(overlay.locator("#p0 .ext b")).to_have_text("1")
     assert shared_server.get("/api/tables/t1")["frame"] == 2
