@@ -382,8 +382,12 @@ class RemoteBridge:
                      error.get("message", error))
 
 
+EX_CONFIG = 78  # as ``shotclock serve``: the unit's RestartPreventExitStatus
+
+
 def main(argv: list[str] | None = None) -> int:
-    from firmware_bridge.config import build_devices, load_config
+    from clock_service.sdnotify import Watchdog
+    from firmware_bridge.config import build_devices, load_config, permission_problems
     from firmware_bridge.errors import HardwareConfigError
 
     env = os.environ
@@ -404,20 +408,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if not args.server:
-        parser.error("--server (or SHOTCLOCK_SERVER) is required, e.g. ws://hall:8000")
+    if not args.server or not args.server.startswith(("ws://", "wss://")):
+        print("shotclock-bridge: not configured: set SHOTCLOCK_SERVER=ws://<hall>:8000 in "
+              "/etc/shotclock/env (or --server)", file=sys.stderr)
+        return EX_CONFIG
     try:
         config = load_config()
     except HardwareConfigError as exc:
         print(f"shotclock-bridge: hardware configuration refused: {exc}", file=sys.stderr)
-        return 2
+        return EX_CONFIG
     table_id = args.table or config.table_id
+    for _device, _group, message in permission_problems(config):
+        log.warning("table %s: %s", table_id, message)
 
     async def run() -> None:
         time = ServerTime()
 
         def device_failed(name: str, exc: Exception) -> None:
-            log.error("table %s: %s hardware failed to open (%s: %s); running without it",
+            log.error("table %s: %s failed to open (%s: %s); running without it",
                       table_id, name, type(exc).__name__, exc)
 
         display: Display | None
@@ -429,12 +437,19 @@ def main(argv: list[str] | None = None) -> int:
             display = TerminalDisplay(table_id)
         bridge = RemoteBridge(args.server, table_id, token=args.token, display=display,
                               buzzer=buzzer, buttons=buttons, time=time)
+        if config.self_test and config.kind != "none":
+            bridge.driver.self_test()
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, task.cancel)
-        await bridge.run()
+        watchdog = Watchdog()
+        watchdog.start(f"following table {table_id} at {args.server}")
+        try:
+            await bridge.run()
+        finally:
+            await watchdog.stop()
 
     with contextlib.suppress(asyncio.CancelledError, KeyboardInterrupt):
         asyncio.run(run())
