@@ -22,10 +22,12 @@ run: venv
 
 # Debian packages the tests need, in ONE apt-get call (CI runs as root on a fresh machine):
 # chromium (browser tests), mosquitto (the MQTT tests' broker, and mosquitto_passwd).
-# systemd: systemd-analyze verifies the units in deploy/.
-TEST_DEBS := chromium mosquitto systemd
+# systemd: systemd-analyze verifies the units in deploy/. python3-venv: the install test
+# makes a venv of Debian's python3 (as on a Pi) and serves from it as another user.
+TEST_DEBS := chromium mosquitto systemd python3-venv
 test-deps:
-	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/sbin/mosquitto ] || [ ! -x /usr/bin/systemd-analyze ]; then \
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/sbin/mosquitto ] || [ ! -x /usr/bin/systemd-analyze ] \
+	  || ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_DEBS) >/dev/null; \
 	  else echo "missing: sudo apt-get install $(TEST_DEBS) (browser and MQTT tests will fail without them)"; fi; \
 	fi

@@ -1,6 +1,7 @@
 """The package installed into a fresh venv and run as the unit would: an unprivileged user,
 cwd ``/``, only the shipped env file, hardware ``serial`` driving the emulator
-(issue 10, defects 1 and 2, "How it is checked").
+(issue 10, defects 1 and 2, "How it is checked"); then SIGKILLed: the controller shows
+its fault within 1.5 s.
 
 Before the fix the unit had no working directory and the store path was relative: as user
 ``shotclock`` in ``/`` the service tried ``/var/shotclock.db`` and exited.
@@ -170,6 +171,16 @@ def test_installed_package_serves_as_an_unprivileged_user_from_root_dir(
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/referee?table=1",
                                     timeout=5) as page:
             assert page.status == 200 and b"<html" in page.read().lower()
+
+        # A crash (SIGKILL: nothing runs on the way out): the controller shows its
+        # host-gone pattern within 1.5 s instead of a stale time.
+        start = len(emulator.lines)
+        killed = time.monotonic()
+        proc.send_signal(signal.SIGKILL)
+        assert emulator.wait_for(lambda lines: "FAULT no-heartbeat" in lines[start:], 2.5)
+        took = time.monotonic() - killed
+        assert took < 1.5, took
+        assert not any(x.startswith("DISPLAY 3") for x in emulator.lines[start:])
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

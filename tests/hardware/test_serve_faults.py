@@ -2,7 +2,8 @@
 
 - a controller that stops acknowledging shows up in ``/api/health`` (defect 4);
 - SIGTERM blanks the digits within 0.5 s, even with a client connected (defect 6);
-- SIGKILL: the controller shows its host-gone fault within 1.5 s (no stale time).
+- SIGKILL: the controller shows its host-gone fault within 1.5 s (no stale time): in
+  test_install.py, on the installed service.
 """
 
 from __future__ import annotations
@@ -86,23 +87,5 @@ def test_ack_silence_is_a_fault_and_sigterm_blanks_at_once(
                 lambda lines: any(x.startswith("DISPLAY (blank)") for x in lines[start:]), 2.0)
             blanked = time.monotonic() - stopped
         assert blanked < 0.5, blanked
-    finally:
-        server.stop()
-
-
-def test_sigkill_shows_the_host_gone_fault_within_1_5_s(
-        tmp_path: Path, display: DisplayEmulator) -> None:
-    server = _serve(tmp_path, display)
-    try:
-        assert display.wait_line(READY, timeout=3.0), display.lines
-        start = len(display.lines)
-        killed = time.monotonic()
-        server.kill()
-        assert display.wait_for(
-            lambda lines: "FAULT no-heartbeat" in lines[start:], 2.5), display.lines[start:]
-        took = time.monotonic() - killed
-        assert took < 1.5, took
-        # nothing but the fault: no stale digits were left
-        assert not any(x.startswith("DISPLAY 3") for x in display.lines[start:])
     finally:
         server.stop()
