@@ -80,7 +80,7 @@ if [[ ! -f $ETC/env ]]; then
         # A fresh random token: the hall listens on the LAN and needs one.
         token="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
         sed "s|^SHOTCLOCK_REFEREE_TOKEN=.*|SHOTCLOCK_REFEREE_TOKEN=$token|" \
-            "$SRC/deploy/hall.env.example" >"$ETC/env"
+            "$SRC/deploy/hall-server.env.example" >"$ETC/env"
         echo "referee token (for the consoles and every table's bridge): $token"
     else
         install -m 0640 "$SRC/deploy/shotclock.env" "$ETC/env"
