@@ -32,6 +32,19 @@ the ordered ball-to-ball contacts and the shot type (7.2, I11). A
 coloured ball's cushion contacts and the ball-to-ball contacts; the order
 between the two matters for the early pot (8.2, I10). Judging a call compares
 the two sequences separately (7.3), as the call names them separately (7.2).
+
+D3 (the cue ball's first contact is the shot itself). 7.2 asks the call for
+ball-to-ball contacts only "for a combination". The cue ball striking its first
+object ball (``cue>colour`` for a plain pot, ``cue>white1`` opening a
+combination, ``colour>white1`` when the coloured ball is the cue ball, 8.5) is
+the shot, not an announced or unannounced contact: the call may name it or
+leave it out, and only the contacts after it are the combination judged by 7.3
+and 7.4. Likewise the route may leave out the direct contact: a route with no
+ball-to-ball contact at all and a white cue ball means the cue ball struck the
+coloured ball (``cue>colour`` is implied first), so ``cushions`` +
+``early_cushion`` with the direct contact left out is an early pot off a
+cushion after the ball contact (8.1-8.2). With the coloured ball as the cue
+ball nothing is implied: it must strike a ball before its first cushion (8.2).
 """
 
 from __future__ import annotations
@@ -318,9 +331,24 @@ class Route:
         return tuple(i for i in self.path if isinstance(i, Contact))
 
     @property
+    def cue_name(self) -> str:
+        """The cue ball's name in contacts: ``cue``, or ``colour`` when it was the cue ball."""
+        return "colour" if self.cue_ball is CueBall.COLOUR else "cue"
+
+    @property
+    def implied_contact(self) -> Contact | None:
+        """``cue>colour`` when a white cue ball's route names no ball contact at all (D3)."""
+        if self.cue_ball is CueBall.WHITE and not self.contacts:
+            return Contact("cue", "colour")
+        return None
+
+    @property
     def judged_path(self) -> tuple[PathItem, ...]:
-        """The path with the jaw touch before the drop left out (7.5)."""
-        return self.path[:-1] if self.jaw_before_drop else self.path
+        """The path as judged: the implied direct contact first (D3), the jaw touch
+        right before the drop left out (7.5)."""
+        path = self.path[:-1] if self.jaw_before_drop else self.path
+        implied = self.implied_contact
+        return path if implied is None else (implied, *path)
 
     @property
     def whites_in_contacts(self) -> frozenset[str]:
@@ -428,6 +456,8 @@ def _unannounced(called: Iterable[object], actual: Iterable[object]) -> list[obj
 def judge_call(call: Call, route: Route) -> CallVerdict:
     """Judge a strict call against the actual route (7.3-7.5, I11).
 
+    The cue ball's first contact with an object ball may be named or left
+    out, in the call and (as the direct contact) in the route (D3).
     Checked in this order: an unannounced contact (7.4: flagged by the
     referee, or a cushion/contact in the route that the call does not name);
     the coloured ball potted in the called pocket (7.3); the cushions and
@@ -438,6 +468,9 @@ def judge_call(call: Call, route: Route) -> CallVerdict:
     path = route.judged_path
     cushions = tuple(i for i in path if isinstance(i, Cushion))
     contacts = tuple(i for i in path if isinstance(i, Contact))
+    # D3: the cue ball's first contact is the shot; a call may name it or leave it out.
+    if contacts and contacts[0].striker == route.cue_name and call.contacts[:1] != contacts[:1]:
+        contacts = contacts[1:]
     if route.unannounced_contact:
         return CallVerdict(
             False, "7.4", "an unannounced contact affected the coloured ball's route"

@@ -170,7 +170,51 @@ JUDGE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("call", "route", "failed_rule"), JUDGE_CASES)
+# D3: the cue ball's first contact with an object ball is the shot itself: the call (and,
+# for the direct contact, the route) may name it or leave it out; only the contacts after
+# it are the combination of 7.2.
+IMPLIED_CASES = [
+    pytest.param(Call("bottom_left", ["right_bottom"]),
+                 Route("bottom_left", ["cue>colour", "right_bottom"]), None,
+                 id="D3-7.2-plain-call-without-the-direct-contact-fulfilled"),
+    pytest.param(Call("bottom_left", ["right_bottom"]), Route("bottom_left", ["right_bottom"]),
+                 None, id="D3-direct-contact-left-out-of-call-and-route"),
+    pytest.param(BANK, Route("bottom_left", ["right_bottom"]), None,
+                 id="D3-direct-contact-named-in-call-implied-in-route"),
+    pytest.param(Call("top_left"), Route("top_left", ["cue>colour"]), None,
+                 id="D3-direct-pot-call-names-only-the-pocket"),
+    pytest.param(Call("top_left"), Route("top_left"), None,
+                 id="D3-direct-pot-empty-route"),
+    pytest.param(Call("bottom_left", ["right_bottom"], shot_type="early_cushion"),
+                 Route("bottom_left", ["right_bottom"]), None,
+                 id="D3-8.1-8.2-early-cushion-direct-contact-implied"),
+    pytest.param(Call("bottom_left", ["right_bottom"], shot_type="early_cushion"),
+                 Route("bottom_left", ["cue>colour", "right_bottom"]), None,
+                 id="D3-8.1-8.2-early-cushion-call-without-contact"),
+    pytest.param(Call("top_left", [], ["white1>colour"], "early_combination"),
+                 Route("top_left", ["cue>white1", "white1>colour"]), None,
+                 id="D3-8.3-combination-named-after-the-cue-balls-first-contact"),
+    pytest.param(Call("top_left"), Route("top_left", ["cue>white1", "white1>colour"]), "7.4",
+                 id="D3-7.4-a-combination-is-never-implied"),
+    pytest.param(Call("top_left", [], ["white1>colour"]),
+                 Route("top_left", ["cue>white1", "white2>white1", "white1>colour"]), "7.4",
+                 id="D3-7.4-only-the-first-contact-is-implied"),
+    pytest.param(Call("top_left", [], ["cue>colour", "colour>white1"]),
+                 Route("top_left", ["cue>colour"]), "7.3",
+                 id="D3-7.3-a-called-contact-that-did-not-happen"),
+    pytest.param(Call("top_left", ["right_top"], [], "early_cushion"),
+                 Route("top_left", ["colour>white1", "right_top"], cue_ball="colour"), None,
+                 id="D3-8.5-colour-cue-balls-first-contact-implied-in-the-call"),
+    pytest.param(Call("top_left", ["right_top"], [], "early_cushion"),
+                 Route("top_left", ["right_top"], cue_ball="colour"), "8.2",
+                 id="D3-8.5-8.2-nothing-implied-for-a-colour-cue-ball"),
+    pytest.param(Call("bottom_left", ["right_bottom"]),
+                 Route("bottom_left", ["white1>colour", "right_bottom"]), "7.4",
+                 id="D3-7.4-a-white-striking-the-colour-is-not-the-cue-ball"),
+]
+
+
+@pytest.mark.parametrize(("call", "route", "failed_rule"), JUDGE_CASES + IMPLIED_CASES)
 def test_judge_call(call: Call, route: Route, failed_rule: str | None) -> None:
     verdict = judge_call(call, route)
     assert verdict.fulfilled is (failed_rule is None)
@@ -220,9 +264,23 @@ EARLY_CASES = [
                  (False, "8.3"), id="8.3-refused-combination-one-white"),
     pytest.param(Route("top_left", ["cue>white1"]), (False, "8.3"),
                  id="8.3-refused-whites-without-the-colour"),
+    pytest.param(Route("top_left", ["right_top"]), (True, "8.1-8.2"),
+                 id="D3-8.1-8.2-white-cue-ball-direct-contact-implied"),
+    pytest.param(Route("top_left", ["left_top"], jaw_before_drop=True), (False, "8.3"),
+                 id="D3-7.5-implied-contact-then-only-a-jaw-touch-is-no-early-pot"),
 ]
 
 
 @pytest.mark.parametrize(("route", "expected"), EARLY_CASES)
 def test_qualifies_as_early_pot(route: Route, expected: tuple[bool, str]) -> None:
     assert tuple(qualifies_as_early_pot(route)) == expected
+
+
+def test_implied_contact_is_only_for_a_white_cue_ball_without_contacts() -> None:
+    assert Route("top_left", ["right_top"]).implied_contact == Contact("cue", "colour")
+    assert Route("top_left", ["right_top"]).judged_path == (Contact("cue", "colour"),
+                                                            Cushion.RIGHT_TOP)
+    assert Route("top_left", ["cue>white1"]).implied_contact is None
+    assert Route("top_left", ["right_top"], cue_ball="colour").implied_contact is None
+    # The recorded path is what the referee said: the implied contact is not written into it.
+    assert Route("top_left", ["right_top"]).to_dict()["path"] == ["right_top"]

@@ -292,6 +292,52 @@ SHOT_CASES = [
         dict(foul="8.2", winner=None),
         id="7.2-7.3-special-call-not-played-as-called-with-three-whites-foul",
     ),
+    # -- the cue ball's first contact is the shot (D3, issue 12 defect 1) --
+    pytest.param(
+        frame(credited=(3, 0)),
+        colour(Call("bottom_left", ["right_bottom"]), BANK_ROUTE),
+        dict(foul=None, winner=0, end_reason=EndReason.LEGAL_COLOUR_POT),
+        id="D3-7.2-plain-called-pot-with-the-contact-in-the-route-wins",
+    ),
+    pytest.param(
+        frame(credited=(3, 0)),
+        colour(Call("bottom_left", ["right_bottom"]), Route("bottom_left", ["right_bottom"])),
+        dict(foul=None, winner=0, end_reason=EndReason.LEGAL_COLOUR_POT),
+        id="D3-plain-called-pot-without-any-contact-wins",
+    ),
+    pytest.param(
+        frame(credited=(1, 0)),
+        colour(Call("bottom_left", ["right_bottom"], shot_type="early_cushion"),
+               Route("bottom_left", ["right_bottom"])),
+        dict(foul=None, winner=0, end_reason=EndReason.LEGAL_COLOUR_POT),
+        id="D3-6.2-8.1-8.2-early-cushion-with-the-direct-contact-implied-wins",
+    ),
+    pytest.param(
+        frame(credited=(1, 0)),
+        colour(Call("bottom_left", ["right_bottom"], shot_type="early_cushion"), BANK_ROUTE),
+        dict(foul=None, winner=0, end_reason=EndReason.LEGAL_COLOUR_POT),
+        id="D3-6.2-8.1-8.2-early-cushion-call-leaving-out-the-contact-wins",
+    ),
+    pytest.param(
+        frame(credited=(1, 0)),
+        colour(Call("top_left", [], ["white1>colour"], "early_combination"),
+               COMBINATION_ROUTE),
+        dict(foul=None, winner=0, end_reason=EndReason.LEGAL_COLOUR_POT),
+        id="D3-8.3-8.4-combination-called-after-the-first-contact-wins",
+    ),
+    pytest.param(
+        frame(credited=(3, 0)),
+        colour(Call("top_left"), COMBINATION_ROUTE),
+        dict(foul="7.4", respots=[("colour", 1, "11.1", "I8")], winner=None),
+        id="D3-7.4-an-unannounced-combination-is-still-a-foul",
+    ),
+    pytest.param(
+        frame(credited=(1, 0)),
+        colour(Call("bottom_left", ["left_bottom"], shot_type="early_cushion"),
+               Route("bottom_left", ["left_bottom"], jaw_before_drop=True)),
+        dict(foul="8.2", respots=[("colour", 1, "11.1", "I8")], winner=None),
+        id="D4-7.5-8.1-a-jaw-touch-before-the-drop-is-not-the-early-cushion",
+    ),
     # -- general-rule fouls seen by the referee (9, I12) --
     pytest.param(
         frame(credited=(1, 0)), ShotResult(whites_potted=1, referee_foul="touched a ball"),
