@@ -27,7 +27,6 @@ is part of ``_dump``/``_load``: undo, refusals and restarts restore it with the 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -508,8 +507,9 @@ class TableClock:
         except RulesRefusal as exc:
             raise RuleRefusal(f"{name} refused in phase {self.phase}: {exc}",
                               code=exc.code, rule=exc.rule) from exc
-        except InvalidResult as exc:
-            raise InvalidCommand(f"{name}: {exc}", code=exc.code) from exc
+        except InvalidResult as exc:  # fields named as in the command ("legal_break")
+            message = str(exc).replace("shot_result.", "")
+            raise InvalidCommand(f"{name}: {message}", code=exc.code) from exc
 
     def _accept_if_choice_open(self, name: str) -> None:
         """Playing on accepts the position (10.4): start, turn and result all imply it."""
@@ -625,10 +625,7 @@ class TableClock:
 
     def _on_result(self, command: Result, now: float) -> list[Event]:
         """Apply the referee's report of the shot just played (sections 3-11)."""
-        report = command.shot_result
-        frame = self.match.frame
-        if not frame.break_done and report.legal_break is None:
-            report = dataclasses.replace(report, legal_break=True)  # see commands.Result
+        report = command.shot_result  # on the break legal_break is required (4.2, D11)
         self._accept_if_choice_open("result")
         shooter = self.player
         outcome = self._rules("result", lambda: self.match.shot(report))

@@ -309,8 +309,9 @@ class Result(Command):
     The fields mirror ``rules.ShotResult``; ``call`` and ``route`` are given as JSON objects
     (or as ``Call``/``Route``) and are built and checked by the rules themselves, so a
     report that cannot happen is refused here with the rules' own code (HTTP 422).
-    ``legal_break`` is for the break only; left out on the break it means a legal break
-    (an illegal one is reported as ``false``, like every other foul the referee sees).
+    ``legal_break`` is for the break only, and there it is required (4.2, D11): the
+    referee says whether the break was legal; a result on the break without it is refused
+    (422 ``missing_legal_break``, naming the field). The service never assumes a legal one.
     """
 
     name: ClassVar[str] = "result"

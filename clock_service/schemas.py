@@ -282,7 +282,7 @@ class WsErrorBody(ErrorBody):
 
 
 class ShotReport(_Closed):
-    """The referee's report of a shot, as applied (``legal_break`` filled in on the break)."""
+    """The referee's report of a shot, as given (the announced call is in the outcome)."""
 
     whites_potted: int = Field(ge=0, le=WHITES)
     colour_potted: bool
@@ -768,7 +768,9 @@ class ResultCommand(_CommandEnvelope):
     colour_potted: bool = False
     call: CallSpec | None = None
     route: RouteSpec | None = None
-    legal_break: bool | None = Field(None, description="the break only; left out: legal")
+    legal_break: bool | None = Field(None, description="required on the break (4.2): was it "
+                                     "legal; left out on the break: 422 missing_legal_break; "
+                                     "after the break: 422 legal_break_after_break")
     referee_foul: Text | None = None
 
 

@@ -181,7 +181,7 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
             # Frame 2: Petrov breaks.
             assert rec.ok("start") == ["clock.started"]
             assert rec.ok("shot") == ["clock.stopped"]
-            assert rec.ok("result", whites_potted=2) == ["shot.result"]  # a legal break
+            assert rec.ok("result", whites_potted=2, legal_break=True) == ["shot.result"]
             assert rec.ok("start") == ["clock.started"]
             assert rec.ok("shot") == ["clock.stopped"]
             assert rec.ok("result", whites_potted=1, referee_foul="push shot") == [
@@ -191,7 +191,8 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
             # Frame 3: Ivanov breaks, nothing credited; Petrov pots the called colour (3.2).
             assert rec.ok("start") == ["clock.started"]
             assert rec.ok("shot") == ["clock.stopped"]
-            assert rec.ok("result", whites_potted=0) == ["shot.result", "turn"]
+            assert rec.ok("result", whites_potted=0, legal_break=True) == ["shot.result",
+                                                                         "turn"]
             assert rec.ok("start") == ["clock.started"]
             assert rec.ok("call", pocket="bottom_left", cushions=["right_bottom"],
                           contacts=["cue>colour"], shot_type="early_cushion") == [

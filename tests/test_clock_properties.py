@@ -33,8 +33,10 @@ EXAMPLES = int(os.environ.get("PROPERTY_EXAMPLES", "300"))
 PROFILE = Profile(shot_ms=3000, full_rounds=1, step_ms=500, floor_ms=2000, extension_ms=1500,
                   warnings_ms=(2000, 1000))
 
-def result_command(whites: int) -> Any:
-    return parse_command({"command": "result", "whites_potted": whites})
+def result_command(whites: int, legal_break: bool | None) -> Any:
+    # legal_break is required on the break and refused after it (4.2, D11).
+    body = {"command": "result", "whites_potted": whites}
+    return parse_command(body if legal_break is None else {**body, "legal_break": legal_break})
 
 
 commands = st.one_of(
@@ -43,7 +45,8 @@ commands = st.one_of(
     st.builds(Foul, reason=st.just("touched a ball"), player=st.sampled_from([None, 0, 1])),
     st.builds(NewFrame, winner=st.sampled_from([None, 0, 1])),
     st.builds(SetTime, remaining_ms=st.integers(1, 5000)),
-    st.integers(0, 4).map(result_command),  # what the shot did (sections 3-11)
+    st.builds(result_command, st.integers(0, 4),  # what the shot did (sections 3-11)
+              st.sampled_from([None, True, False])),
 )
 # (ms to wait, then a press): up to 40 presses over up to 100 s of play.
 steps = st.lists(st.tuples(st.integers(0, 2500), commands), min_size=1, max_size=40)

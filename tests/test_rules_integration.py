@@ -92,10 +92,17 @@ def test_break_without_whites_passes_the_turn_4_7() -> None:
     assert (clock.player, clock.visit, clock.fouls, clock.hand_back_to) == (1, 2, [0, 0], None)
 
 
-def test_left_out_legal_break_means_a_legal_break() -> None:
+def test_a_result_on_the_break_without_legal_break_is_422_naming_the_field_D11() -> None:
     clock = new_clock()
-    events = play(clock, whites_potted=1)
-    assert types(events) == ["shot.result"]
+    clock.handle(Start(), T0)
+    clock.handle(Shot(), T0 + 1000)
+    before = clock.to_dict()
+    with pytest.raises(InvalidCommand) as info:
+        clock.handle(Result(whites_potted=1), T0 + 2000)
+    assert info.value.code == "missing_legal_break"
+    assert "legal_break is missing" in str(info.value) and "(4.2)" in str(info.value)
+    assert clock.to_dict() == before  # nothing is assumed: the break is still to be reported
+    events = clock.handle(Result(whites_potted=1, legal_break=True), T0 + 3000)
     assert events[0].data["report"]["legal_break"] is True
 
 
@@ -521,7 +528,7 @@ def test_a_match_race_to_two_over_http(server: ServerProcess) -> None:
     _ok(server.command("m", "hand_back"))
     state = _ok(server.command("m", "foul", reason="touched the cue ball twice"))
     assert (state["frame_end_reason"], state["frames_won"]) == ("technical_loss", [1, 1])
-    # A refused result: 409 while running, 422 malformed.
+    # A refused result: 409 while running, 422 malformed, 422 naming legal_break on the break.
     _ok(server.command("m", "new_frame"))
     _ok(server.command("m", "start"))
     status, error = server.command("m", "result", whites_potted=1, legal_break=True)
@@ -529,6 +536,9 @@ def test_a_match_race_to_two_over_http(server: ServerProcess) -> None:
     _ok(server.command("m", "shot"))
     status, error = server.command("m", "result", whites_potted="two")
     assert status == 422 and error["error"]["code"] == "bad_count"
+    status, error = server.command("m", "result", whites_potted=3)
+    assert (status, error["error"]["code"]) == (422, "missing_legal_break")
+    assert "legal_break" in error["error"]["message"]
     # Frame 3: Ivanov breaks 3 whites and pots the colour: 2-1, the match is over.
     _ok(server.command("m", "result", whites_potted=3, legal_break=True))
     state = _shot(server, "m", colour_potted=True, call=CALL, route=ROUTE)

@@ -675,7 +675,8 @@ class FrameRules:
             )
         if breaking and result.legal_break is None:
             raise InvalidResult(
-                "shot_result.legal_break is missing: this is the break (4.2)",
+                "shot_result.legal_break is missing: this is the break; say whether it was "
+                "legal (true) or not (false) (4.2)",
                 code="missing_legal_break",
             )
         if not breaking and result.legal_break is not None:
