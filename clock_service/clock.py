@@ -56,7 +56,7 @@ from clock_service.commands import (
 from clock_service.errors import InvalidCommand, InvalidInput, RuleRefusal
 from clock_service.events import Event
 from clock_service.profile import Profile
-from clock_service.rules import InvalidResult, Match, Outcome, RulesError
+from clock_service.rules import FoulCode, InvalidResult, Match, Outcome, RulesError
 from clock_service.rules import RuleRefusal as RulesRefusal
 from clock_service.rules import Turn as TurnOutcome
 
@@ -575,9 +575,21 @@ class TableClock:
         return events + self._pass_turn(outcome.next_player, "turn", now)
 
     def _on_foul(self, command: Foul, now: float) -> list[Event]:
+        """A foul the referee saw outside a shot's result (9, D10), or one given by its rule."""
         events = self._stop_if_counting(now, "foul")
-        fouler = self.player if command.player is None else command.player
-        return events + self._add_foul(fouler, command.reason, command.rule or "10.1", now)
+        general = command.general
+        fouler = command.player
+        if fouler is None:  # out of turn: the one who played is not the player at the table
+            out_of_turn = general is not None and general.code is FoulCode.OUT_OF_TURN
+            fouler = 1 - self.player if out_of_turn else self.player
+        who = fouler
+        if general is None:
+            assert command.rule is not None and command.reason is not None
+            rule, reason = command.rule, command.reason
+            record = lambda: self.match.record_foul(who, rule, reason)  # noqa: E731
+        else:
+            record = lambda: self.match.referee_foul(who, general)  # noqa: E731
+        return events + self._add_foul(record, "foul", now)
 
     def _on_hand_back(self, command: HandBack, now: float) -> list[Event]:
         outcome = self._rules("hand_back", self.match.hand_back)
@@ -634,13 +646,7 @@ class TableClock:
             "report": report.to_dict(), "outcome": outcome.to_dict(),
             "whites": self.whites, "fouls": self.fouls,
         })]
-        events += self._foul_events(outcome)
-        if outcome.respots:  # I14: instructions; the referee starts the clock when done
-            events.append(Event("respot", {
-                "player": outcome.next_player,
-                "respots": [r.to_dict() for r in outcome.respots],
-                "instructions": [r.instruction for r in outcome.respots],
-            }))
+        events += self._foul_events(outcome) + self._respot_events(outcome)
         if outcome.frame_over:
             return events + self._frame_ended(now)
         if outcome.turn is TurnOutcome.PASSES:
@@ -727,23 +733,33 @@ class TableClock:
             "limit_ms": self.shot_limit(), "reason": reason,
         })]
 
-    def _add_foul(self, fouler: int, reason: str, rule: str, now: float) -> list[Event]:
+    def _add_foul(self, record: Callable[[], Outcome], turn_reason: str,
+                  now: float) -> list[Event]:
         """Fouls count per player per frame whatever their cause, in the rules (I12); the
         second one is a technical loss (10.5-10.6) that needs no 10.4 choice (I13)."""
-        outcome = self._rules("foul", lambda: self.match.record_foul(fouler, rule, reason))
-        events = self._foul_events(outcome)
+        outcome = self._rules("foul", record)
+        events = self._foul_events(outcome) + self._respot_events(outcome)
         if outcome.frame_over:
             return events + self._frame_ended(now)
         # The opponent now chooses (10.4); the turn passes if the fouler was at the table.
         if outcome.turn is TurnOutcome.PASSES:
             assert outcome.next_player is not None
-            events += self._pass_turn(outcome.next_player,
-                                      "time_foul" if rule == "12.4" else "foul", now)
+            events += self._pass_turn(outcome.next_player, turn_reason, now)
         return events
+
+    def _respot_events(self, outcome: Outcome) -> list[Event]:
+        if not outcome.respots:  # I14: instructions; the referee starts the clock when done
+            return []
+        return [Event("respot", {
+            "player": outcome.next_player,
+            "respots": [r.to_dict() for r in outcome.respots],
+            "instructions": [r.instruction for r in outcome.respots],
+        })]
 
     def _foul_events(self, outcome: Outcome) -> list[Event]:
         return [Event("foul", {
             "player": foul.player, "reason": foul.reason, "rule": foul.rule,
+            "code": foul.code.value, "breaches": [b.to_dict() for b in foul.breaches],
             "fouls": self.fouls, "technical_loss": outcome.frame_over,
         }) for foul in outcome.fouls]
 
@@ -760,7 +776,9 @@ class TableClock:
             "player": fouler, "deadline": deadline, "remaining_ms": 0,
             "late_ms": round(now - (deadline or now), 3),
         })]
-        events += self._add_foul(fouler, "time", "12.4", now)
+        events += self._add_foul(
+            lambda: self.match.record_foul(fouler, "12.4", "time", FoulCode.SHOT_TIME),
+            "time_foul", now)
         if self.phase == "ready":  # the foul passed the turn: show 0 until someone acts
             self.phase = "expired"
             self.remaining = 0

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Final
 
 from clock_service.errors import InvalidCommand, InvalidProfile
 from clock_service.profile import Profile
-from clock_service.rules import Call, InvalidResult, Route, ShotResult
+from clock_service.rules import Call, FoulCode, GeneralFoul, InvalidResult, Route, ShotResult
 
 __all__ = [
     "Command",
@@ -173,18 +173,49 @@ class Turn(Command):
 
 @dataclass(frozen=True)
 class Foul(Command):
-    """A foul seen by the referee (10.1); ``player`` defaults to the player at the table."""
+    """A foul the referee saw that is not a shot's result (9, 10.1; D10).
+
+    ``code`` names a general foul (``rules.GeneralFoul``: ball_off_table with ``balls``,
+    double_hit, push_shot, no_ball_contact, touched_ball with ``touched_with``,
+    out_of_turn, other); ``reason`` is free text: the foul itself when there is no code
+    (code ``other``), a note otherwise. ``rule`` belongs to a free-text foul only (a code
+    brings its own rule). ``player`` defaults to the player at the table, for
+    ``out_of_turn`` to the other one (who played out of turn).
+    """
 
     name: ClassVar[str] = "foul"
-    reason: str
+    reason: str | None = None
     player: int | None = None
     rule: str | None = None
+    code: str | None = None
+    balls: Sequence[str] = ()
+    touched_with: str | None = None
+    general: GeneralFoul | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _text(self.reason, "reason", required=True)
+        _text(self.reason, "reason", required=self.reason is not None)
         _player(self.player)
-        _text(self.rule, "rule", required=False)
+        _text(self.rule, "rule", required=self.rule is not None)
+        if self.code is None and self.reason is None:
+            raise InvalidCommand("foul needs a code or a reason (free text)",
+                                 code="missing_field")
+        if self.code is not None and self.rule is not None:
+            raise InvalidCommand("foul: rule comes with the code; give rule only with a "
+                                 "free-text reason", code="rule_with_code")
+        general = None
+        if self.rule is None:
+            try:
+                general = GeneralFoul.from_dict({
+                    "code": self.code or FoulCode.OTHER, "balls": self.balls,
+                    "touched_with": self.touched_with, "text": self.reason})
+            except InvalidResult as exc:
+                message = str(exc).replace("referee_foul.", "")
+                raise InvalidCommand(f"foul: {message}", code=exc.code) from exc
+        elif self.balls or self.touched_with is not None:
+            raise InvalidCommand("foul: balls and touched_with need a code",
+                                 code="detail_without_code")
+        object.__setattr__(self, "general", general)
 
 
 @dataclass(frozen=True)
@@ -320,7 +351,7 @@ class Result(Command):
     call: Call | Mapping[str, Any] | None = None
     route: Route | Mapping[str, Any] | None = None
     legal_break: bool | None = None
-    referee_foul: str | None = None
+    referee_foul: str | Mapping[str, Any] | GeneralFoul | None = None
     shot_result: ShotResult = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -331,13 +362,15 @@ class Result(Command):
             result = ShotResult(
                 whites_potted=self.whites_potted, colour_potted=self.colour_potted,
                 call=call, route=route, legal_break=self.legal_break,
-                referee_foul=self.referee_foul,
+                referee_foul=(None if self.referee_foul is None
+                              else GeneralFoul.parse(self.referee_foul)),
             )
         except InvalidResult as exc:
             message = str(exc).replace("shot_result.", "")
             raise InvalidCommand(f"result: {message}", code=exc.code) from exc
-        if self.referee_foul is not None:
-            _text(self.referee_foul, "referee_foul", required=True)
+        except (TypeError, ValueError) as exc:  # e.g. a number where a list belongs
+            raise InvalidCommand(f"result: referee_foul: {exc}",
+                                 code="bad_referee_foul") from exc
         object.__setattr__(self, "call", call)
         object.__setattr__(self, "route", route)
         object.__setattr__(self, "shot_result", result)

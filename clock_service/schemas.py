@@ -4,21 +4,25 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, create_model
 
 from clock_service.clock import ALLOWED
 from clock_service.commands import MAX_SET_MS, MAX_TEXT, PRESS_FUTURE_MS, PRESS_STALE_MS
 from clock_service.rules import (
     BALLS,
+    GENERAL_FOULS,
     WHITES,
     CallTiming,
     CueBall,
     Cushion,
     EndReason,
+    FoulCode,
+    OffTableBall,
     Pocket,
     RespotBall,
     RespotSpot,
     ShotType,
+    TouchedWith,
 )
 from clock_service.rules import Turn as RulesTurn
 
@@ -71,7 +75,8 @@ class CommandRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     command: str = Field(examples=["start"], description=(
-        "start | shot | extension | pause | resume | turn | foul (reason, player?, rule?) | "
+        "start | shot | extension | pause | resume | turn | foul (code? balls? touched_with? "
+        "reason? player? rule?) | "
         "hand_back | new_frame (winner?) | undo (by?, reason?) | set_time (remaining_ms, by?, "
         "reason?) | result (whites_potted?, colour_potted?, call?, route?, legal_break?, "
         "referee_foul?) | call (pocket, cushions?, contacts?, shot_type?)"))
@@ -281,6 +286,43 @@ class WsErrorBody(ErrorBody):
     rule: str | None = Field(None, description="the rule that refused it; absent otherwise")
 
 
+_GENERAL_CODES = sorted(c.value for c in GENERAL_FOULS)
+
+
+def _general_code(value: str) -> str:
+    if value not in _GENERAL_CODES:
+        raise ValueError(f"not a general foul code; allowed: {', '.join(_GENERAL_CODES)}")
+    return value
+
+
+GeneralFoulCode = Annotated[str, AfterValidator(_general_code), Field(
+    json_schema_extra={"enum": _GENERAL_CODES},
+    description="a general foul (9, last item): " + ", ".join(_GENERAL_CODES))]
+
+
+class GeneralFoulSpec(_Closed):
+    """A general foul the referee saw (9, last item; D10), with its detail."""
+
+    code: GeneralFoulCode
+    balls: list[OffTableBall] = Field(
+        default_factory=list, description="ball_off_table only (required there): the balls "
+        "that left the table, 'white' once per white; they are re-spotted (11.1-11.2)")
+    touched_with: TouchedWith | None = Field(None, description="touched_ball only (optional)")
+    text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT)] | None = Field(
+        None, description="free text: required for other, a note for any other code")
+
+
+class BreachRecord(_Closed):
+    """One rule a foul broke (D5: one act is one foul listing every rule it broke)."""
+
+    code: FoulCode
+    rule: str
+    reason: str
+    balls: list[OffTableBall]
+    touched_with: TouchedWith | None
+    text: str | None
+
+
 class ShotReport(_Closed):
     """The referee's report of a shot, as given (the announced call is in the outcome)."""
 
@@ -289,13 +331,15 @@ class ShotReport(_Closed):
     call: CallSpec | None
     route: RouteSpec | None
     legal_break: bool | None
-    referee_foul: str | None
+    referee_foul: GeneralFoulSpec | None
 
 
 class FoulRecord(_Closed):
     player: Player
-    rule: str
-    reason: str
+    rule: str = Field(description="the first rule broken (breaches[0].rule)")
+    code: FoulCode = Field(description="the first breach's code")
+    reason: str = Field(description="every breach in English, with its rule")
+    breaches: list[BreachRecord] = Field(min_length=1)
 
 
 class RespotInstruction(_Closed):
@@ -483,8 +527,12 @@ class CorrectionUndoneData(_Closed):
 
 class FoulData(_Closed):
     player: Player
-    reason: str
-    rule: str
+    reason: str = Field(description="every breach in English, with its rule; pages word the "
+                        "foul from code and breaches")
+    rule: str = Field(description="the first rule broken")
+    code: FoulCode = Field(description="the first breach's code (rules.FoulCode)")
+    breaches: list[BreachRecord] = Field(min_length=1, description="every rule the act "
+                                         "broke, in the order found (D5)")
     fouls: PlayerPair = Field(description="fouls this frame, after this one")
     technical_loss: bool = Field(description="the second foul: the frame is lost (10.5)")
 
@@ -706,12 +754,20 @@ class TurnCommand(_CommandEnvelope):
 
 
 class FoulCommand(_CommandEnvelope):
-    """A foul the referee saw (10.1)."""
+    """A foul the referee saw that is not a shot's result (9, 10.1; D10): a code, or free
+    text (code other), or free text with the rule it breaks."""
 
     command: Literal["foul"]
-    reason: Text
-    player: Player | None = Field(None, description="default: the player at the table")
-    rule: Text | None = Field(None, description="default 10.1")
+    reason: Text | None = Field(None, description="free text: the foul when there is no "
+                                "code; a note otherwise")
+    player: Player | None = Field(None, description="default: the player at the table; for "
+                                  "out_of_turn the other one")
+    rule: Text | None = Field(None, description="only with a free-text reason and no code "
+                              "(default 9)")
+    code: GeneralFoulCode | None = None
+    balls: list[OffTableBall] = Field(default_factory=list,
+                                      description="ball_off_table: the balls off the table")
+    touched_with: TouchedWith | None = Field(None, description="touched_ball: with what")
 
 
 class HandBackCommand(_CommandEnvelope):
@@ -771,7 +827,9 @@ class ResultCommand(_CommandEnvelope):
     legal_break: bool | None = Field(None, description="required on the break (4.2): was it "
                                      "legal; left out on the break: 422 missing_legal_break; "
                                      "after the break: 422 legal_break_after_break")
-    referee_foul: Text | None = None
+    referee_foul: Text | GeneralFoulSpec | None = Field(
+        None, description="a general foul seen on this shot (9; D10): free text, or "
+        "{code, balls?, touched_with?, text?}; out_of_turn goes with the foul command")
 
 
 class CallCommand(_CommandEnvelope):
@@ -813,7 +871,7 @@ __all__ += [
     "StartCommand", "ShotCommand", "ExtensionCommand", "PauseCommand", "ResumeCommand",
     "TurnCommand", "FoulCommand", "HandBackCommand", "NewFrameCommand", "UndoCommand",
     "SetTimeCommand", "ResultCommand", "CommandMessage", "CallCommand", "CallAnnouncedData",
-    "CallAnnouncedEvent", "CallVerdictSpec",
+    "CallAnnouncedEvent", "CallVerdictSpec", "GeneralFoulSpec", "BreachRecord",
 ]
 
 

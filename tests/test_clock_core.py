@@ -289,7 +289,10 @@ def test_expiry_fires_exactly_at_the_deadline() -> None:
     assert types(events) == ["clock.expired", "foul", "turn"]
     assert events[0].data["late_ms"] == 0
     assert events[1].data == {"player": 0, "reason": "time", "rule": "12.4", "fouls": [1, 0],
-                              "technical_loss": False}
+                              "technical_loss": False, "code": "shot_time",
+                              "breaches": [{"code": "shot_time", "rule": "12.4",
+                                            "reason": "time", "balls": [],
+                                            "touched_with": None, "text": None}]}
     state = clock.state(T0 + 35000)
     assert (state["phase"], state["player"], state["visit"], state["hand_back_to"]) == (
         "expired", 1, 2, 0)

@@ -110,8 +110,11 @@ def test_illegal_break_is_a_foul_4_3() -> None:
     clock = new_clock()
     events = play(clock, whites_potted=1, legal_break=False)
     assert types(events) == ["shot.result", "foul", "respot", "turn"]
-    assert events[1].data == {"player": 0, "reason": events[1].data["reason"], "rule": "4.3",
-                              "fouls": [1, 0], "technical_loss": False}
+    assert events[1].data == {
+        "player": 0, "reason": "illegal break: the conditions of 4.2 were not met",
+        "rule": "4.3", "code": "illegal_break", "fouls": [1, 0], "technical_loss": False,
+        "breaches": [{"code": "illegal_break", "rule": "4.3", "balls": [], "touched_with": None,
+                      "text": None, "reason": "illegal break: the conditions of 4.2 were not met"}]}
     assert events[3].data["reason"] == "foul"
     assert (clock.whites, clock.player, clock.hand_back_to) == ([0, 0], 1, 0)
 
@@ -398,6 +401,76 @@ def test_a_state_stored_before_the_call_command_loads() -> None:
     assert copy.shot_played is False and copy.state(T0)["announced_call"] is None
 
 
+# -- structured general fouls (9, D10): the foul command and the result ------------------------
+FOUL_COMMANDS = [
+    pytest.param({"code": "double_hit"}, 0, "double_hit", [], id="9-double-hit"),
+    pytest.param({"code": "push_shot", "reason": "long follow-through"}, 0, "push_shot", [],
+                 id="9-push-shot-with-a-note"),
+    pytest.param({"code": "no_ball_contact"}, 0, "no_ball_contact", [], id="9-no-ball-contact"),
+    pytest.param({"code": "touched_ball", "touched_with": "hand"}, 0, "touched_ball", [],
+                 id="9-touched-a-ball-by-hand"),
+    pytest.param({"code": "ball_off_table", "balls": ["colour"]}, 0, "ball_off_table",
+                 [("colour", "11.1")], id="9-11.1-ball-off-the-table"),
+    pytest.param({"code": "out_of_turn"}, 1, "out_of_turn", [],
+                 id="9-D10-out-of-turn-defaults-to-the-seated-player"),
+    pytest.param({"code": "out_of_turn", "player": 0}, 0, "out_of_turn", [],
+                 id="9-out-of-turn-named-player"),
+    pytest.param({"reason": "jumped a ball"}, 0, "other", [], id="9-free-text-remains"),
+    pytest.param({"reason": "moved a ball", "rule": "9"}, 0, "other", [],
+                 id="9-free-text-with-its-rule"),
+]
+
+
+@pytest.mark.parametrize(("fields", "fouler", "code", "respots"), FOUL_COMMANDS)
+def test_foul_command_with_a_code(fields: dict[str, Any], fouler: int, code: str,
+                                  respots: list[tuple[str, str]]) -> None:
+    clock = new_clock()
+    play(clock, whites_potted=1, legal_break=True)  # Ivanov at the table
+    events = clock.handle(parse_command({"command": "foul", **fields}), T0 + 5000)
+    foul = by_type(events, "foul")[0].data
+    assert (foul["player"], foul["code"], foul["rule"]) == (fouler, code, "9")
+    assert foul["breaches"][0]["code"] == code
+    got = [(r["ball"], r["rule"]) for e in by_type(events, "respot") for r in e.data["respots"]]
+    assert got == respots
+    assert clock.fouls == ([1, 0] if fouler == 0 else [0, 1])
+    # 10.4: the fouler's opponent is at the table and chooses.
+    assert (clock.player, clock.hand_back_to) == (1 - fouler, fouler)
+
+
+@pytest.mark.parametrize(("fields", "code"), [
+    pytest.param({}, "missing_field", id="neither-code-nor-reason"),
+    pytest.param({"code": "double_hit", "rule": "9"}, "rule_with_code", id="rule-with-code"),
+    pytest.param({"reason": "x", "rule": "9", "balls": ["white"]}, "detail_without_code",
+                 id="detail-without-code"),
+    pytest.param({"code": "ball_off_table"}, "missing_balls", id="11-which-balls"),
+    pytest.param({"code": "over_limit"}, "not_a_general_foul", id="found-by-the-rules"),
+    pytest.param({"code": "sneezed"}, "unknown_foul_code", id="unknown-code"),
+    pytest.param({"code": "other"}, "missing_text", id="other-needs-a-reason"),
+    pytest.param({"reason": ""}, "invalid_field", id="empty-reason"),
+])
+def test_malformed_foul_command_names_what_is_wrong(fields: dict[str, Any], code: str) -> None:
+    with pytest.raises(InvalidCommand) as info:
+        parse_command({"command": "foul", **fields})
+    assert info.value.code == code
+
+
+def test_result_with_a_structured_general_foul() -> None:
+    clock = new_clock()
+    play(clock, whites_potted=1, legal_break=True)
+    events = play(clock, whites_potted=1, referee_foul={"code": "ball_off_table",
+                                                        "balls": ["colour", "white"]})
+    assert types(events) == ["shot.result", "foul", "respot", "turn"]
+    report = events[0].data["report"]
+    assert report["referee_foul"] == {"code": "ball_off_table", "balls": ["colour", "white"],
+                                      "touched_with": None, "text": None}
+    assert events[1].data["code"] == "ball_off_table"
+    assert [(r["ball"], r["count"], r["cause"]) for r in events[2].data["respots"]] == [
+        ("white", 1, "10.3"), ("white", 1, "9"), ("colour", 1, "9")]
+    with pytest.raises(InvalidCommand) as info:
+        parse_command({"command": "result", "referee_foul": {"code": "out_of_turn"}})
+    assert info.value.code == "out_of_turn_in_result"
+
+
 # -- corrections and persistence ----------------------------------------------------------------
 def test_undo_of_a_result_restores_credits_fouls_and_the_turn() -> None:
     clock = new_clock()
@@ -556,7 +629,9 @@ def test_a_match_race_to_two_over_http(server: ServerProcess) -> None:
     assert kinds[-3:] == ["shot.result", "frame.ended", "match.ended"]
     assert kinds.count("frame.ended") == 3 and kinds.count("frame.started") == 3
     assert kinds.count("shot.result") == 7 and kinds.count("respot") == 1
-    assert [e["data"]["rule"] for e in events if e["type"] == "foul"] == ["5.6", "10.1"]
+    # A free-text foul breaks a general rule (9, D10); its code is "other".
+    assert [(e["data"]["rule"], e["data"]["code"]) for e in events if e["type"] == "foul"] == [
+        ("5.6", "over_limit"), ("9", "other")]
     ended = [e["data"] for e in events if e["type"] == "frame.ended"]
     assert [(d["winner"], d["reason"]) for d in ended] == [
         (0, "legal_colour_pot"), (1, "technical_loss"), (0, "legal_colour_pot")]

@@ -4,6 +4,8 @@
   (7.3-7.5) and ``qualifies_as_early_pot`` (8.x, I10).
 - :mod:`.frame` -- ``FrameRules``: credits, fouls, the 10.4 choice, the end of
   the frame; a ``ShotResult`` in, an ``Outcome`` out.
+- :mod:`.fouls` -- ``FoulCode`` for every kind of foul and the rule it breaks;
+  ``GeneralFoul``, the referee's structured report of a general foul (9, D10).
 - :mod:`.match` -- ``Match``: frames to a race, alternating breaks (I3).
 - :mod:`.errors` -- ``RulesError``, ``InvalidResult``, ``RuleRefusal``.
 """
@@ -24,6 +26,15 @@ from clock_service.rules.call import (
     qualifies_as_early_pot,
 )
 from clock_service.rules.errors import InvalidResult, RuleRefusal, RulesError
+from clock_service.rules.fouls import (
+    FOUL_RULES,
+    GENERAL_FOULS,
+    Breach,
+    FoulCode,
+    GeneralFoul,
+    OffTableBall,
+    TouchedWith,
+)
 from clock_service.rules.frame import (
     COMMANDS,
     WHITE_LIMIT,
@@ -43,6 +54,13 @@ from clock_service.rules.frame import (
 from clock_service.rules.match import Match
 
 __all__ = [
+    "FOUL_RULES",
+    "GENERAL_FOULS",
+    "Breach",
+    "FoulCode",
+    "GeneralFoul",
+    "OffTableBall",
+    "TouchedWith",
     "BALLS",
     "COMMANDS",
     "JAWS",

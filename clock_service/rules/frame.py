@@ -12,8 +12,10 @@ shot may pot any number of them (5.5), the cue ball included when a white was
 the cue ball, so one shot pots at most ``whites_on_table`` whites; a report
 claiming more is refused (``too_many_whites``).
 
-One shot is at most one foul, however many rules it breaks (it is one act):
-the foul's ``rule`` is the first breach found, its ``reason`` names them all.
+D5 (one act, one foul). One shot is at most one foul, however many rules it
+breaks: it counts once for 10.5, its ``breaches`` list every rule broken (each
+with its code, :mod:`.fouls`), its ``rule`` and ``code`` are the first breach
+found and its ``reason`` names them all.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any, Final
 
 from clock_service.rules.call import Call, CallVerdict, Route, ShotType, judge_call
 from clock_service.rules.errors import InvalidResult, RuleRefusal
+from clock_service.rules.fouls import Breach, FoulCode, GeneralFoul
 
 __all__ = [
     "COMMANDS",
@@ -148,8 +151,9 @@ def _check_text(name: str, value: object) -> None:
 class ShotResult:
     """The referee's report of one shot.
 
-    ``legal_break`` is given on the break only (4.2). ``referee_foul`` is a
-    general-rule foul the referee saw (9, last item), as a short reason.
+    ``legal_break`` is given on the break only, and there it is required (4.2,
+    D11). ``referee_foul`` is a general foul the referee saw (9, last item;
+    D10): a :class:`GeneralFoul`, its JSON object, or free text (code ``other``).
     ``route`` is needed to judge a call when the coloured ball was potted;
     its ``pocket`` must agree with ``colour_potted``.
     """
@@ -159,7 +163,7 @@ class ShotResult:
     call: Call | None = None
     route: Route | None = None
     legal_break: bool | None = None
-    referee_foul: str | None = None
+    referee_foul: GeneralFoul | None = None
 
     def __post_init__(self) -> None:
         whites = self.whites_potted
@@ -190,7 +194,21 @@ class ShotResult:
                 f"shot_result.route is not a Route: {self.route!r}", code="bad_route"
             )
         if self.referee_foul is not None:
-            _check_text("shot_result.referee_foul", self.referee_foul)
+            foul = GeneralFoul.parse(self.referee_foul)
+            object.__setattr__(self, "referee_foul", foul)
+            if foul.code is FoulCode.OUT_OF_TURN:
+                raise InvalidResult(
+                    "shot_result.referee_foul out_of_turn: the shooter of a result is the "
+                    "player at the table; record it with the foul command naming who played "
+                    "out of turn (D10)", code="out_of_turn_in_result")
+            if foul.colour_off and self.colour_potted:
+                raise InvalidResult(
+                    "shot_result: the coloured ball cannot be both potted and off the table",
+                    code="colour_potted_and_off_table")
+            if whites + foul.whites_off > WHITES:
+                raise InvalidResult(
+                    f"shot_result: {whites} whites potted and {foul.whites_off} off the table; "
+                    f"there are {WHITES} whites (1.1)", code="too_many_whites")
         if self.route is not None and (self.route.pocket is not None) != self.colour_potted:
             raise InvalidResult(
                 f"shot_result.route.pocket={self.route.pocket!r} contradicts "
@@ -211,7 +229,7 @@ class ShotResult:
             "call": None if self.call is None else self.call.to_dict(),
             "route": None if self.route is None else self.route.to_dict(),
             "legal_break": self.legal_break,
-            "referee_foul": self.referee_foul,
+            "referee_foul": None if self.referee_foul is None else self.referee_foul.to_dict(),
         }
 
     @classmethod
@@ -236,19 +254,40 @@ class ShotResult:
 
 @dataclass(frozen=True)
 class Foul:
-    """A counted foul (10.1, I12): who, under which rule, and why."""
+    """A counted foul (10.1, I12): who, and every rule the act broke (D5).
+
+    ``rule``/``code`` are the first breach's; ``reason`` words them all.
+    """
 
     player: int
-    rule: str
-    reason: str
+    breaches: tuple[Breach, ...]
 
     def __post_init__(self) -> None:
         _check_player("foul.player", self.player)
-        _check_text("foul.rule", self.rule)
-        _check_text("foul.reason", self.reason)
+        breaches = tuple(self.breaches)
+        if not breaches or not all(isinstance(b, Breach) for b in breaches):
+            raise InvalidResult(f"foul.breaches must be one or more Breach, got {breaches!r}",
+                                code="bad_foul")
+        object.__setattr__(self, "breaches", breaches)
+
+    @property
+    def rule(self) -> str:
+        return self.breaches[0].rule
+
+    @property
+    def code(self) -> FoulCode:
+        return self.breaches[0].code
+
+    @property
+    def reason(self) -> str:
+        """One breach: its reason (the rule is ``rule``); several: each with its rule."""
+        if len(self.breaches) == 1:
+            return self.breaches[0].reason
+        return "; ".join(f"{b.reason} ({b.rule})" for b in self.breaches)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"player": self.player, "rule": self.rule, "reason": self.reason}
+        return {"player": self.player, "rule": self.rule, "code": self.code.value,
+                "reason": self.reason, "breaches": [b.to_dict() for b in self.breaches]}
 
 
 @dataclass(frozen=True)
@@ -395,6 +434,16 @@ def _white_respot(count: int, cause: str) -> Respot:
 
 def _colour_respot(cause: str) -> Respot:
     return Respot(RespotBall.COLOUR, 1, RespotSpot.BACK_SPOT, "11.1", cause)
+
+
+def _off_table_respots(general: GeneralFoul) -> list[Respot]:
+    """The balls that left the table go back like potted ones (11.1-11.2, D10)."""
+    out = []
+    if general.whites_off:
+        out.append(_white_respot(general.whites_off, "9"))
+    if general.colour_off:
+        out.append(_colour_respot("9"))
+    return out
 
 
 def _call_text(call: Call) -> str:
@@ -551,44 +600,47 @@ class FrameRules:
 
     def _apply_shot(self, shooter: int, breaking: bool, result: ShotResult,
                     verdict: CallVerdict | None) -> Outcome:
-
-        breaches: list[tuple[str, str]] = []  # (rule, reason), first is the foul's rule
+        breaches: list[Breach] = []  # every rule the shot broke; the first is the foul's (D5)
         respots: list[Respot] = []
         whites = result.whites_potted
         colour_cause: str | None = None  # why a potted coloured ball goes back
         if breaking:
             if not result.legal_break:
-                breaches.append(("4.3", "illegal break: the conditions of 4.2 were not met"))
+                breaches.append(Breach(FoulCode.ILLEGAL_BREAK, "4.3",
+                                       "illegal break: the conditions of 4.2 were not met"))
             if result.colour_potted:
                 colour_cause = "4.5"  # 4.4-4.5, I9: by chance, not a foul, back on the spot
         elif result.colour_potted:
-            breach = self._colour_breach(result)
+            breach = self._colour_breach(result, verdict)
             if breach is not None:
                 breaches.append(breach)
                 colour_cause = "I8"
         elif verdict is not None and verdict.rule == "7.4" and whites > 0:
-            breaches.append(("7.4", f"{verdict.message}; the shot does not count and a "
-                                    "ball was potted"))
+            breaches.append(Breach(FoulCode.UNANNOUNCED_CONTACT, "7.4",
+                                   f"{verdict.message}; the shot does not count and a ball "
+                                   "was potted"))
         if whites and self._credited[shooter] + whites > WHITE_LIMIT:
-            breaches.append((
-                "5.6",
+            breaches.append(Breach(
+                FoulCode.OVER_LIMIT, "5.6",
                 f"{self._credited[shooter]} credited + {whites} potted would exceed "
                 f"{WHITE_LIMIT} (5.3)",
             ))
-        if result.referee_foul is not None:
-            breaches.append(("9", f"general rule: {result.referee_foul}"))
+        general = result.referee_foul
+        if general is not None:
+            breaches.append(general.breach())
         self._break_done = True
 
         if breaches:
             if whites:
                 # 5.7 for the over-limit shot, 10.3 and I5 for any other foul.
-                cause = "5.7" if any(rule == "5.6" for rule, _ in breaches) else "10.3"
+                cause = "5.7" if any(b.code is FoulCode.OVER_LIMIT for b in breaches) else "10.3"
                 respots.append(_white_respot(whites, cause))
             if result.colour_potted:
                 # A legal pot spoilt by another foul (e.g. the referee's) goes back too (10.3).
                 respots.append(_colour_respot(colour_cause or "10.3"))
-            reason = "; ".join(f"{text} ({rule})" for rule, text in breaches)
-            return self._commit_foul(Foul(shooter, breaches[0][0], reason), tuple(respots))
+            if general is not None:
+                respots.extend(_off_table_respots(general))
+            return self._commit_foul(Foul(shooter, tuple(breaches)), tuple(respots))
 
         if result.colour_potted and not breaking:
             return self._end(shooter, shooter, EndReason.LEGAL_COLOUR_POT)  # 3.2, I7
@@ -607,16 +659,33 @@ class FrameRules:
             next_player=self._player_at_table,
         )
 
-    def record_foul(self, player: int, rule: str, reason: str) -> Outcome:
-        """Count a foul that is not a shot result: time (12.4) or seen by the referee (9).
+    def record_foul(self, player: int, rule: str, reason: str,
+                    code: FoulCode | str = FoulCode.OTHER) -> Outcome:
+        """Count a foul that is not a shot result, given by its rule: time (12.4, code
+        ``shot_time``), or a referee's foul worded freely with the rule it breaks.
 
         It shares the count with every other foul (I12): a second foul of the
         player ends the frame (10.5-10.6, I13); a first one gives the opponent
         the 10.4 choice, replacing a choice still pending.
         """
         self._require("record_foul")
-        foul = Foul(player, rule, reason)
+        foul = Foul(player, (Breach(FoulCode(code), rule, reason),))
         return self._commit_foul(foul, ())
+
+    def referee_foul(self, player: int, general: GeneralFoul) -> Outcome:
+        """Count a general foul the referee saw outside a shot's result (9, D10), with its
+        consequence: the balls off the table go back (11.1-11.2). Legal as ``record_foul``.
+        """
+        self._require("record_foul")
+        if not isinstance(general, GeneralFoul):
+            raise InvalidResult(f"referee_foul expects a GeneralFoul, got {general!r}",
+                                code="bad_referee_foul")
+        if general.whites_off > self.whites_on_table:
+            raise InvalidResult(
+                f"referee_foul.balls: {general.whites_off} whites off the table but only "
+                f"{self.whites_on_table} are on it (1.1)", code="too_many_whites")
+        foul = Foul(player, (general.breach(),))
+        return self._commit_foul(foul, tuple(_off_table_respots(general)))
 
     def accept(self) -> Outcome:
         """The opponent accepts the position and plays on (10.4): same visit continues."""
@@ -666,6 +735,13 @@ class FrameRules:
     def _check_result(self, result: ShotResult, breaking: bool) -> None:
         if not isinstance(result, ShotResult):
             raise InvalidResult(f"shot expects a ShotResult, got {result!r}", code="bad_result")
+        off = 0 if result.referee_foul is None else result.referee_foul.whites_off
+        if off and result.whites_potted + off > self.whites_on_table:
+            raise InvalidResult(
+                f"shot_result: {result.whites_potted} whites potted and {off} off the table "
+                f"but only {self.whites_on_table} are on it (1.1)",
+                code="too_many_whites",
+            )
         if result.whites_potted > self.whites_on_table:
             raise InvalidResult(
                 f"shot_result.whites_potted={result.whites_potted} but only "
@@ -691,21 +767,24 @@ class FrameRules:
                 code="call_on_break",
             )
 
-    def _colour_breach(self, result: ShotResult) -> tuple[str, str] | None:
+    def _colour_breach(self, result: ShotResult, verdict: CallVerdict | None) -> Breach | None:
         """Why a pot of the coloured ball after the break is not legal (I7, I8), or None."""
         credited = self._credited[self._player_at_table]
         if result.whites_potted:
-            return ("9", "a white and the coloured ball potted with the same shot")
+            return Breach(FoulCode.WHITE_AND_COLOUR, "9",
+                          "a white and the coloured ball potted with the same shot")
         if result.call is None:
-            return ("9", "the coloured ball potted without a call (6.3)")
-        assert result.route is not None  # ShotResult refuses a called pot without a route
-        verdict = judge_call(result.call, result.route)
+            return Breach(FoulCode.COLOUR_WITHOUT_CALL, "9",
+                          "the coloured ball potted without a call (6.3)")
+        assert verdict is not None  # a called pot has a route (checked in shot)
         if not verdict.fulfilled:
             assert verdict.rule is not None
-            return (verdict.rule, f"call not fulfilled: {verdict.message}")
+            code = (FoulCode.UNANNOUNCED_CONTACT if verdict.rule == "7.4"
+                    else FoulCode.CALL_NOT_FULFILLED)
+            return Breach(code, verdict.rule, f"call not fulfilled: {verdict.message}")
         if credited < WHITE_LIMIT and result.call.shot_type is ShotType.NORMAL:
-            return (
-                "6.2",
+            return Breach(
+                FoulCode.COLOUR_BEFORE_THREE, "6.2",
                 f"the coloured ball potted with {credited} whites credited; before three "
                 "(6.1) only a called early pot is allowed (7.2, section 8)",
             )

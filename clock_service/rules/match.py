@@ -19,6 +19,7 @@ from typing import Any
 
 from clock_service.rules.call import Call
 from clock_service.rules.errors import InvalidResult, RuleRefusal
+from clock_service.rules.fouls import FoulCode, GeneralFoul
 from clock_service.rules.frame import FrameRules, Outcome, ShotResult
 
 __all__ = ["Match"]
@@ -113,8 +114,12 @@ class Match:
     def shot(self, result: ShotResult) -> Outcome:
         return self._counted(self._frame.shot(result))
 
-    def record_foul(self, player: int, rule: str, reason: str) -> Outcome:
-        return self._counted(self._frame.record_foul(player, rule, reason))
+    def record_foul(self, player: int, rule: str, reason: str,
+                    code: FoulCode | str = FoulCode.OTHER) -> Outcome:
+        return self._counted(self._frame.record_foul(player, rule, reason, code))
+
+    def referee_foul(self, player: int, general: GeneralFoul) -> Outcome:
+        return self._counted(self._frame.referee_foul(player, general))
 
     def accept(self) -> Outcome:
         return self._counted(self._frame.accept())
