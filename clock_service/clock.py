@@ -56,7 +56,7 @@ from clock_service.commands import (
 from clock_service.errors import InvalidCommand, InvalidInput, RuleRefusal
 from clock_service.events import Event
 from clock_service.profile import Profile
-from clock_service.rules import FoulCode, InvalidResult, Match, Outcome, RulesError
+from clock_service.rules import EndReason, FoulCode, InvalidResult, Match, Outcome, RulesError
 from clock_service.rules import RuleRefusal as RulesRefusal
 from clock_service.rules import Turn as TurnOutcome
 
@@ -599,8 +599,9 @@ class TableClock:
     def _on_new_frame(self, command: NewFrame, now: float) -> list[Event]:
         events = self._stop_if_counting(now, "new_frame")
         if self.phase != "frame_over":
-            self._rules("new_frame", lambda: self.match.end_frame_by_referee(command.winner))
-            events += self._frame_ended(now)
+            self._rules("new_frame", lambda: self.match.end_frame_by_referee(
+                command.winner, command.reason))  # D9: outside the rules, with a reason
+            events += self._frame_ended(now, referee_reason=command.reason)
             if self.match.over:  # the referee's award decided the match
                 return events
         return events + self._start_frame(now)
@@ -785,15 +786,21 @@ class TableClock:
         self._remember("expiry", now, before)
         return events
 
-    def _frame_ended(self, now: float) -> list[Event]:
-        """The rules ended the frame (3.2, 10.5-10.6, or the referee's award): stop here."""
+    def _frame_ended(self, now: float, referee_reason: str | None = None) -> list[Event]:
+        """The rules ended the frame (3.2, 10.5-10.6), or the referee did (D9): stop here.
+
+        The fouls shown from here on are the frame's final count; the next frame starts
+        from zero (10.5, D8)."""
         self.phase = "frame_over"
         self.deadline = None
         self.pending_warnings = []
         self.remaining = None
+        frame = self.match.frame
         events = [Event("frame.ended", {
             "frame": self.frame, "winner": self.frame_winner, "reason": self.frame_end_reason,
-            "frames_won": self.frames_won,
+            "frames_won": self.frames_won, "rule": frame.end_rule,
+            "outside_rules": frame.end_reason is EndReason.REFEREE,
+            "referee_reason": referee_reason, "fouls": self.fouls,
         })]
         if self.match.over:
             events.append(Event("match.ended", {

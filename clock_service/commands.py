@@ -227,14 +227,21 @@ class HandBack(Command):
 
 @dataclass(frozen=True)
 class NewFrame(Command):
-    """End the current frame (with ``winner`` if the referee names one) and start the next."""
+    """End the current frame (with ``winner`` if the referee names one) and start the next.
+
+    Ending a frame still in progress is a referee decision outside the rules (D9): it needs
+    ``reason``, which ``frame.ended`` carries (``outside_rules: true``). After a frame
+    ended by the rules (3.2, 10.5) it only starts the next one.
+    """
 
     name: ClassVar[str] = "new_frame"
     winner: int | None = None
+    reason: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _player(self.winner, "winner")
+        _text(self.reason, "reason", required=self.reason is not None)
 
 
 class _Same:

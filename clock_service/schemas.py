@@ -76,9 +76,9 @@ class CommandRequest(BaseModel):
 
     command: str = Field(examples=["start"], description=(
         "start | shot | extension | pause | resume | turn | foul (code? balls? touched_with? "
-        "reason? player? rule?) | "
-        "hand_back | new_frame (winner?) | undo (by?, reason?) | set_time (remaining_ms, by?, "
-        "reason?) | result (whites_potted?, colour_potted?, call?, route?, legal_break?, "
+        "reason? player? rule?) | hand_back | new_frame (winner?, reason: required "
+        "mid-frame) | undo (by?, reason?) | set_time (remaining_ms, by?, reason?) | result "
+        "(whites_potted?, colour_potted?, call?, route?, legal_break: required on the break, "
         "referee_foul?) | call (pocket, cushions?, contacts?, shot_type?)"))
     at: float | None = Field(None, description=AT_DOC, examples=[1_700_000_000_000])
     by: str = Field("referee", description=BY_DOC + "; for undo and set_time, who corrected "
@@ -423,6 +423,14 @@ class FrameEndedData(_Closed):
     winner: Player | None = Field(description="null: the referee ended it for nobody")
     reason: EndReason
     frames_won: PlayerPair
+    rule: str | None = Field(description="the rule that ended it: 3.2 (legal pot of the "
+                             "coloured ball), 10.5-10.6 (second foul); null when the referee "
+                             "ended it")
+    outside_rules: bool = Field(description="true: the referee ended the frame in progress "
+                                "(new_frame), a decision outside the rules (D9)")
+    referee_reason: str | None = Field(description="the referee's reason when outside_rules")
+    fouls: PlayerPair = Field(description="the frame's final foul count (10.5: the next "
+                              "frame starts from zero, D8)")
 
 
 class MatchEndedData(_Closed):
@@ -793,10 +801,13 @@ class NewMatchCommand(_CommandEnvelope):
 
 
 class NewFrameCommand(_CommandEnvelope):
-    """End the frame (for winner, or nobody) and start the next."""
+    """End the frame (for winner, or nobody) and start the next. Ending a frame in progress
+    is a referee decision outside the rules: it needs a reason (D9)."""
 
     command: Literal["new_frame"]
     winner: Player | None = None
+    reason: Text | None = Field(None, description="required while the frame is in progress "
+                                "(422 missing_reason); carried by frame.ended")
 
 
 class UndoCommand(_CommandEnvelope):

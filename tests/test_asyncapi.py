@@ -176,7 +176,8 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
             # Warnings at 300 and 150 ms left (a stalled loop announces only the latest).
             assert expiry[-3:] == ["clock.expired", "foul", "turn"]
             assert set(expiry[:-3]) == {"clock.warning"}
-            assert rec.ok("new_frame") == ["frame.ended", "frame.started"]  # undecided
+            assert rec.ok("new_frame", reason="abandoned") == ["frame.ended",
+                                                               "frame.started"]  # undecided
 
             # Frame 2: Petrov breaks.
             assert rec.ok("start") == ["clock.started"]
@@ -186,7 +187,8 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
             assert rec.ok("shot") == ["clock.stopped"]
             assert rec.ok("result", whites_potted=1, referee_foul="push shot") == [
                 "shot.result", "foul", "respot", "turn"]
-            assert rec.ok("new_frame", winner=1) == ["frame.ended", "frame.started"]  # 0-1
+            assert rec.ok("new_frame", winner=1, reason="walkover") == [
+                "frame.ended", "frame.started"]  # 0-1
 
             # Frame 3: Ivanov breaks, nothing credited; Petrov pots the called colour (3.2).
             assert rec.ok("start") == ["clock.started"]

@@ -127,7 +127,7 @@ def clock_in(phase: str) -> TableClock:
         clock.handle(Start(), T0)
         clock.advance(T0 + 35000)
     elif phase == "frame_over":
-        clock.handle(NewFrame(), T0)  # frame 2 ...
+        clock.handle(NewFrame(reason="test"), T0)  # frame 2 ...
         clock.handle(Foul(reason="x"), T0)
         clock.handle(HandBack(), T0)
         clock.handle(Foul(reason="x"), T0)  # ... second foul: technical loss
@@ -142,6 +142,7 @@ def sample_command(name: str, clock: TableClock | None = None) -> object:
         "foul": Foul(reason="touched a ball"),
         "set_time": SetTime(remaining_ms=5000),
         "call": AnnounceCall(pocket="bottom_left", cushions=["right_bottom"]),
+        "new_frame": NewFrame(reason="abandoned"),  # a reason mid-frame (D9)
     }.get(name) or COMMANDS[name]()
 
 
@@ -189,7 +190,7 @@ def clock_after(setup: str) -> TableClock:
         "after a foul": [Foul(reason="x")],
         "after a shot": [Start(), Shot()],
         "frame over": [Foul(reason="x"), HandBack(), Foul(reason="x")],
-        "match over": [NewFrame(winner=0)],
+        "match over": [NewFrame(winner=0, reason="awarded")],
         "opponent at the table": [Turn()],
         "after the break, running": [Turn(), Extension(), Start()],
         "after the break, after a shot": [Turn(), Start(), Shot()],
@@ -400,7 +401,7 @@ def test_extension_is_per_player_and_resets_each_frame_12_5() -> None:
     clock.handle(Turn(), T0)
     clock.handle(Extension(), T0)  # the other player's own extension
     assert clock.state(T0)["extensions_left"] == [0, 0]
-    clock.handle(NewFrame(winner=0), T0)
+    clock.handle(NewFrame(winner=0, reason="awarded"), T0)
     assert clock.state(T0)["extensions_left"] == [1, 1]
 
 
@@ -477,7 +478,8 @@ def test_foul_hand_back_second_foul_is_a_technical_loss_10_5_10_6() -> None:
     assert types(events) == ["clock.expired", "foul", "frame.ended"]
     assert events[1].data["technical_loss"] is True
     assert events[2].data == {"frame": 1, "winner": 1, "reason": "technical_loss",
-                              "frames_won": [0, 1]}
+                              "frames_won": [0, 1], "rule": "10.5-10.6", "outside_rules": False,
+                              "referee_reason": None, "fouls": [2, 0]}
     assert clock.phase == "frame_over" and clock.hand_back_to is None  # I13: no choice
 
 
@@ -502,7 +504,7 @@ def test_new_frame_resets_fouls_extensions_and_alternates_the_break() -> None:
     clock = new_clock()
     clock.handle(Foul(reason="x"), T0)
     clock.handle(Extension(), T0)
-    events = clock.handle(NewFrame(winner=1), T0)
+    events = clock.handle(NewFrame(winner=1, reason="awarded"), T0)
     assert types(events) == ["frame.ended", "frame.started"]
     state = clock.state(T0)
     assert (state["frame"], state["breaker"], state["player"], state["visit"]) == (2, 1, 1, 1)

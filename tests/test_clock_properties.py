@@ -43,7 +43,8 @@ commands = st.one_of(
     st.just(Start()), st.just(Shot()), st.just(Extension()), st.just(Pause()),
     st.just(Resume()), st.just(Turn()), st.just(HandBack()), st.just(Undo()),
     st.builds(Foul, reason=st.just("touched a ball"), player=st.sampled_from([None, 0, 1])),
-    st.builds(NewFrame, winner=st.sampled_from([None, 0, 1])),
+    st.builds(NewFrame, winner=st.sampled_from([None, 0, 1]),
+              reason=st.sampled_from([None, "abandoned"])),  # needed mid-frame (D9)
     st.builds(SetTime, remaining_ms=st.integers(1, 5000)),
     st.builds(result_command, st.integers(0, 4),  # what the shot did (sections 3-11)
               st.sampled_from([None, True, False])),

@@ -164,7 +164,8 @@ def test_legal_colour_after_three_whites_ends_the_frame_3_2() -> None:
     events = play(clock, colour_potted=True, call=CALL, route=ROUTE)
     assert types(events) == ["shot.result", "frame.ended"]
     assert events[1].data == {"frame": 1, "winner": 0, "reason": "legal_colour_pot",
-                              "frames_won": [1, 0]}
+                              "frames_won": [1, 0], "rule": "3.2", "outside_rules": False,
+                              "referee_reason": None, "fouls": [0, 0]}
     state = clock.state(T0)
     assert (state["phase"], state["frame_winner"], state["frame_end_reason"]) == (
         "frame_over", 0, "legal_colour_pot")
@@ -204,7 +205,7 @@ def test_the_last_frame_ends_the_match_then_only_undo_is_allowed() -> None:
 
 def test_referee_award_can_end_the_match() -> None:
     clock = new_clock(race_to=1)
-    events = clock.handle(NewFrame(winner=1), T0)
+    events = clock.handle(NewFrame(winner=1, reason="Ivanov withdrew"), T0)
     assert types(events) == ["frame.ended", "match.ended"]
     assert events[0].data["reason"] == "referee" and events[1].data["winner"] == 1
 
@@ -222,7 +223,8 @@ def test_time_foul_and_referee_foul_share_one_count_technical_loss_I12() -> None
     assert types(events) == ["foul", "frame.ended"]
     assert events[0].data["technical_loss"] is True and events[0].data["fouls"] == [2, 0]
     assert events[1].data == {"frame": 1, "winner": 1, "reason": "technical_loss",
-                              "frames_won": [0, 1]}
+                              "frames_won": [0, 1], "rule": "10.5-10.6", "outside_rules": False,
+                              "referee_reason": None, "fouls": [2, 0]}
 
 
 def test_result_foul_then_time_foul_is_a_technical_loss_I12() -> None:
@@ -471,6 +473,78 @@ def test_result_with_a_structured_general_foul() -> None:
     assert info.value.code == "out_of_turn_in_result"
 
 
+# -- decisions where the rules leave room (docs/RULES.md) ---------------------------------------
+@pytest.mark.parametrize(("choice", "breaker"), [
+    pytest.param(Start, 1, id="D6-accepted-the-opponent-breaks"),
+    pytest.param(HandBack, 0, id="D6-handed-back-the-breaker-breaks"),
+])
+def test_after_a_time_foul_on_the_break_D6(choice: type, breaker: int) -> None:
+    clock = new_clock()
+    clock.handle(Start(), T0)
+    events = clock.advance(T0 + 35_000)
+    assert types(events) == ["clock.expired", "foul", "turn"]
+    state = clock.state(T0 + 35_000)
+    assert (state["on_break"], state["player"], state["hand_back_to"]) == (True, 1, 0)
+    assert {"start", "hand_back"} <= set(state["allowed"]) and "call" not in state["allowed"]
+    clock.handle(choice(), T0 + 36_000)
+    if choice is Start:
+        clock.handle(Shot(), T0 + 37_000)
+    assert (clock.player, clock.state(T0)["on_break"]) == (breaker, True)
+    with pytest.raises(InvalidCommand) as info:
+        clock.handle(Result(whites_potted=1), T0 + 38_000)
+    assert info.value.code == "missing_legal_break"
+    events = clock.handle(Result(whites_potted=1, legal_break=True), T0 + 38_000)
+    assert events[0].data["player"] == breaker and clock.whites[breaker] == 1
+
+
+@pytest.mark.parametrize(("choice", "player"), [
+    pytest.param(Start, 1, id="D7-accepted-the-opponent-plays-the-position"),
+    pytest.param(HandBack, 0, id="D7-handed-back-no-re-rack"),
+])
+def test_after_an_illegal_break_the_opponent_chooses_and_nobody_re_breaks_D7(
+        choice: type, player: int) -> None:
+    clock = new_clock()
+    events = play(clock, whites_potted=1, legal_break=False)
+    assert types(events) == ["shot.result", "foul", "respot", "turn"]
+    assert clock.state(T0)["on_break"] is False and clock.hand_back_to == 0
+    clock.handle(choice(), T0 + 5000)
+    if choice is Start:
+        clock.handle(Shot(), T0 + 6000)
+    assert clock.player == player
+    with pytest.raises(InvalidCommand) as info:
+        clock.handle(Result(whites_potted=1, legal_break=True), T0 + 7000)
+    assert info.value.code == "legal_break_after_break"
+    clock.handle(Result(whites_potted=1), T0 + 7000)
+    assert clock.whites[player] == 1
+
+
+def test_the_fouls_shown_after_the_frame_are_its_final_count_D8() -> None:
+    clock = new_clock(race_to=3)
+    clock.handle(Foul(reason="touched a ball"), T0)
+    clock.handle(HandBack(), T0)
+    events = clock.handle(Foul(code="double_hit"), T0)
+    assert types(events) == ["foul", "frame.ended"]
+    assert events[1].data["fouls"] == [2, 0]
+    assert clock.state(T0)["fouls"] == [2, 0] and clock.phase == "frame_over"
+    clock.handle(NewFrame(), T0)
+    assert clock.state(T0)["fouls"] == [0, 0]
+
+
+def test_new_frame_in_the_middle_of_a_frame_needs_a_reason_D9() -> None:
+    clock = new_clock()
+    play(clock, whites_potted=1, legal_break=True)
+    before = clock.to_dict()
+    with pytest.raises(InvalidCommand) as info:
+        clock.handle(NewFrame(winner=0), T0 + 5000)
+    assert info.value.code == "missing_reason" and "outside the rules" in str(info.value)
+    assert clock.to_dict() == before
+    events = clock.handle(NewFrame(winner=0, reason="Petrov withdrew: injury"), T0 + 5000)
+    ended = by_type(events, "frame.ended")[0].data
+    assert (ended["reason"], ended["rule"], ended["outside_rules"], ended["referee_reason"]) == (
+        "referee", None, True, "Petrov withdrew: injury")
+    assert (clock.frame, clock.phase, clock.fouls) == (2, "ready", [0, 0])
+
+
 # -- corrections and persistence ----------------------------------------------------------------
 def test_undo_of_a_result_restores_credits_fouls_and_the_turn() -> None:
     clock = new_clock()
@@ -640,27 +714,69 @@ def test_a_match_race_to_two_over_http(server: ServerProcess) -> None:
 
 @pytest.mark.e2e
 def test_call_then_shot_then_result_over_http(server: ServerProcess) -> None:
-    status, state = server.post("/api/tables", {"id": "c", "players": ["Ivanov", "Petrov"]})
+    """Issue 12 over HTTP: the break's legality, a general foul with its code, the call
+    announced before the shot and the result judged against it (the cue ball's contact
+    implied), a frame ended by the referee with a reason."""
+    status, state = server.post("/api/tables", {"id": "c", "players": ["Ivanov", "Petrov"],
+                                                "race_to": 3})
     assert status == 201, state
     status, error = server.command("c", "call", **CALL)
     assert (status, error["error"]["code"], error["error"]["rule"]) == (409, "call_on_break",
                                                                        "4.4-4.5")
-    _shot(server, "c", whites_potted=3, legal_break=True)
     _ok(server.command("c", "start"))
-    state = _ok(server.command("c", "call", **CALL))
-    assert state["announced_call"] == {**CALL, "shot_type": "normal"}
     _ok(server.command("c", "shot"))
+    status, error = server.command("c", "result", whites_potted=2)         # 4.2, D11
+    assert (status, error["error"]["code"]) == (422, "missing_legal_break")
+    assert "legal_break" in error["error"]["message"]
+    _ok(server.command("c", "result", whites_potted=2, legal_break=True))
+    # A general foul with its code (9, D10): the ball off the table goes back (11.1).
+    state = _ok(server.command("c", "foul", code="ball_off_table", balls=["colour"]))
+    assert (state["fouls"], state["player"], state["hand_back_to"]) == ([1, 0], 1, 0)
+    _ok(server.command("c", "hand_back"))
+    _ok(server.command("c", "start"))
+    _ok(server.command("c", "shot"))
+    _ok(server.command("c", "result", whites_potted=1))                    # 3 credited
+    # The call before the shot (7.1), naming only the pocket and the cushion (D3).
+    _ok(server.command("c", "start"))
+    call = {"pocket": "bottom_left", "cushions": ["right_bottom"]}
+    state = _ok(server.command("c", "call", **call))
+    assert state["announced_call"] == {**call, "contacts": [], "shot_type": "normal"}
+    assert "call" in state["allowed"]
+    state = _ok(server.command("c", "shot"))
+    assert "call" not in state["allowed"]
     status, error = server.command("c", "call", **CALL)
     assert (status, error["error"]["code"]) == (409, "call_after_shot")
     assert error["error"]["message"].startswith("call refused in phase ready")
     status, error = server.command("c", "call", pocket="corner")
     assert (status, error["error"]["code"]) == (422, "unknown_pocket")
     state = _ok(server.command("c", "result", colour_potted=True, route=ROUTE))
-    assert (state["frame_winner"], state["frame_end_reason"]) == (0, "legal_colour_pot")
+    assert (state["frame_winner"], state["frame_end_reason"], state["fouls"]) == (
+        0, "legal_colour_pot", [1, 0])  # D8: the frame's final count
+    # Frame 2: a general foul inside a result, then the referee ends the frame (D9).
+    _ok(server.command("c", "new_frame"))
+    _ok(server.command("c", "start"))
+    _ok(server.command("c", "shot"))
+    _ok(server.command("c", "result", whites_potted=1, legal_break=True,
+                       referee_foul={"code": "touched_ball", "touched_with": "cue"}))
+    status, error = server.command("c", "new_frame", winner=0)
+    assert (status, error["error"]["code"]) == (422, "missing_reason")
+    state = _ok(server.command("c", "new_frame", winner=0, reason="Petrov withdrew"))
+    assert (state["frame"], state["frames_won"], state["fouls"]) == (3, [2, 0], [0, 0])
+
     events = server.get("/api/tables/c/events?since=0&limit=100")
+    fouls = [e["data"] for e in events if e["type"] == "foul"]
+    assert [(f["code"], f["rule"]) for f in fouls] == [("ball_off_table", "9"),
+                                                       ("touched_ball", "9")]
+    respots = [e["data"]["respots"][0] for e in events if e["type"] == "respot"]
+    assert (respots[0]["ball"], respots[0]["rule"], respots[0]["cause"]) == ("colour", "11.1",
+                                                                           "9")
     announced = [e for e in events if e["type"] == "call.announced"]
     assert len(announced) == 1 and announced[0]["data"]["phase"] == "running"
-    result = next(e for e in events if e["type"] == "shot.result" and e["data"]["visit"] == 1
+    result = next(e for e in events if e["type"] == "shot.result"
                   and e["data"]["report"]["colour_potted"])
-    assert result["data"]["outcome"]["call_timing"] == "announced"
     assert result["seq"] > announced[0]["seq"]
+    outcome = result["data"]["outcome"]
+    assert (outcome["call_timing"], outcome["call_verdict"]["fulfilled"]) == ("announced", True)
+    ended = [e["data"] for e in events if e["type"] == "frame.ended"]
+    assert [(d["rule"], d["outside_rules"], d["referee_reason"]) for d in ended] == [
+        ("3.2", False, None), (None, True, "Petrov withdrew")]

@@ -521,6 +521,13 @@ class FrameRules:
         return self._end_reason
 
     @property
+    def end_rule(self) -> str | None:
+        """The rule that ended the frame (3.2, 10.5-10.6); None in play or by the referee."""
+        if self._end_reason is None or self._end_reason is EndReason.REFEREE:
+            return None
+        return _END_RULE[self._end_reason]
+
+    @property
     def over(self) -> bool:
         return self._end_reason is not None
 
@@ -716,9 +723,18 @@ class FrameRules:
         self._set_player(1 - shooter)
         return Outcome(player=shooter, turn=Turn.PASSES, next_player=self._player_at_table)
 
-    def end_by_referee(self, winner: int | None) -> None:
-        """The referee ends the frame in progress, awarding it to ``winner`` or to nobody."""
+    def end_by_referee(self, winner: int | None, reason: str | None) -> None:
+        """The referee ends the frame in progress, awarding it to ``winner`` or to nobody.
+
+        D9: the rules never end a frame this way (only 3.2 and 10.5-10.6 do), so it is a
+        referee decision outside them and needs its ``reason``.
+        """
         self._require("end_by_referee")
+        if reason is None or not isinstance(reason, str) or not reason.strip():
+            raise InvalidResult(
+                "reason is missing: ending a frame in progress is a referee decision outside "
+                "the rules (they end it only by 3.2 or 10.5-10.6); give the reason",
+                code="missing_reason")
         if winner is not None:
             _check_player("winner", winner)
         self._winner = winner

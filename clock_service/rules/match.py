@@ -130,9 +130,10 @@ class Match:
     def pass_turn(self) -> Outcome:
         return self._frame.pass_turn()
 
-    def end_frame_by_referee(self, winner: int | None) -> None:
-        """The referee ends the frame in progress: it counts for ``winner``, or for nobody."""
-        self._frame.end_by_referee(winner)
+    def end_frame_by_referee(self, winner: int | None, reason: str | None) -> None:
+        """The referee ends the frame in progress: it counts for ``winner``, or for nobody.
+        A decision outside the rules: it needs its ``reason`` (D9)."""
+        self._frame.end_by_referee(winner, reason)
         if winner is None:
             self._undecided += 1
         else:

@@ -44,7 +44,8 @@ async def press(http: httpx.AsyncClient, table: str, rng: random.Random,
         while True:
             name = rng.choice(["start", "start", "shot", "pause", "resume", "extension", "turn",
                                "new_frame"])
-            response = await http.post(f"/api/tables/{table}/commands", json={"command": name})
+            body = {"command": name, **({"reason": "test"} if name == "new_frame" else {})}
+            response = await http.post(f"/api/tables/{table}/commands", json=body)
             if response.status_code == 200:
                 acked[table] = max(acked.get(table, 0), response.json()["seq"])
             else:

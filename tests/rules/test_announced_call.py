@@ -114,7 +114,7 @@ DROPPED_CASES = [
                  id="12.4-dropped-by-the-callers-time-foul"),
     pytest.param(lambda f: f.record_foul(1, "9", "touched a ball"), True,
                  id="I12-kept-after-a-foul-of-the-seated-player"),
-    pytest.param(lambda f: f.end_by_referee(None), False, id="dropped-when-the-frame-ends"),
+    pytest.param(lambda f: f.end_by_referee(None, "abandoned"), False, id="dropped-when-the-frame-ends"),
 ]
 
 

@@ -40,7 +40,7 @@ def test_pass_turn_waits_for_the_10_4_choice() -> None:
 def test_end_by_referee_and_round_trip(winner: int | None) -> None:
     frame = FrameRules()
     frame.shot(ShotResult(whites_potted=1, legal_break=True))
-    frame.end_by_referee(winner)
+    frame.end_by_referee(winner, "abandoned")
     assert frame.over and frame.phase is Phase.OVER and frame.winner == winner
     assert frame.end_reason is EndReason.REFEREE
     assert FrameRules.from_dict(json.loads(json.dumps(frame.to_dict()))) == frame
@@ -51,7 +51,7 @@ def test_end_by_referee_and_round_trip(winner: int | None) -> None:
 def test_open_ended_match_never_ends_and_counts_undecided_frames() -> None:
     match = Match(race_to=None)
     for frame_number in range(1, 6):
-        match.end_frame_by_referee(None if frame_number == 3 else 0)
+        match.end_frame_by_referee(None if frame_number == 3 else 0, "time is up")
         assert not match.over and match.winner is None
         copy = Match.from_dict(json.loads(json.dumps(match.to_dict())))
         assert copy == match
@@ -61,7 +61,7 @@ def test_open_ended_match_never_ends_and_counts_undecided_frames() -> None:
 
 def test_referee_award_can_win_a_race() -> None:
     match = Match(race_to=1)
-    match.end_frame_by_referee(1)
+    match.end_frame_by_referee(1, "walkover")
     assert match.over and match.winner == 1
     with pytest.raises(RuleRefusal) as caught:
         match.start_next_frame()
