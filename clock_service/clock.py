@@ -512,7 +512,7 @@ class TableClock:
             raise InvalidCommand(f"{name}: {message}", code=exc.code) from exc
 
     def _accept_if_choice_open(self, name: str) -> None:
-        """Playing on accepts the position (10.4): start, turn and result all imply it."""
+        """Playing on accepts the position (10.4, D15): start, turn and result imply it."""
         if self.match.frame.choice_for is not None:
             self._rules(name, self.match.accept)
 

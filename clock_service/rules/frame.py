@@ -622,6 +622,8 @@ class FrameRules:
             if breach is not None:
                 breaches.append(breach)
                 colour_cause = "I8"
+        # D12: a called coloured ball that did not drop is no foul by itself (whites need no
+        # call, 5.1); an unannounced contact is, when a ball was potted (7.4).
         elif verdict is not None and verdict.rule == "7.4" and whites > 0:
             breaches.append(Breach(FoulCode.UNANNOUNCED_CONTACT, "7.4",
                                    f"{verdict.message}; the shot does not count and a ball "
@@ -635,6 +637,8 @@ class FrameRules:
         general = result.referee_foul
         if general is not None:
             breaches.append(general.breach())
+        # D7: an illegal break is still the break: the opponent chooses (10.4) and plays
+        # the position or hands it back; nobody breaks again and there is no re-rack.
         self._break_done = True
 
         if breaches:
@@ -673,7 +677,9 @@ class FrameRules:
 
         It shares the count with every other foul (I12): a second foul of the
         player ends the frame (10.5-10.6, I13); a first one gives the opponent
-        the 10.4 choice, replacing a choice still pending.
+        the 10.4 choice, replacing a choice still pending (D13). It is not a
+        shot: before the break the break is still to be played, by the opponent
+        if he accepts, by the breaker if he hands back (D6).
         """
         self._require("record_foul")
         foul = Foul(player, (Breach(FoulCode(code), rule, reason),))
@@ -811,10 +817,12 @@ class FrameRules:
         self._fouls[fouler] += 1
         if self._fouls[fouler] >= _FOULS_FOR_TECHNICAL_LOSS:
             # 10.5-10.6, I12, I13: the frame is lost at once, no choice; the
-            # table is racked afresh, so no re-spots.
+            # table is racked afresh, so no re-spots (D14).
             return self._end(fouler, 1 - fouler, EndReason.TECHNICAL_LOSS, (foul,))
         before = self._player_at_table
-        self._choice_for = 1 - fouler  # 10.4, I2: the opponent is at the table and chooses
+        # 10.4, I2: the opponent is at the table and chooses; a foul of the seated player
+        # leaves the shooter there, with the choice (D13).
+        self._choice_for = 1 - fouler
         self._set_player(1 - fouler)
         return Outcome(
             player=fouler,
