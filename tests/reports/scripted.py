@@ -80,7 +80,7 @@ async def play_match_1(command: Command, time: FakeTime,
     await wait(2000)
     await command("shot")                                       # Ivanov 11.0
     await command("result", whites_potted=0)                    # visit 3
-    # Visit 3, Petrov (round 2): a foul while the clock runs (10.1), visit 4 to Ivanov.
+    # Visit 3, Petrov (round 2): a foul while the clock runs (9, free text), visit 4 to Ivanov.
     await command("start")
     await wait(6000)                                            # 6.0 on the clock, no shot
     await command("foul", reason="touched a ball")
@@ -112,7 +112,7 @@ SHOTS = [
     (2, 1, 1, "Petrov", 35000, 31000, 0, "shot", ""),
     (2, 2, 1, "Ivanov", 35000, 40000, 1, "shot", ""),
     (2, 2, 1, "Ivanov", 35000, 11000, 0, "shot", ""),
-    (2, 3, 2, "Petrov", 35000, 6000, 0, "foul", "10.1"),
+    (2, 3, 2, "Petrov", 35000, 6000, 0, "foul", "9"),
     (2, 5, 3, "Petrov", 30000, 25500, 0, "shot", "9"),
     (3, 1, 1, "Ivanov", 35000, 20000, 0, "shot", ""),
     (3, 2, 1, "Petrov", 35000, 35000, 0, "time_foul", "12.4"),
@@ -140,7 +140,7 @@ PLAYERS: dict[tuple[str, int], dict[str, Any]] = {
     ("match", 1): dict(
         shots=5, timed_shots=5, mean_ms=25300, median_ms=25500, p90_ms=44000, max_ms=44000,
         total_ms=126500, over_20s=4, over_30s=2, share_over_20s=0.8, share_over_30s=0.4,
-        extensions=1, time_fouls=1, fouls=3, fouls_by_rule={"9": 1, "10.1": 1, "12.4": 1},
+        extensions=1, time_fouls=1, fouls=3, fouls_by_rule={"9": 2, "12.4": 1},
         whites=1, visits=6, frames_won=1, breaks=1, breaks_won=0),
     ("frame1", 0): dict(
         shots=2, mean_ms=15000, median_ms=15000, p90_ms=18000, max_ms=18000, over_20s=0,
@@ -155,7 +155,7 @@ PLAYERS: dict[tuple[str, int], dict[str, Any]] = {
         share_over_30s=0.5, extensions=1, fouls=0, whites=1, visits=2, frames_won=1),
     ("frame2", 1): dict(
         shots=2, mean_ms=28250, median_ms=28250, p90_ms=31000, over_20s=2,
-        share_over_20s=1.0, over_30s=1, fouls=2, fouls_by_rule={"9": 1, "10.1": 1},
+        share_over_20s=1.0, over_30s=1, fouls=2, fouls_by_rule={"9": 2},
         time_fouls=0, whites=0, visits=3, breaks=1, breaks_won=0),
     ("frame3", 0): dict(
         shots=2, mean_ms=13500, median_ms=13500, p90_ms=20000, over_20s=0, visits=2,
