@@ -235,9 +235,9 @@ class GeneralFoul:
     @property
     def reason(self) -> str:
         """In English, as the event's ``reason``; pages word it from the code."""
-        if self.code is FoulCode.OTHER:
+        if self.code is FoulCode.OTHER:  # the referee's own words
             assert self.text is not None
-            return f"general rule: {self.text}"
+            return self.text
         reason = _GENERAL_TEXT[self.code]
         if self.balls:
             what = []

@@ -159,6 +159,7 @@ def test_console_presses_change_overlay_and_display(
     # New frame (confirmed, with a winner): counts reset, the score moves.
     referee.locator("#btn-new-frame").click()
     referee.locator("#frame-winner").select_option("0")
+    referee.locator("#frame-reason").fill("Petrov withdrew")  # outside the rules: a reason (D9)
     referee.locator("#frame-ok").click()
     expect(overlay.locator("#frames0")).to_have_text("1")
     expect(overlay.locator("#frames1")).to_have_text("0")

@@ -69,7 +69,7 @@ def test_invalid_general_foul_is_refused_with_a_code(data: dict[str, Any], code:
 
 
 @pytest.mark.parametrize(("value", "reason"), [
-    pytest.param("cue touched the coloured ball", "general rule: cue touched the coloured ball",
+    pytest.param("cue touched the coloured ball", "cue touched the coloured ball",
                  id="free-text-is-code-other"),
     pytest.param({"code": "double_hit"}, "double hit", id="double-hit"),
     pytest.param({"code": "push_shot", "text": "long follow-through"},

@@ -228,13 +228,16 @@ function openFrameDialog() {
   if (!state) return;
   fillPlayerOptions($("frame-winner"), 1);
   $("frame-winner").value = "";
+  $("frame-reason").value = "";
   $("frame-dialog").showModal();
 }
 
 $("frame-dialog").addEventListener("close", () => {
   if ($("frame-dialog").returnValue !== "ok") return;
   const winner = $("frame-winner").value;
-  command("new_frame", winner === "" ? {} : { winner: Number(winner) });
+  // Ending a frame in progress is a decision outside the rules: it needs a reason (D9).
+  const reason = $("frame-reason").value.trim();
+  command("new_frame", { ...(winner === "" ? {} : { winner: Number(winner) }), reason });
 });
 
 function undoWhat() {
