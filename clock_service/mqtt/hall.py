@@ -109,6 +109,10 @@ class HallRuntime(Runtime):
         self.error: str | None = None
         self.bad_messages = 0
         self._stored: set[str] = set()  # tables with a row in the hall's store
+        # The first event of each mirrored table, as stored: a table that sends a different
+        # one has started a new log (a new store on its Pi, or two services with one id).
+        self._first: dict[str, str] = {}
+        self.diverged: set[str] = set()
         self._pending: dict[bytes, asyncio.Future[dict[str, Any]]] = {}
         self._waiters: dict[str, list[tuple[int, asyncio.Future[None]]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -131,6 +135,9 @@ class HallRuntime(Runtime):
                 published_state=state, config=stored.config)
             self.mirrors[stored.id] = TableMirror(stored.id, stored.seq, now=now)
             self._stored.add(stored.id)
+            first = await asyncio.to_thread(self.store.event_texts, stored.id, 0, 1)
+            if first:
+                self._first[stored.id] = first[0][1]
         self._running = True
         self.health.register("mqtt", self._mqtt_status)
         self._tasks = [loop.create_task(self._follow(), name="hall-mqtt"),
@@ -300,12 +307,30 @@ class HallRuntime(Runtime):
         seq = event["seq"]
         if not isinstance(seq, int) or event.get("table") != table_id:
             raise ValueError(f"event with seq {seq!r} for table {event.get('table')!r}")
+        if seq == 1:
+            if table_id not in self._first:
+                self._first[table_id] = text
+            elif text != self._first[table_id] and table_id not in self.diverged:
+                self._diverged(table_id)
+        if table_id in self.diverged:
+            return  # never mix two logs under one table id
         mirror = self._mirror(table_id)
         verdict = mirror.event(seq, (text, event), self.time.now_ms())
         if verdict.append:
             self._append(table_id, [item for _, item in verdict.append])
         if verdict.ask is not None:
             self._ask(table_id, verdict.ask)
+
+    def _diverged(self, table_id: str) -> None:
+        self.diverged.add(table_id)
+        log.error("table %s: its first event differs from the hall's copy: a new log", table_id)
+        self.health.fault(
+            f"mqtt.diverged.{table_id}", component="mqtt", code="table_diverged",
+            table=table_id,
+            message=f"table {table_id} started a new event log (its first event differs from "
+            "the hall's: a new store on its Pi, or two services with the same table id). The "
+            "hall keeps the log it has and does not mirror the new one; to follow the new "
+            "one, move the hall's store aside (SHOTCLOCK_HALL_DB) and restart the hall")
 
     def _on_reply(self, message: Message) -> None:
         future = self._pending.get(message.correlation or b"")
@@ -396,4 +421,5 @@ class HallRuntime(Runtime):
                 "behind": sum(m.behind for m in self.mirrors.values()),
                 "duplicates": sum(m.duplicates for m in self.mirrors.values()),
                 "asks": sum(m.asks for m in self.mirrors.values()),
+                "diverged": sorted(self.diverged),
                 "bad_messages": self.bad_messages}

@@ -166,3 +166,27 @@ def test_the_hall_asks_for_what_the_broker_lost(hall: Hall) -> None:
     hall.hall.start()
     wait(lambda: logs_equal(hall), "the hall to catch up")
     assert hall.hall.get("/api/health")["components"]["mqtt"]["asks"] >= 1
+
+
+def test_a_table_that_starts_a_new_log_is_not_mixed_into_the_old_one(hall: Hall) -> None:
+    # The table's Pi gets a new store (a new SD card) and table 7 is created again: its
+    # seqs start at 1 once more. The hall must not take them as duplicates of the old log
+    # (nor append them to it): it keeps the old log and says why.
+    before = hall.hall.get("/api/tables/7/events?since=0")
+    hall.table.stop()
+    hall.table.db.rename(hall.table.db.with_suffix(".old"))
+    for suffix in ("-wal", "-shm"):
+        Path(str(hall.table.db) + suffix).unlink(missing_ok=True)
+    hall.table.start()
+    status, _ = hall.table.post("/api/tables", {"id": "7", "players": ["Sidorov", "Petrov"],
+                                                "profile": SHORT}, token=TOKEN)
+    assert status == 201
+
+    def diverged() -> bool:
+        faults = hall.hall.get("/api/health")["faults"]
+        return any(f["code"] == "table_diverged" and f["table"] == "7" for f in faults)
+
+    wait(diverged, "the table_diverged fault")
+    assert hall.table.command("7", "start", token=TOKEN)[0] == 200
+    time.sleep(0.5)
+    assert hall.hall.get("/api/tables/7/events?since=0") == before
