@@ -27,15 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TableFeed", "Send", "SendState", "Read", "Step", "FeedError"]
+__all__ = ["TableFeed", "Send", "SendState", "Read", "Step"]
 
 WINDOW = 32
 KEEP = 512
 READ_BATCH = 256
-
-
-class FeedError(ValueError):
-    """The feed was told something impossible (events out of order)."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +79,7 @@ class TableFeed:
         self.in_flight = 0
         self.sent = 0  # events handed out (resends included), for /api/health
         self.skipped = 0  # events the store did not have when asked (never expected)
+        self.resyncs = 0  # events told past a seq never told (never expected)
         self._texts: dict[int, str] = {}
         self._acked_above: set[int] = set()  # acknowledged, but past a seq still in flight
         self._reading: Read | None = None
@@ -96,16 +93,19 @@ class TableFeed:
 
     # -- what happened ------------------------------------------------------------------------
     def durable(self, events: Sequence[tuple[int, str]], state: Any = None) -> None:
-        """Events are in the store (in order, each the next seq), with their JSON;
-        ``state`` is the table's state after the last of them."""
+        """Events are in the store (in order), with their JSON; ``state`` is the table's
+        state after the last of them. One already known is ignored; one past a seq never
+        told (never expected) is taken as is: the ones between are durable too, so they
+        are read from the store when their turn comes (``resyncs`` counts it)."""
         for seq, text in events:
+            if seq <= self.latest:
+                continue
             if seq != self.latest + 1:
-                raise FeedError(f"table {self.table_id}: event {seq} after {self.latest}: "
-                                "events must come in order, once")
+                self.resyncs += 1
             self.latest = seq
             if seq <= self.cursor + self.keep:  # the rest is read from the store
                 self._texts[seq] = text
-        if state is not None and events:
+        if state is not None and events and events[-1][0] == self.latest:
             self._state = SendState(self.latest, state)
 
     def connect(self) -> None:

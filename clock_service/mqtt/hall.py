@@ -239,6 +239,10 @@ class HallRuntime(Runtime):
             except (ConnectionError, OSError) as exc:
                 self.error = str(exc)
                 await conn.disconnect()
+            except Exception as exc:  # a bug must not end the mirror for good: log, retry
+                log.exception("hall %s: following the broker failed", self.target.hall)
+                self.error = f"{type(exc).__name__}: {exc}"
+                conn._abort(exc)
             finally:
                 self.conn = None
                 for future in self._pending.values():

@@ -130,6 +130,10 @@ class TablePublisher:
             except (ConnectionError, OSError) as exc:
                 self.error = f"{type(exc).__name__}: {exc}"
                 await conn.disconnect()
+            except Exception as exc:  # a bug must not end publishing for good: log, retry
+                log.exception("table %s: MQTT publisher failed", self.table_id)
+                self.error = f"{type(exc).__name__}: {exc}"
+                conn._abort(exc)
             finally:
                 was_connected = self.conn is conn
                 self.conn = None
@@ -223,7 +227,8 @@ class TablePublisher:
     def status(self) -> dict[str, Any]:
         return {"connected": self.conn is not None, "acked": self.feed.acked,
                 "latest": self.feed.latest, "behind": self.feed.behind,
-                "sent": self.feed.sent, "connects": self.connects, "error": self.error}
+                "sent": self.feed.sent, "connects": self.connects, "error": self.error,
+                "skipped": self.feed.skipped, "resyncs": self.feed.resyncs}
 
 
 class MqttPublisher:
