@@ -111,6 +111,11 @@ def test_commands_to_the_hall_are_forwarded_to_the_table(hall: Hall) -> None:
     status, _ = hall.hall.command("7", "pause", token=TOKEN)
     assert status == 200
     wait(lambda: logs_equal(hall), "the logs to match")
+    # Match records are built from the stored events: the hall's are the table's.
+    matches = hall.table.get("/api/matches?table=7")
+    assert matches["matches"] and hall.hall.get("/api/matches?table=7") == matches
+    match_id = matches["matches"][0]["id"]
+    assert hall.hall.get(f"/api/matches/{match_id}") == hall.table.get(f"/api/matches/{match_id}")
 
 
 def test_the_hall_websocket_replays_and_goes_live(hall: Hall) -> None:
