@@ -33,6 +33,7 @@ NEVER_SENT = {
     "bad_outcome": "the rules core checking an Outcome it built itself",
     "bad_result": "the rules core called with something that is not a ShotResult (internal)",
     "bad_verdict": "the rules core checking a call verdict it built itself",
+    "bad_foul": "the rules core checking a Foul it built itself",
     "invalid_mqtt_url": "a start-up configuration error of `shotclock serve`, printed, not sent",
 }
 
