@@ -74,3 +74,51 @@ class BareLoop:
         if not late:
             raise ValueError(f"the bare loop has no samples between {from_ms} and {to_ms}")
         return max(late)
+
+
+class BareLoopThread:
+    """The same reference as a thread of this process: a bare asyncio loop of its own.
+
+    For a test whose service runs in the test process: when the whole process is not
+    scheduled (a loaded machine), this reference is late too, while a blocking call on the
+    service's loop (which releases the GIL) leaves it on time."""
+
+    def __init__(self, period_s: float = 0.01) -> None:
+        import asyncio
+        import threading
+        import time
+
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        started = threading.Event()
+
+        async def tick() -> None:
+            loop = asyncio.get_running_loop()
+            target = loop.time() + period_s
+            started.set()
+            while not self._stop.is_set():
+                await asyncio.sleep(max(0.0, target - loop.time()))
+                self.samples.append((time.time() * 1000.0, (loop.time() - target) * 1000.0))
+                target += period_s
+
+        self._thread = threading.Thread(target=lambda: asyncio.run(tick()), daemon=True,
+                                        name="bare-loop")
+        self._thread.start()
+        started.wait(10)
+
+    def stop(self) -> list[tuple[float, float]]:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        return self.samples
+
+    def __enter__(self) -> BareLoopThread:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def max_late(self, from_ms: float = 0.0, to_ms: float = float("inf")) -> float:
+        late = [lateness for at, lateness in self.samples if from_ms <= at <= to_ms]
+        if not late:
+            raise ValueError(f"the bare loop has no samples between {from_ms} and {to_ms}")
+        return max(late)
