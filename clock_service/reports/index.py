@@ -14,7 +14,10 @@ store rebuilds it from the log when it opens (:func:`ensure_index`).
 A match opens with ``table.created`` (number 1) or ``match.started`` (``new_match``: the
 next number; the previous match ends with the event before it). ``frame.*``,
 ``match.ended`` and ``correction.undone`` (an undo may take a frame or the match's end
-back) refresh its score and status from the state the event carries.
+back) refresh its score and status from the state the event carries. ``table.archived``
+(``DELETE /api/tables/{id}``) closes the table's current match; the store moves the
+table's events and its matches to the archive id in one transaction (:func:`archive_ops`),
+so an archived table's matches stay addressable as ``<archive id>.<number>``.
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ from typing import Any
 
 __all__ = [
     "INDEX_VERSION", "SCHEMA", "INDEXED_TYPES", "index_ops", "ensure_index", "rebuild_index",
-    "list_matches", "match_row", "MAX_PAGE", "split_match_id",
+    "list_matches", "match_row", "MAX_PAGE", "split_match_id", "archive_ops",
 ]
 
-INDEX_VERSION = "1"
+INDEX_VERSION = "2"
 MAX_PAGE = 200
 
 SCHEMA = """
@@ -55,7 +58,8 @@ CREATE INDEX IF NOT EXISTS matches_by_table ON matches (table_id, started_at, nu
 """
 
 OPENING = frozenset({"table.created", "match.started"})
-INDEXED_TYPES = OPENING | {"frame.started", "frame.ended", "match.ended", "correction.undone"}
+INDEXED_TYPES = OPENING | {"frame.started", "frame.ended", "match.ended", "correction.undone",
+                           "table.archived"}
 
 _INSERT = (
     "INSERT OR REPLACE INTO matches (table_id, number, start_seq, end_seq, started_at, "
@@ -65,6 +69,9 @@ _CLOSE_PREVIOUS = (
     "UPDATE matches SET status = CASE status WHEN 'over' THEN 'over' ELSE 'closed' END, "
     "ended_at = coalesce(ended_at, ?), end_seq = ? "
     "WHERE table_id = ? AND number < ? AND end_seq IS NULL")
+_CLOSE_ALL = (
+    "UPDATE matches SET status = CASE status WHEN 'over' THEN 'over' ELSE 'closed' END, "
+    "ended_at = coalesce(ended_at, ?), end_seq = ? WHERE table_id = ? AND end_seq IS NULL")
 _CURRENT = "coalesce(?, (SELECT max(number) FROM matches WHERE table_id = ?))"
 _REFRESH = (
     "UPDATE matches SET score = ?, frames = ?, winner = ?, "
@@ -84,6 +91,9 @@ def index_ops(table_id: str, events: Iterable[Mapping[str, Any]]) -> list[Op]:
             continue
         data = event.get("data") or {}
         seq, at = int(event["seq"]), int(event["at"])
+        if kind == "table.archived":
+            ops.append((_CLOSE_ALL, (at, seq, table_id)))
+            continue
         if kind in OPENING:
             number = 1 if kind == "table.created" else int(data.get("number") or 0)
             if number < 1:
@@ -104,6 +114,11 @@ def index_ops(table_id: str, events: Iterable[Mapping[str, Any]]) -> list[Op]:
             json.dumps(list(summary.get("score") or [0, 0])), int(state.get("frame") or 0),
             summary.get("winner"), over, over, at, table_id, summary.get("number"), table_id)))
     return ops
+
+
+def archive_ops(table_id: str, archive_id: str) -> list[Op]:
+    """The table's matches follow its events to the archive id (same transaction)."""
+    return [("UPDATE matches SET table_id = ? WHERE table_id = ?", (archive_id, table_id))]
 
 
 def rebuild_index(conn: sqlite3.Connection) -> int:

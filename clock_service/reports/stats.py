@@ -56,7 +56,8 @@ TIME_FOUL_RULE = "12.4"
 
 # Events that are never a referee's step: the clock's own warnings, a restart's pause, the
 # undo itself, and the openings of a table or a match (their history starts empty).
-_NON_STEP = frozenset({"clock.warning", "correction.undone", "table.created", "match.started"})
+_NON_STEP = frozenset({"clock.warning", "correction.undone", "table.created", "match.started",
+                       "table.archived"})
 # Events that always begin a step: a command's first (and usually only) event.
 _ALWAYS_STEP = frozenset({"clock.started", "clock.resumed", "clock.extended",
                           "clock.corrected", "clock.expired", "shot.result", "clock.stopped"})
