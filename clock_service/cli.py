@@ -494,6 +494,9 @@ def main(argv: list[str] | None = None) -> int:
     calibrate.add_argument("--db", default=None, help="the store's path (for the default file)")
     calibrate.add_argument("--snapshot", default=None,
                            help="write the frame with the corners drawn to this image file")
+    from clock_service.reports.cli import add_parser as add_report_parser
+
+    add_report_parser(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper() if args.cmd in ("serve", "hall")
                         else "INFO",
@@ -508,6 +511,10 @@ def main(argv: list[str] | None = None) -> int:
         return _camera(args)
     if args.cmd == "blank":
         return _blank(args)
+    if args.cmd == "report":
+        from clock_service.reports.cli import run as report
+
+        return report(args)
     return 2
 
 

@@ -911,7 +911,6 @@ class MatchSummary(_Closed):
     event: str | None
     referee: str | None
     first_breaker: Player | None
-    profile: dict[str, Any] | None
     start_seq: int = Field(description="the match's first event in its table's log")
     end_seq: int | None = Field(description="its last event once the next match began")
 
@@ -1043,8 +1042,9 @@ class MatchRecordOut(_Closed):
     score: PlayerPair
     start_seq: int
     last_seq: int
-    log_sha256: str | None = Field(description="SHA-256 of the match's stored events (their "
-                                   "JSON, one per line): the protocol prints it")
+    log_sha256: str | None = Field(description="SHA-256 of the match's events as the "
+                                   "statistics read them (README \"Matches\"); the protocol "
+                                   "prints it")
     players_stats: list[PlayerStatsOut] = Field(min_length=2, max_length=2)
     frames: list[FrameOut]
 

@@ -29,7 +29,8 @@ from typing import Any
 
 __all__ = [
     "INDEX_VERSION", "SCHEMA", "INDEXED_TYPES", "index_ops", "ensure_index", "rebuild_index",
-    "list_matches", "match_row", "MAX_PAGE", "split_match_id", "archive_ops",
+    "list_matches", "list_matches_json", "match_row", "MAX_PAGE", "split_match_id",
+    "archive_ops",
 ]
 
 INDEX_VERSION = "2"
@@ -162,6 +163,17 @@ def ensure_index(conn: sqlite3.Connection) -> bool:
 
 _COLUMNS = ("table_id, number, start_seq, end_seq, started_at, ended_at, status, players, "
             "timer, race_to, score, frames, winner, info")
+# A listing row as JSON, made by SQLite (in C, the GIL released): a page goes out as text,
+# never decoded and encoded again in Python.
+_ROW_JSON = (
+    "json_object('id', table_id || '.' || number, 'table', table_id, 'number', number, "
+    "'status', status, 'players', json(players), "
+    "'timer', json(CASE timer WHEN 0 THEN 'false' ELSE 'true' END), 'race_to', race_to, "
+    "'score', json(score), 'frames', frames, 'winner', winner, 'started_at', started_at, "
+    "'ended_at', ended_at, 'event', json_extract(info, '$.event'), "
+    "'referee', json_extract(info, '$.referee'), "
+    "'first_breaker', json_extract(info, '$.first_breaker'), "
+    "'start_seq', start_seq, 'end_seq', end_seq)")
 
 
 def split_match_id(match_id: str) -> tuple[str, int] | None:
@@ -193,11 +205,12 @@ def match_row(conn: sqlite3.Connection, table_id: str, number: int) -> dict[str,
     return None if row is None else _summary(row)
 
 
-def list_matches(conn: sqlite3.Connection, *, table: str | None = None,
-                 since: int | None = None, after: str | None = None,
-                 limit: int = 50) -> tuple[list[dict[str, Any]], str | None]:
-    """Newest first: (one page of match summaries, the id to pass as ``after`` for the next
-    page or None). Keyset pagination: a page costs the same at the end as at the start."""
+def list_matches_json(conn: sqlite3.Connection, *, table: str | None = None,
+                      since: int | None = None, after: str | None = None,
+                      limit: int = 50) -> tuple[str, str | None]:
+    """Newest first: (one page of match summaries as a JSON array, the id to pass as
+    ``after`` for the next page or None). Keyset pagination: a page costs the same at the
+    end of the list as at its start. ``KeyError`` for an ``after`` that is no match."""
     limit = max(1, min(limit, MAX_PAGE))
     where: list[str] = []
     args: list[Any] = []
@@ -215,9 +228,17 @@ def list_matches(conn: sqlite3.Connection, *, table: str | None = None,
             raise KeyError(after)
         where.append("(started_at, table_id, number) < (?, ?, ?)")
         args += [row[0], key[0], key[1]]
-    sql = (f"SELECT {_COLUMNS} FROM matches"
+    sql = (f"SELECT {_ROW_JSON}, table_id || '.' || number FROM matches"
            + (f" WHERE {' AND '.join(where)}" if where else "")
            + " ORDER BY started_at DESC, table_id DESC, number DESC LIMIT ?")
     rows = conn.execute(sql, (*args, limit + 1)).fetchall()
-    page = [_summary(r) for r in rows[:limit]]
-    return page, (page[-1]["id"] if len(rows) > limit else None)
+    page = rows[:limit]
+    text = "[" + ",".join(r[0] for r in page) + "]"
+    return text, (page[-1][1] if len(rows) > limit else None)
+
+
+def list_matches(conn: sqlite3.Connection, **kwargs: Any) -> tuple[list[dict[str, Any]],
+                                                                   str | None]:
+    """:func:`list_matches_json`, decoded (for Python callers)."""
+    text, next_id = list_matches_json(conn, **kwargs)
+    return json.loads(text), next_id

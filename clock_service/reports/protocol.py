@@ -269,18 +269,13 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
     else:
         parts.append(f'<p data-table="fouls">{escape(t["none"])}</p>')
     exts = [x for f in record.frames for x in f.extensions]
-    if record.timer:
+    if record.timer:  # one line: they are few (once per player per frame, 12.5)
         parts.append(f'<h2>{escape(t["ext_list"])}</h2>')
-        if exts:
-            parts.append('<table data-table="extensions"><thead><tr>' + "".join(
-                f"<th>{escape(t[k])}</th>" for k in ("frame", "visit", "player", "at"))
-                + "</tr></thead><tbody>")
-            for e in exts:
-                parts.append("<tr>" + _cell(e.frame) + _cell(e.visit) + _cell(names[e.player])
-                             + _cell(_clock(e.at)) + "</tr>")
-            parts.append("</tbody></table>")
-        else:
-            parts.append(f'<p data-table="extensions">{escape(t["none"])}</p>')
+        items = [f'<li data-player="{e.player}">{escape(names[e.player])} — '
+                 f'{escape(t["frame"].lower())} {e.frame}, {escape(t["visit"].lower())} '
+                 f"{e.visit}, {_clock(e.at)}</li>" for e in exts]
+        parts.append(f'<ul class="inline" data-table="extensions">{"".join(items)}</ul>'
+                     if items else f'<p data-table="extensions">{escape(t["none"])}</p>')
     parts.append("</section>")
     # -- pictures ------------------------------------------------------------------------------
     parts.append(f'<section class="charts"><h2>{escape(t["charts"])}</h2>')

@@ -49,11 +49,11 @@ def install_reports(app: FastAPI) -> None:
                                   "after this unix ms"),
         after: str | None = Query(None, description="the 'next' of the previous page"),
         limit: int = Query(50, ge=1, le=MAX_PAGE),
-    ) -> dict[str, Any]:
+    ) -> Response:
         """Matches, newest first, from the match index (archived tables' too)."""
-        items, next_id = await reports_of(request).list(table=table, since=since, after=after,
-                                                        limit=limit)
-        return {"matches": items, "next": next_id}
+        text = await reports_of(request).list(table=table, since=since, after=after,
+                                              limit=limit)
+        return Response(text, media_type="application/json")
 
     @app.get("/api/matches/{match_id}", tags=["matches"], response_model=None,
              responses={200: {"model": MatchRecordOut}, **_ERRORS})

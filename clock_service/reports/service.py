@@ -22,10 +22,11 @@ from collections.abc import Callable
 from typing import Any
 
 from clock_service.errors import InvalidInput, ShotClockError
-from clock_service.reports.index import list_matches, match_row, split_match_id
+from clock_service.reports.index import list_matches_json, match_row, split_match_id
 from clock_service.reports.stats import MatchRecord, build_match
 
 __all__ = ["Reports", "UnknownMatch", "read_match", "load_events", "build_from_store",
+           "last_seq",
            "CACHE_SIZE",
            "BUILD_CONCURRENCY"]
 
@@ -43,23 +44,53 @@ class UnknownMatch(ShotClockError, LookupError):
                          "e.g. '1.1'; GET /api/matches lists them)", code="unknown_match")
 
 
+# What the statistics read of each stored event. SQLite projects it out of the stored JSON
+# (in C, with the GIL released): the table state every event carries is most of its bytes
+# and only its seq (the batch) is needed, so Python decodes a seventh of the text. The
+# clock's warnings (a fifth of a match's events) say nothing the statistics use and are
+# never part of a step (stats.opens_step), so they are not even parsed.
+_PROJECTION = ("SELECT json_extract(body, '$.type', '$.seq', '$.at', '$.data', '$.by', "
+               "'$.state.seq') FROM events WHERE table_id = ? AND seq >= ? AND seq <= ? "
+               "AND type != 'clock.warning' ORDER BY seq")
+
+
 def load_events(conn: sqlite3.Connection, table_id: str, first: int,
                 last: int | None) -> tuple[list[dict[str, Any]], str]:
-    """The table's events with ``first <= seq <= last`` (last None: to the end), and the
-    SHA-256 of their stored JSON (one line each)."""
-    rows = conn.execute(
-        "SELECT body FROM events WHERE table_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",
-        (table_id, first, last if last is not None else 2**62)).fetchall()
-    bodies = [r[0] for r in rows]
-    digest = hashlib.sha256("\n".join(bodies).encode()).hexdigest()
-    return [json.loads(b) for b in bodies], digest
+    """The table's events with ``first <= seq <= last`` (last None: to the end), as much of
+    each as the statistics read, and the SHA-256 of that projection (one JSON array
+    ``[type, seq, at, data, by, state.seq]`` per line, as SQLite writes it: anyone can
+    recompute it from the store with the same query)."""
+    rows = conn.execute(_PROJECTION, (table_id, first,
+                                      last if last is not None else 2**62)).fetchall()
+    lines = [r[0] for r in rows]
+    digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    events = []
+    for line in lines:
+        kind, seq, at, data, by, batch = json.loads(line)
+        event = {"type": kind, "seq": seq, "at": at, "data": data or {},
+                 "state": {"seq": batch}}
+        if by is not None:
+            event["by"] = by
+        events.append(event)
+    return events, digest
+
+
+def last_seq(conn: sqlite3.Connection, summary: dict[str, Any]) -> int:
+    """The match's last event: its end, or for the table's current match the table's last."""
+    if summary["end_seq"] is not None:
+        return int(summary["end_seq"])
+    row = conn.execute("SELECT max(seq) FROM events WHERE table_id = ?",
+                       (summary["table"],)).fetchone()
+    return int(row[0] or 0)
 
 
 def build_from_store(conn: sqlite3.Connection, summary: dict[str, Any],
-                     last: int | None) -> MatchRecord:
+                     last: int | None = None) -> MatchRecord:
+    last = last_seq(conn, summary) if last is None else last
     events, digest = load_events(conn, summary["table"], summary["start_seq"], last)
     record = build_match(events, table=summary["table"])
     record.digest = digest
+    record.last_seq = last
     return record
 
 
@@ -69,7 +100,7 @@ def read_match(conn: sqlite3.Connection, match_id: str) -> tuple[dict[str, Any],
     summary = None if key is None else match_row(conn, *key)
     if key is None or summary is None:
         raise UnknownMatch(match_id)
-    return summary, build_from_store(conn, summary, summary["end_seq"])
+    return summary, build_from_store(conn, summary)
 
 
 class Reports:
@@ -85,13 +116,15 @@ class Reports:
 
     # -- blocking (worker threads) ------------------------------------------------------------
     def list_sync(self, *, table: str | None, since: int | None, after: str | None,
-                  limit: int) -> tuple[list[dict[str, Any]], str | None]:
+                  limit: int) -> str:
+        """One page as the JSON text of ``MatchPage``."""
         try:
-            return list_matches(self._connect(), table=table, since=since, after=after,
-                                limit=limit)
+            text, next_id = list_matches_json(self._connect(), table=table, since=since,
+                                              after=after, limit=limit)
         except KeyError:
             raise InvalidInput(f"after={after!r} is not a match of this listing; pass the "
                                "'next' of the previous page", code="invalid_cursor") from None
+        return f'{{"matches":{text},"next":{json.dumps(next_id)}}}'
 
     def record_sync(self, match_id: str) -> tuple[dict[str, Any], MatchRecord]:
         conn = self._connect()
@@ -99,11 +132,7 @@ class Reports:
         summary = None if key is None else match_row(conn, *key)
         if key is None or summary is None:
             raise UnknownMatch(match_id)
-        last = summary["end_seq"]
-        if last is None:
-            row = conn.execute("SELECT max(seq) FROM events WHERE table_id = ?",
-                               (key[0],)).fetchone()
-            last = int(row[0] or 0)
+        last = last_seq(conn, summary)
         cache_key = (key[0], key[1], last)
         with self._lock:
             hit = self._cache.get(cache_key)
@@ -119,7 +148,7 @@ class Reports:
         return summary, record
 
     # -- the event loop's side --------------------------------------------------------------------
-    async def list(self, **kwargs: Any) -> tuple[list[dict[str, Any]], str | None]:
+    async def list(self, **kwargs: Any) -> str:
         return await asyncio.to_thread(lambda: self.list_sync(**kwargs))
 
     async def record(self, match_id: str) -> tuple[dict[str, Any], MatchRecord]:
