@@ -24,10 +24,11 @@ run: venv
 # chromium (browser tests), mosquitto (the MQTT tests' broker, and mosquitto_passwd).
 # systemd: systemd-analyze verifies the units in deploy/. python3-venv: the install test
 # makes a venv of Debian's python3 (as on a Pi) and serves from it as another user.
-TEST_DEBS := chromium mosquitto systemd python3-venv
+# poppler-utils: pdftoppm turns the match protocol's PDF pages into PNGs.
+TEST_DEBS := chromium mosquitto systemd python3-venv poppler-utils
 test-deps:
 	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/sbin/mosquitto ] || [ ! -x /usr/bin/systemd-analyze ] \
-	  || ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null; then \
+	  || ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || [ ! -x /usr/bin/pdftoppm ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_DEBS) >/dev/null; \
 	  else echo "missing: sudo apt-get install $(TEST_DEBS) (browser and MQTT tests will fail without them)"; fi; \
 	fi
@@ -46,6 +47,7 @@ lint: venv
 bench: venv
 	$(BIN)/python bench/bench.py
 	$(BIN)/python bench/camera_bench.py
+	$(BIN)/python bench/reports_bench.py
 
 clean:
 	rm -rf $(VENV) var build *.egg-info

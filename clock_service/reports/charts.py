@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from html import escape
-from typing import Any
 
 from clock_service.reports.stats import FrameRecord, MatchRecord, Shot
 
@@ -35,6 +34,9 @@ FOUL_COLOUR = "#c62828"
 GRID = "#d0d0d0"
 FONT = "DejaVu Sans, Liberation Sans, Arial, sans-serif"
 BIN_MS = 5000
+# Timeline ticks: the first of these that makes at most ten.
+TICKS_MS = (1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000, 600_000,
+            900_000, 1_800_000, 3_600_000)
 MAX_BINS = 13  # 0..60 s and "60+"
 
 TEXT = {
@@ -42,13 +44,13 @@ TEXT = {
            "extension": "extension", "time_foul": "time foul", "stop": "clock stopped",
            "frame": "Frame", "min": "min", "no_timer": "no timer: no shot times (12.1)",
            "no_shots": "no timed shots yet", "foul": "foul", "pause": "pause",
-           "mean": "mean"},
+           "mean": "mean", "sec": "s"},
     "ru": {"time_s": "время удара, с", "shots": "удары", "limit": "лимит",
            "extension": "продление", "time_foul": "фол по времени",
            "stop": "часы остановлены", "frame": "Партия", "min": "мин",
            "no_timer": "без таймера: времени ударов нет (12.1)",
            "no_shots": "ударов со временем пока нет", "foul": "фол", "pause": "пауза",
-           "mean": "среднее"},
+           "mean": "среднее", "sec": "с"},
 }
 
 
@@ -106,8 +108,8 @@ def _empty(kind: str, title: str, message: str, width: int = 1000) -> str:
 
 # -- shot-time distribution -------------------------------------------------------------------
 
-def distribution_svg(record: MatchRecord, *, frame: int | None = None,
-                     lang: str = "en") -> str:
+def distribution_svg(record: MatchRecord, *, frame: int | None = None, lang: str = "en",
+                     width: int = 1000, height: int = 360) -> str:
     title = _t(lang, "time_s")
     if not record.timer:
         return _empty("distribution", title, _t(lang, "no_timer"))
@@ -120,7 +122,6 @@ def distribution_svg(record: MatchRecord, *, frame: int | None = None,
     counts = [[0] * bins for _ in range(2)]
     for s in shots:
         counts[s.player][min(bins - 1, (s.used_ms or 0) // BIN_MS)] += 1
-    width, height = 1000, 360
     left, right, top, bottom = 56, 20, 40, 52
     plot_w, plot_h = width - left - right, height - top - bottom
     most = max(max(row) for row in counts)
@@ -147,7 +148,7 @@ def distribution_svg(record: MatchRecord, *, frame: int | None = None,
             body.append(f'<line class="{cls}" x1="{_num(x)}" y1="{top - 6}" x2="{_num(x)}" '
                         f'y2="{top + plot_h}" stroke="{LIMIT_COLOUR}" stroke-width="1.5" '
                         'stroke-dasharray="6 4"/>')
-            body.append(_text(x + 4, top + 8, f"{seconds} s", size=12))
+            body.append(_text(x + 4, top + 8, f"{seconds} {_t(lang, 'sec')}", size=12))
     for player in (0, 1):
         for b, count in enumerate(counts[player]):
             if not count:
@@ -166,7 +167,8 @@ def distribution_svg(record: MatchRecord, *, frame: int | None = None,
     means = []
     for player in (0, 1):
         own = [s.used_ms or 0 for s in shots if s.player == player]
-        means.append(f" ({_t(lang, 'mean')} {_num(sum(own) / len(own) / 1000)} s)"
+        means.append(f" ({_t(lang, 'mean')} {_num(sum(own) / len(own) / 1000)} "
+                     f"{_t(lang, 'sec')})"
                      if own else "")
     body += _legend(left, 22, record, notes=means)
     return _svg(width, height, title, body, "distribution")
@@ -178,7 +180,8 @@ def _timed(frames: Sequence[FrameRecord]) -> list[Shot]:
     return [s for f in frames for s in f.shots if s.used_ms is not None and s.outcome]
 
 
-def shots_svg(record: MatchRecord, *, frame: int | None = None, lang: str = "en") -> str:
+def shots_svg(record: MatchRecord, *, frame: int | None = None, lang: str = "en",
+              width: int = 1000, height: int = 380) -> str:
     title = _t(lang, "time_s")
     if not record.timer:
         return _empty("shots", title, _t(lang, "no_timer"))
@@ -186,7 +189,6 @@ def shots_svg(record: MatchRecord, *, frame: int | None = None, lang: str = "en"
     shots = _timed(frames)
     if not shots:
         return _empty("shots", title, _t(lang, "no_shots"))
-    width, height = 1000, 380
     left, right, top, bottom = 56, 20, 44, 44
     plot_w, plot_h = width - left - right, height - top - bottom
     top_ms = max(max((s.used_ms or 0) for s in shots),
@@ -256,7 +258,7 @@ def shots_svg(record: MatchRecord, *, frame: int | None = None, lang: str = "en"
                         'stroke-width="2"/>')
     body.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{width - right}" '
                 f'y2="{top + plot_h}" stroke="#222222" stroke-width="1.5"/>')
-    body.append(_text(left - 8, top - 26 + 8, "s", anchor="end", size=13))
+    body.append(_text(left - 8, top - 26 + 8, _t(lang, "sec"), anchor="end", size=13))
     body.append(_text(width - right, height - 12, _t(lang, "shots") + " →", anchor="end",
                       size=13))
     body += _legend(left + 150, 20, record, extra=(
@@ -276,18 +278,20 @@ def _frame_end(frame: FrameRecord) -> int:
     return max(times)
 
 
-def timeline_svg(record: MatchRecord, *, frame: int | None = None, lang: str = "en") -> str:
+def timeline_svg(record: MatchRecord, *, frame: int | None = None, lang: str = "en",
+                 width: int = 1000, height: int | None = None) -> str:
+    """``height``: at most this tall (the rows shrink to fit); None: 34 px rows."""
     frames = _frames(record, frame)
     title = f"{_t(lang, 'frame')}: {record.players[0]} / {record.players[1]}"
     if not frames:
         return _empty("timeline", title, "—")
-    width = 1000
     left, right, top, row_h, gap = 110, 20, 40, 34, 16
+    if height is not None:  # rows of 12..34 px to fit the height asked for
+        row_h = max(12, min(34, (height - top - 30) // max(1, len(frames)) - gap))
     height = top + len(frames) * (row_h + gap) + 30
     plot_w = width - left - right
     longest = max(max(1, _frame_end(f) - f.started_at) for f in frames)
-    minute = 60_000
-    tick = minute * max(1, math.ceil(longest / minute / 10))
+    tick = next((t for t in TICKS_MS if longest / t <= 10), TICKS_MS[-1])
 
     def x_of(frame_: FrameRecord, at: int) -> float:
         return left + plot_w * max(0, at - frame_.started_at) / longest
@@ -297,8 +301,9 @@ def timeline_svg(record: MatchRecord, *, frame: int | None = None, lang: str = "
         x = left + plot_w * k / longest
         body.append(f'<line x1="{_num(x)}" y1="{top - 4}" x2="{_num(x)}" '
                     f'y2="{height - 26}" stroke="{GRID}" stroke-width="1"/>')
-        body.append(_text(x, height - 8, f"{k // minute} {_t(lang, 'min')}", anchor="middle",
-                          size=12))
+        label = (f"{k // 60_000} {_t(lang, 'min')}" if tick >= 60_000 else
+                 f"{k // 1000} {_t(lang, 'sec')}")
+        body.append(_text(x, height - 8, label, anchor="middle", size=12))
     for row, f in enumerate(frames):
         y = top + row * (row_h + gap)
         end = _frame_end(f)
@@ -342,5 +347,12 @@ CHARTS: dict[str, Chart] = {
 
 
 def chart_svg(chart: Chart, record: MatchRecord, *, frame: int | None = None,
-              lang: str = "en", **_: Any) -> str:
-    return chart(record, frame=frame, lang=lang)
+              lang: str = "en", width: int | None = None, height: int | None = None) -> str:
+    """``width``/``height`` in px (a page asks for its box's size, so text stays at its
+    size on screen); None: the print sizes."""
+    size: dict[str, int] = {}
+    if width is not None:
+        size["width"] = width
+    if height is not None:
+        size["height"] = height
+    return chart(record, frame=frame, lang=lang, **size)

@@ -19,7 +19,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from clock_service.reports.charts import distribution_svg, shots_svg, timeline_svg
+from clock_service.reports.charts import Chart, distribution_svg, shots_svg, timeline_svg
 from clock_service.reports.stats import MatchRecord, PlayerStats
 
 __all__ = ["render_protocol", "LANGS", "TEXTS", "seconds"]
@@ -96,8 +96,17 @@ TEXTS: dict[str, dict[str, str]] = {
 
 
 def seconds(ms: int | None) -> str:
-    """12345 -> '12.3'; None (no timer, no data) -> '—'."""
-    return "—" if ms is None else f"{ms / 1000:.1f}"
+    """12345 -> '12.3' (tenths, half up: the pages' JS rounds the same way); None (no
+    timer, no data) -> '—'."""
+    if ms is None:
+        return "—"
+    tenths = (int(ms) + 50) // 100
+    return f"{tenths // 10}.{tenths % 10}"
+
+
+def _plain_s(ms: int | None) -> str:
+    """35000 -> '35', 1500 -> '1.5', 250 -> '0.25' (a profile's figure, exactly)."""
+    return f"{(ms or 0) / 1000:g}"
 
 
 def _share(count: int | None, share: float | None) -> str:
@@ -172,9 +181,9 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
     profile = record.profile or {}
     if record.timer and profile:
         timing = t["profile"].format(
-            shot=profile.get("shot_ms", 0) // 1000, rounds=profile.get("full_rounds", 0),
-            step=profile.get("step_ms", 0) // 1000, floor=profile.get("floor_ms", 0) // 1000,
-            ext=profile.get("extension_ms", 0) // 1000,
+            shot=_plain_s(profile.get("shot_ms")), rounds=profile.get("full_rounds", 0),
+            step=_plain_s(profile.get("step_ms")), floor=_plain_s(profile.get("floor_ms")),
+            ext=_plain_s(profile.get("extension_ms")),
             per=profile.get("extensions_per_frame", 0))
     else:
         timing = t["no_timer"] if not record.timer else ""
@@ -279,7 +288,7 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
     parts.append("</section>")
     # -- pictures ------------------------------------------------------------------------------
     parts.append(f'<section class="charts"><h2>{escape(t["charts"])}</h2>')
-    charts = [("timeline", timeline_svg)]
+    charts: list[tuple[str, Chart]] = [("timeline", timeline_svg)]
     if record.timer:
         charts = [("distribution", distribution_svg), ("shots", shots_svg), *charts]
     for name, draw in charts:

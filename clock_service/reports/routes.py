@@ -83,12 +83,15 @@ def install_reports(app: FastAPI) -> None:
         request: Request,
         frame: int | None = Query(None, ge=1, description="one frame (default: the match)"),
         lang: Literal["ru", "en"] = Query("en"),
+        width: int | None = Query(None, ge=400, le=2400, description="px (default: print)"),
+        height: int | None = Query(None, ge=200, le=1400, description="px (default: print)"),
     ) -> Response:
         """A picture of the match, drawn on the server (no script, nothing from outside):
         shot-time distribution per player, time used per shot with the limit line, or
         the timeline of who was at the table."""
         svg = await reports_of(request).render(
-            match_id, lambda s, r: chart_svg(CHARTS[chart], r, frame=frame, lang=lang))
+            match_id, lambda s, r: chart_svg(CHARTS[chart], r, frame=frame, lang=lang,
+                                             width=width, height=height))
         return Response(svg, media_type="image/svg+xml",
                         headers={"Cache-Control": "no-cache"})
 

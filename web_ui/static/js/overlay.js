@@ -1,6 +1,7 @@
 // OBS overlay: a smooth countdown drawn on every animation frame from the server's deadline
 // and the estimated clock offset (never the local clock alone). Reconnects forever.
-// Query: table, position=top|bottom, scale (0.3..3), theme=dark|light|green, lang, flash=0.
+// Query: table, position=top|bottom, scale (0.3..3), theme=dark|light|green, lang, flash=0,
+// stats=1 (the stats lower-third: average shot time and time fouls, overlay_stats.js).
 //
 // On air: one look per event (a flash tab: foul red, extension blue, warning amber, expiry
 // red flashing, frame won gold), fouls amber at one and red at two, the frames won next to
@@ -37,9 +38,14 @@ let flashTimer = 0;
 const shown = []; // every flash put on air: {kind, text} (for the curious, and the tests)
 window.shotclockFlashes = shown;
 
+let statsThird = null; // ?stats=1: the stats lower-third (overlay_stats.js)
+
 const conn = new TableConnection(table, {
-  onState: (s) => { state = s; draw(); },
-  onEvent: (event, { replayed }) => { if (!replayed) onAir(event); },
+  onState: (s) => { state = s; draw(); statsThird?.onState(s); },
+  onEvent: (event, meta) => {
+    if (!meta.replayed) onAir(event);
+    statsThird?.onEvent(event, meta);
+  },
   onStatus: (status) => { third.dataset.status = status; },
 }, { pingEveryMs: 1000 });
 
@@ -151,7 +157,13 @@ function tick() {
 }
 
 applyI18n();
-onLangChange(draw);
+onLangChange(() => { draw(); statsThird?.redraw(); });
+if (params.get("stats") === "1") {
+  import("./overlay_stats.js").then(({ mountStatsThird }) => {
+    statsThird = mountStatsThird(third);
+    if (state) statsThird.onState(state);
+  });
+}
 window.shotclockConnection = conn; // for debugging from the console (and the tests)
 conn.start();
 animate(tick);
