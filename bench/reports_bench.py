@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import random
 import statistics
 import sys
 import tempfile
@@ -34,22 +33,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from clock_service.clock import TableClock  # noqa: E402
-from clock_service.commands import (  # noqa: E402
-    Extension,
-    NewFrame,
-    Pause,
-    Result,
-    Resume,
-    Shot,
-    Start,
-    Undo,
-)
 from clock_service.reports.export import record_json  # noqa: E402
 from clock_service.reports.index import list_matches_json, match_row  # noqa: E402
 from clock_service.reports.service import build_from_store, load_events  # noqa: E402
 from clock_service.reports.stats import build_match  # noqa: E402
 from clock_service.store import Store  # noqa: E402
-from tests.reports.helpers import Table  # noqa: E402
+from tests.reports.helpers import play_200_shots, write_table  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -74,52 +63,6 @@ def _ms(samples: list[float]) -> dict[str, float]:
     samples = sorted(samples)
     return {"p50": round(statistics.median(samples), 2), "min": round(samples[0], 2),
             "max": round(samples[-1], 2), "n": len(samples)}
-
-
-def play_200_shots(seed: int = 14) -> Table:
-    rng = random.Random(seed)
-    table = Table(race_to=None, table_id="bench")
-    shots = 0
-    for frame in range(5):
-        for i in range(40):
-            if i == 7:
-                table.do(Extension())
-            table.do(Start())
-            if i == 20:  # a time foul once per frame (the player at the table)
-                table.wait(36_000)
-                table.do(Start())  # the opponent accepts
-            limit = table.clock.shot_limit() or 20_000
-            used = rng.randint(3000, limit - 1000)
-            if i % 9 == 4:  # a pause inside the shot
-                table.wait(used // 2)
-                table.do(Pause())
-                table.wait(20_000)
-                table.do(Resume())
-                table.wait(used - used // 2)
-            else:
-                table.wait(used)
-            table.do(Shot())
-            if i == 30:  # pressed too soon, taken back, played 2 s later
-                table.do(Undo())
-                table.do(Resume())
-                table.wait(2000)
-                table.do(Shot())
-            table.do(Result(whites_potted=0, legal_break=True) if i == 0
-                     else Result(whites_potted=0))
-            shots += 1
-        table.do(NewFrame(winner=frame % 2))
-    assert shots == 200
-    return table
-
-
-def write_table(store: Store, table: Table) -> None:
-    first, *rest = table.batches
-    store.create_table(table.table_id, {"players": list(table.players)},
-                       table.clock.to_dict(), first, first[-1]["seq"],
-                       created_at=int(first[0]["at"]))
-    for batch in rest:
-        store.append(table.table_id, batch, None, batch[-1]["seq"])
-    table.batches = []
 
 
 def bench_stats(db: Path, runs: int) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """HTTP routes of the match records: listing, record, CSV, charts, the protocol page.
 
-Reading a match never needs the referee token, so nothing here may cost the clock: every
-store read and every build or rendering runs in a worker thread (``Reports``), at most
-``BUILD_CONCURRENCY`` at a time, and lists are paginated (``MAX_PAGE``).
+Reading a match never needs the referee token, so nothing here may cost the clock: a
+listing runs in a worker thread (SQLite makes its JSON), every record and everything drawn
+from it is made in the reports worker process (``Reports.output``) and sent as the text it
+made, and lists are paginated (``MAX_PAGE``).
 """
 
 from __future__ import annotations
@@ -12,10 +13,8 @@ from typing import Any, Literal
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from clock_service.reports.charts import CHARTS, chart_svg
-from clock_service.reports.export import record_json, shots_csv
 from clock_service.reports.index import MAX_PAGE
-from clock_service.reports.protocol import LANGS, render_protocol
+from clock_service.reports.protocol import LANGS
 from clock_service.reports.service import Reports
 from clock_service.schemas import ErrorResponse, MatchPage, MatchRecordOut
 
@@ -32,7 +31,8 @@ def reports_of(request: Request) -> Reports:
     state = request.app.state
     reports: Reports | None = getattr(state, "reports", None)
     if reports is None:
-        reports = Reports(state.runtime.store.reader_connection)
+        store = state.runtime.store
+        reports = Reports(store.reader_connection, store.path)
         state.reports = reports
     return reports
 
@@ -60,18 +60,18 @@ def install_reports(app: FastAPI) -> None:
     async def get_match(
         match_id: MatchId, request: Request,
         shots: bool = Query(True, description="false: leave out the per-shot lists"),
-    ) -> dict[str, Any]:
+    ) -> Response:
         """The match's record: frames, fouls, extensions, shots and per-player statistics
         of each frame and of the match, built from the event log."""
-        return await reports_of(request).render(
-            match_id, lambda summary, record: record_json(summary, record, shots))
+        text = await reports_of(request).output(match_id, "json", shots=shots)
+        return Response(text, media_type="application/json")
 
     @app.get("/api/matches/{match_id}/shots.csv", tags=["matches"],
              responses={200: {"content": {"text/csv": {}}}, **_ERRORS})
     async def get_match_csv(match_id: MatchId, request: Request) -> Response:
         """One row per shot: match, frame, visit, round, player, limit_ms, used_ms,
         extension, outcome, fouls (then shot, player_index, extension_ms, whites, ...)."""
-        text = await reports_of(request).render(match_id, lambda s, r: shots_csv(r))
+        text = await reports_of(request).output(match_id, "csv")
         name = match_id.replace(".", "-")
         return Response(text, media_type="text/csv; charset=utf-8", headers={
             "Content-Disposition": f'attachment; filename="match-{name}.csv"'})
@@ -89,9 +89,8 @@ def install_reports(app: FastAPI) -> None:
         """A picture of the match, drawn on the server (no script, nothing from outside):
         shot-time distribution per player, time used per shot with the limit line, or
         the timeline of who was at the table."""
-        svg = await reports_of(request).render(
-            match_id, lambda s, r: chart_svg(CHARTS[chart], r, frame=frame, lang=lang,
-                                             width=width, height=height))
+        svg = await reports_of(request).output(match_id, "svg", chart=chart, frame=frame,
+                                               lang=lang, width=width, height=height)
         return Response(svg, media_type="image/svg+xml",
                         headers={"Cache-Control": "no-cache"})
 
@@ -100,8 +99,7 @@ def install_reports(app: FastAPI) -> None:
                           lang: str | None = None) -> HTMLResponse:
         """The match protocol: the official record, printable on one or two A4 pages."""
         language = lang if lang in LANGS else _preferred(request)
-        html = await reports_of(request).render(
-            match, lambda s, r: render_protocol(s, r, lang=language))
+        html = await reports_of(request).output(match, "html", lang=language)
         return HTMLResponse(html, headers={"Cache-Control": "no-cache"})
 
 

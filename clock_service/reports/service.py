@@ -1,10 +1,8 @@
 """Reading matches from a store and building their records: the I/O around the pure core.
 
-Everything here is blocking (SQLite reads, JSON decoding, the statistics): callers on the
-event loop run it with ``asyncio.to_thread`` (:class:`Reports` does), each worker thread on
-its own reader connection (WAL: readers never wait on the writer). Built records are
-cached by (table, number, last seq): a finished match is built once, a live one once per
-new event however many pages, overlays and exports ask for it.
+The reading and building functions are blocking (SQLite reads, JSON decoding, the
+statistics): the service runs them in the reports worker process (:mod:`.worker`, through
+:class:`Reports`), ``shotclock report`` directly.
 
 It needs only a store's connection, so it serves the match log of any store with the
 same tables: ``shotclock serve``'s and the hall mirror's (``shotclock hall``) alike.
@@ -16,24 +14,16 @@ import asyncio
 import hashlib
 import json
 import sqlite3
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from clock_service.errors import InvalidInput, ShotClockError
+from clock_service.reports import worker
 from clock_service.reports.index import list_matches_json, match_row, split_match_id
 from clock_service.reports.stats import MatchRecord, build_match
 
 __all__ = ["Reports", "UnknownMatch", "read_match", "load_events", "build_from_store",
-           "last_seq",
-           "CACHE_SIZE",
-           "BUILD_CONCURRENCY"]
-
-CACHE_SIZE = 64
-# Record builds at once (each is CPU in a worker thread, holding the GIL in turns with the
-# loop): a crowd of readers queues here instead of taking the loop's time.
-BUILD_CONCURRENCY = 2
+           "last_seq"]
 
 
 class UnknownMatch(ShotClockError, LookupError):
@@ -104,17 +94,20 @@ def read_match(conn: sqlite3.Connection, match_id: str) -> tuple[dict[str, Any],
 
 
 class Reports:
-    """Match listing and records for the API, over a store's reader connections."""
+    """Match listing and records for the API.
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    Listing runs in a worker thread on the store's reader connection (a keyset query whose
+    JSON SQLite makes: the GIL is released while it runs). Records and everything made
+    from them (JSON, CSV, charts, the protocol) are built in the reports worker process
+    (reports/worker.py), which reads the store file itself: the event loop only waits on a
+    future, whatever the readers ask for.
+    """
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection], db: str) -> None:
         self._connect = connect  # this thread's reader connection
-        self._cache: OrderedDict[tuple[str, int, int], tuple[dict[str, Any], MatchRecord]] = (
-            OrderedDict())
-        self._lock = threading.Lock()
-        self._builds = asyncio.Semaphore(BUILD_CONCURRENCY)
-        self.builds = 0  # records built (cache misses), for tests and /api/health
+        self.db = db
 
-    # -- blocking (worker threads) ------------------------------------------------------------
+    # -- listing (worker threads) ---------------------------------------------------------------
     def list_sync(self, *, table: str | None, since: int | None, after: str | None,
                   limit: int) -> str:
         """One page as the JSON text of ``MatchPage``."""
@@ -126,40 +119,23 @@ class Reports:
                                "'next' of the previous page", code="invalid_cursor") from None
         return f'{{"matches":{text},"next":{json.dumps(next_id)}}}'
 
-    def record_sync(self, match_id: str) -> tuple[dict[str, Any], MatchRecord]:
-        conn = self._connect()
-        key = split_match_id(match_id)
-        summary = None if key is None else match_row(conn, *key)
-        if key is None or summary is None:
-            raise UnknownMatch(match_id)
-        last = last_seq(conn, summary)
-        cache_key = (key[0], key[1], last)
-        with self._lock:
-            hit = self._cache.get(cache_key)
-            if hit is not None:
-                self._cache.move_to_end(cache_key)
-                return summary, hit[1]
-        record = build_from_store(conn, summary, last)
-        with self._lock:
-            self.builds += 1
-            self._cache[cache_key] = (summary, record)
-            while len(self._cache) > CACHE_SIZE:
-                self._cache.popitem(last=False)
-        return summary, record
-
-    # -- the event loop's side --------------------------------------------------------------------
     async def list(self, **kwargs: Any) -> str:
         return await asyncio.to_thread(lambda: self.list_sync(**kwargs))
 
-    async def record(self, match_id: str) -> tuple[dict[str, Any], MatchRecord]:
-        async with self._builds:
-            return await asyncio.to_thread(self.record_sync, match_id)
-
-    async def render(self, match_id: str,
-                     render: Callable[[dict[str, Any], MatchRecord], Any]) -> Any:
-        """Build (or take from the cache) and render, both off the loop."""
-        async with self._builds:
-            def work() -> Any:
-                summary, record = self.record_sync(match_id)
-                return render(summary, record)
-            return await asyncio.to_thread(work)
+    # -- records (the worker process) -------------------------------------------------------------
+    async def output(self, match_id: str, kind: str, **options: Any) -> str:
+        """The match's ``kind`` output (json, csv, svg, html) as text, made by the worker."""
+        loop = asyncio.get_running_loop()
+        for attempt in (1, 2):
+            pool = worker.executor()
+            try:
+                code, text = await loop.run_in_executor(
+                    pool, worker.render, self.db, match_id, kind, options)
+                break
+            except worker.BrokenProcessPool:
+                worker.reset_executor(pool)  # it died (killed?): a new one, once
+                if attempt == 2:
+                    raise
+        if code == "unknown_match":
+            raise UnknownMatch(match_id)
+        return text

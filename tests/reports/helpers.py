@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
 from clock_service.clock import TableClock
-from clock_service.commands import Command, Shot, Start
+from clock_service.commands import (
+    Command,
+    Extension,
+    NewFrame,
+    Pause,
+    Result,
+    Resume,
+    Shot,
+    Start,
+    Undo,
+)
 from clock_service.errors import RuleRefusal
 from clock_service.events import Event
+from clock_service.store import Store
 
 T0 = 1_700_000_000_000.0
 EARLY_POT = {
@@ -77,3 +89,49 @@ class Table:
         self.do(Shot(by=by))
 
 
+def play_200_shots(seed: int = 14) -> Table:
+    """A 200-shot open-ended match on table 'bench': 5 frames of 40 shots, with pauses,
+    an extension, a time foul and an undone shot per frame (the benchmark's match)."""
+    rng = random.Random(seed)
+    table = Table(race_to=None, table_id="bench")
+    shots = 0
+    for frame in range(5):
+        for i in range(40):
+            if i == 7:
+                table.do(Extension())
+            table.do(Start())
+            if i == 20:  # a time foul once per frame (the player at the table)
+                table.wait(36_000)
+                table.do(Start())  # the opponent accepts
+            limit = table.clock.shot_limit() or 20_000
+            used = rng.randint(3000, limit - 1000)
+            if i % 9 == 4:  # a pause inside the shot
+                table.wait(used // 2)
+                table.do(Pause())
+                table.wait(20_000)
+                table.do(Resume())
+                table.wait(used - used // 2)
+            else:
+                table.wait(used)
+            table.do(Shot())
+            if i == 30:  # pressed too soon, taken back, played 2 s later
+                table.do(Undo())
+                table.do(Resume())
+                table.wait(2000)
+                table.do(Shot())
+            table.do(Result(whites_potted=0, legal_break=True) if i == 0
+                     else Result(whites_potted=0))
+            shots += 1
+        table.do(NewFrame(winner=frame % 2))
+    assert shots == 200
+    return table
+
+
+def write_table(store: Store, table: Table) -> None:
+    first, *rest = table.batches
+    store.create_table(table.table_id, {"players": list(table.players)},
+                       table.clock.to_dict(), first, first[-1]["seq"],
+                       created_at=int(first[0]["at"]))
+    for batch in rest:
+        store.append(table.table_id, batch, None, batch[-1]["seq"])
+    table.batches = []

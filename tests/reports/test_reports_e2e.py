@@ -1,0 +1,82 @@
+"""Match records on a real ``shotclock serve``: readers with no token hammering protocols,
+exports and charts of a 200-shot match never make an expiry late (the reports are made in
+their own process), and the record of that match holds every shot."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clock_service.store import Store
+from tests.reports.helpers import play_200_shots, write_table
+from tests.server import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    db = tmp_path_factory.mktemp("reports") / "reports.db"
+    store = Store(db)
+    store.open()
+    write_table(store, play_200_shots())
+    store.close()
+    proc = ServerProcess(Path(db)).start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def test_a_200_shot_match_is_on_record_with_every_shot(server: ServerProcess) -> None:
+    record = server.get("/api/matches/bench.1")
+    stats = record["players_stats"]
+    assert stats[0]["shots"] + stats[1]["shots"] == 200
+    assert sum(s["time_fouls"] for s in stats) == 5  # one per frame
+    assert [f["number"] for f in record["frames"]] == [1, 2, 3, 4, 5, 6]
+    assert server.get("/api/matches?table=bench")["matches"][0]["id"] == "bench.1"
+
+
+def test_readers_never_make_an_expiry_late(server: ServerProcess) -> None:
+    status, _ = server.post("/api/tables", {
+        "id": "x", "players": ["A", "B"],
+        "profile": {"shot_ms": 400, "floor_ms": 400, "warnings_ms": [200]}})
+    assert status == 201
+    stop = threading.Event()
+    fetched = [0]
+
+    def reader(k: int) -> None:
+        i = 0
+        while not stop.is_set():
+            # Every width a new picture: work for the reports process, not served from cache.
+            path = [f"/api/matches/bench.1/charts/shots.svg?width={400 + (k * 97 + i) % 1500}",
+                    "/report?match=bench.1&lang=ru", "/api/matches/bench.1/shots.csv",
+                    f"/api/matches/bench.1/charts/timeline.svg?height={200 + (k + i) % 900}",
+                    "/api/matches/bench.1"][i % 5]
+            with urllib.request.urlopen(server.url + path, timeout=30) as reply:
+                reply.read()
+            fetched[0] += 1
+            i += 1
+
+    readers = [threading.Thread(target=reader, args=(k,), daemon=True) for k in range(6)]
+    for thread in readers:
+        thread.start()
+    try:
+        time.sleep(1.0)  # the readers are at it
+        for _ in range(3):
+            assert server.command("x", "start")[0] == 200
+            time.sleep(0.6)
+            assert server.command("x", "new_frame")[0] == 200  # one time foul a frame
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join(timeout=30)
+    late = [e["data"]["late_ms"] for e in server.get("/api/tables/x/events?since=0")
+            if e["type"] == "clock.expired"]
+    assert len(late) == 3 and fetched[0] > 20, (late, fetched)
+    assert max(late) < 50, late
