@@ -222,7 +222,7 @@ def bench_server(quick: bool) -> dict[str, Any]:
                     server.command("x", "start")
                     time.sleep(0.5)
                     server.command("x", "hand_back")
-                    server.command("x", "new_frame")
+                    server.command("x", "new_frame", reason="bench")
                 events = server.get(f"/api/tables/x/events?since={last}&limit=10000")
                 if isinstance(events, dict):  # a paginated shape
                     events = events.get("events", [])

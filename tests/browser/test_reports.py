@@ -76,9 +76,9 @@ def match(shared_server: ServerProcess) -> dict[str, Any]:
     ok(s, table, "start")
     time.sleep(1.8)
     assert s.get(f"/api/tables/{table}")["phase"] == "expired"
-    timed(s, table, 0.2)  # Ivanov accepts
-    ok(s, table, "result", whites_potted=0)
-    ok(s, table, "new_frame", winner=0)  # 1-1: the referee awards frame 2
+    timed(s, table, 0.2)  # Ivanov accepts: the break is still to be played (4.2)
+    ok(s, table, "result", whites_potted=0, legal_break=True)
+    ok(s, table, "new_frame", winner=0, reason="conceded")  # 1-1: the referee awards frame 2
     # Frame 3: Ivanov breaks, credits 1, then pots the called colour: 2-1, over.
     timed(s, table, 0.15)
     ok(s, table, "result", whites_potted=1, legal_break=True)

@@ -122,7 +122,7 @@ def play_200_shots(seed: int = 14) -> Table:
             table.do(Result(whites_potted=0, legal_break=True) if i == 0
                      else Result(whites_potted=0))
             shots += 1
-        table.do(NewFrame(winner=frame % 2))
+        table.do(NewFrame(winner=frame % 2, reason="time is up for the session"))
     assert shots == 200
     return table
 

@@ -45,10 +45,10 @@ def play(tmp_path: Path) -> Path:
     a.timed(4000)
     a.do(Result(**EARLY_POT))                     # a.1 won by Petrov, 0-1
     a.do(NewMatch(players=["Sidorov", "Kozlov"], race_to=2))
-    a.do(NewFrame(winner=0))                      # a.2: 1-0, then left for a.3
+    a.do(NewFrame(winner=0, reason="conceded"))  # a.2: 1-0, then left for a.3
     a.do(NewMatch(timer=False))
     b = Table(race_to=None, table_id="b")
-    b.do(NewFrame(winner=1))
+    b.do(NewFrame(winner=1, reason="conceded"))
     b.do(Undo())                                  # the award taken back: 0-0
     write(store, a)
     write(store, b)

@@ -71,7 +71,7 @@ def test_readers_never_make_an_expiry_late(server: ServerProcess) -> None:
         for _ in range(3):
             assert server.command("x", "start")[0] == 200
             time.sleep(0.6)
-            assert server.command("x", "new_frame")[0] == 200  # one time foul a frame
+            assert server.command("x", "new_frame", reason="test")[0] == 200  # a foul a frame
     finally:
         stop.set()
         for thread in readers:

@@ -90,7 +90,7 @@ def test_an_undone_winning_pot_reopens_the_frame_and_an_undone_new_frame_removes
     assert (record.frames[0].winner, record.frames[0].reason, record.score) == (None, None,
                                                                                  [0, 0])
     t.do(Result(whites_potted=1))                             # credited instead
-    t.do(NewFrame(winner=1))                                  # referee's award: 0-1
+    t.do(NewFrame(winner=1, reason="conceded"))               # referee's award: 0-1
     t.do(Undo())                                              # taken back
     record = build_match(t.log, "t")
     assert [f.number for f in record.frames] == [1]
@@ -215,7 +215,7 @@ def test_foul_stop_and_its_foul_belong_to_the_same_attempt() -> None:
     t.do(Foul(reason="double hit", player=1, rule="9"))
     record = build_match(t.log, "t")
     assert [(s.player, s.used_ms, s.outcome, s.fouls) for s in record.shots] == [
-        (0, 6000, "foul", ["10.1"]), (1, 1000, "foul", ["9"])]
+        (0, 6000, "foul", ["9"]), (1, 1000, "foul", ["9"])]  # a free-text foul: 9 (D10)
 
 
 # -- where a step begins ------------------------------------------------------------------------
