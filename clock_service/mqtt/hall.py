@@ -244,6 +244,8 @@ class HallRuntime(Runtime):
                 self.error = f"{type(exc).__name__}: {exc}"
                 conn._abort(exc)
             finally:
+                if not conn.closed.done():  # cancelled (stop) half-way: drop the socket
+                    conn._abort(None)
                 self.conn = None
                 for future in self._pending.values():
                     if not future.done():

@@ -135,6 +135,8 @@ class TablePublisher:
                 self.error = f"{type(exc).__name__}: {exc}"
                 conn._abort(exc)
             finally:
+                if not conn.closed.done():  # cancelled (stop) half-way: drop the socket
+                    conn._abort(None)
                 was_connected = self.conn is conn
                 self.conn = None
                 self._mids.clear()
