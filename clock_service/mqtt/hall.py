@@ -292,6 +292,8 @@ class HallRuntime(Runtime):
                 self._on_reply(message)
             return
         table_id, kind = parsed
+        if not message.payload:
+            return  # a retained message cleared (a table taken out of the hall)
         try:
             if kind == "events":
                 self._on_event(table_id, message.payload)
