@@ -218,7 +218,7 @@ const DICT = {
     "lang.toggle": "EN",
     "lang.toggle.title": "English",
     "conn.connecting": "подключение…",
-    "conn.live": "в эфире",
+    "conn.live": "на связи",
     "conn.offline": "нет связи…",
     "conn.stale": "сервис молчит…",
     "conn.unknown_table": "такого стола нет",

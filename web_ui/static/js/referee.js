@@ -525,6 +525,7 @@ function drawCard() {
     const li = document.createElement("li");
     li.className = line.kind || "";
     li.append(document.createTextNode(line.rule ? stripRule(line.text, line.rule) : line.text));
+    if (line.title) li.title = line.title;
     if (line.rule) {
       const rule = document.createElement("span");
       rule.className = "rule";

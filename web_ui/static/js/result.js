@@ -75,7 +75,9 @@ addStrings({
     "res.frame_end": "Frame over. Winner: {name} ({reason})",
     "res.frame_end_none": "Frame over ({reason})",
     "res.match_end": "Match over. Winner: {name}, {score}",
-    "res.whites_now": "Whites: {a} – {b}",
+    "respot.line": "Re-spot: {where}",
+    "respot.colour": "the coloured ball on the back spot",
+    "respot.whites": "{n} white(s) at the middle of the back short cushion",
     "pocket.top_left": "top left", "pocket.top_right": "top right",
     "pocket.middle_left": "middle left", "pocket.middle_right": "middle right",
     "pocket.bottom_left": "bottom left", "pocket.bottom_right": "bottom right",
@@ -133,7 +135,9 @@ addStrings({
     "res.frame_end": "Партия окончена. Победитель: {name} ({reason})",
     "res.frame_end_none": "Партия окончена ({reason})",
     "res.match_end": "Матч окончен. Победитель: {name}, {score}",
-    "res.whites_now": "Белые: {a} – {b}",
+    "respot.line": "Выставить: {where}",
+    "respot.colour": "цветной — на заднюю отметку",
+    "respot.whites": "белые ({n}) — к середине заднего короткого борта",
     "pocket.top_left": "верхняя левая", "pocket.top_right": "верхняя правая",
     "pocket.middle_left": "средняя левая", "pocket.middle_right": "средняя правая",
     "pocket.bottom_left": "нижняя левая", "pocket.bottom_right": "нижняя правая",
@@ -193,10 +197,18 @@ export function foulText(foul) {
   return parts.join("; ");
 }
 
+/** A re-spot as the card says it, short enough to read at a glance: what goes where, and
+ * its rule (the pill). The rest of the procedure (11.3 if the place is taken, 11.4 before
+ * the next shot) is the same every time: it is in the full instruction, the card's title. */
 export function respotText(r) {
+  const where = t(r.ball === "colour" ? "respot.colour" : "respot.whites", { n: r.count });
+  return t("respot.line", { where });
+}
+
+export function respotDetail(r) {
   if (lang !== "ru") return r.instruction;
   const what = r.ball === "colour" ? "цветной шар на заднюю отметку"
-    : `${r.count} бел. ${r.count === 1 ? "шар" : "шара(ов)"} к середине заднего короткого борта, вплотную`;
+    : `белые (${r.count}) к середине заднего короткого борта, вплотную`;
   return `Выставить ${what} (${r.rule}); если место занято — как можно ближе по линии расстановки `
     + "(11.3); до следующего удара (11.4).";
 }
@@ -335,14 +347,13 @@ export function summaryLines(summary, players) {
       rule: foul.rule });
   }
   for (const r of summary.respots || o.respots || []) {
-    lines.push({ kind: "respot", text: respotText(r), rule: r.rule });
+    lines.push({ kind: "respot", text: respotText(r), rule: r.rule, title: respotDetail(r) });
   }
   if (o.frame_over) {
     const reason = t(`end.${o.end_reason}`);
     lines.push({ kind: "end", text: o.winner == null ? t("res.frame_end_none", { reason })
       : t("res.frame_end", { name: name(o.winner), reason }), rule: o.end_rule });
-  } else if (o.choice_for != null) {
-    lines.push({ kind: "turn", text: t("res.turn_passes", { name: name(o.next_player) }) });
+  } else if (o.choice_for != null) { // the chooser is at the table: one line says both
     lines.push({ kind: "turn", text: t("res.choice", { name: name(o.choice_for) }), rule: "10.4" });
   } else if (o.turn === "stays") {
     lines.push({ kind: "turn", text: t("res.turn_stays", { name: name(o.next_player) }) });
@@ -354,10 +365,7 @@ export function summaryLines(summary, players) {
     lines.push({ kind: "end", text: t("res.match_end", { name: name(m.winner),
       score: `${m.score[0]}–${m.score[1]}` }) });
   }
-  if (Array.isArray(summary.whites)) {
-    lines.push({ kind: "", text: t("res.whites_now", { a: summary.whites[0], b: summary.whites[1] }) });
-  }
-  return lines;
+  return lines; // (the whites credited so far are on the board)
 }
 
 export { itemLabel };
