@@ -108,7 +108,7 @@ def test_display_tells_the_whole_story_large(shared_server: ServerProcess, conte
     # The next frame, awarded by the referee: the match is over, said as such.
     post(shared_server, table, "new_frame")
     expect(page.locator("#frame")).to_have_text("2")
-    post(shared_server, table, "new_frame", winner=1)
+    post(shared_server, table, "new_frame", winner=1, reason="opponent conceded")
     expect(page.locator("#over-title")).to_have_text("Petrov wins the match")
     expect(page.locator("#over-why")).to_have_text("ended by the referee")
     expect(page.locator("#over-score")).to_have_text("0 : 2")

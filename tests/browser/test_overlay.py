@@ -92,7 +92,7 @@ def test_each_event_has_its_own_look_and_the_frame_end_is_held(
     on_air("frame-2", "frame", "rgb(48, 54, 61)", "Frame 2 — Petrov breaks")
     expect(page.locator("#over")).to_be_hidden()
     # The match: Petrov takes frame 2 by the referee's award: the match over, held, in gold.
-    post(shared_server, "air", "new_frame", winner=1)
+    post(shared_server, "air", "new_frame", winner=1, reason="opponent conceded")
     on_air("match-over", "match_won", GOLD, "Match to Petrov")
     expect(page.locator("#over-title")).to_have_text("Petrov wins the match")
     expect(page.locator("#frames1")).to_have_text("2")

@@ -19,13 +19,36 @@ export function formatRemaining(ms) {
   return `${Math.floor(tenths / 10)}.${tenths % 10}`;
 }
 
+/**
+ * While the state stays the same (same seq), a running countdown never goes up: a better
+ * estimate of the server's clock (a ping with a shorter round trip) may move "now" back by
+ * a few ms, and the digits and the bar must not step back for it. A new state may (an
+ * extension, a correction).
+ */
+export class Steady {
+  constructor() {
+    this.seq = null;
+    this.last = null;
+  }
+
+  remaining(state, value) {
+    const same = state.phase === "running" && this.seq === state.seq;
+    if (same && value != null && this.last != null && value > this.last) return this.last;
+    this.seq = state.seq;
+    this.last = value;
+    return value;
+  }
+}
+
 /** {text, stage, remaining}: stage is one of off ready running warning critical paused
- * expired frame_over, as render.py's STAGES. */
-export function render(state, serverNowMs) {
+ * expired frame_over, as render.py's STAGES. With a Steady, the countdown never goes up
+ * while the state is unchanged. */
+export function render(state, serverNowMs, steady = null) {
   if (!state) return { text: "", stage: "off", remaining: null };
   const phase = state.phase || "ready";
   if (phase === "frame_over") return { text: "", stage: "frame_over", remaining: null };
-  const remaining = remainingAt(state, serverNowMs);
+  let remaining = remainingAt(state, serverNowMs);
+  if (steady) remaining = steady.remaining(state, remaining);
   if (remaining == null) return { text: "--", stage: "off", remaining: null };
   let stage;
   if (phase === "expired") stage = "expired";

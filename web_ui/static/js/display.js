@@ -7,7 +7,7 @@
 // where the browser allows it (Chromium --autoplay-policy=no-user-gesture-required).
 
 import { TableConnection, tableFromQuery } from "./connection.js";
-import { animate, remainingAt, render } from "./countdown.js";
+import { Steady, animate, remainingAt, render } from "./countdown.js";
 import { applyI18n, bindLangToggle, onLangChange, t } from "./i18n.js";
 import { Buzzer } from "./sound.js";
 import { StatusStrip } from "./status.js";
@@ -20,6 +20,7 @@ $("table-id").textContent = table;
 document.body.classList.toggle("kiosk", kiosk);
 
 let state = null;
+const steady = new Steady();
 const buzzer = new Buzzer();
 window.shotclockBuzzer = buzzer;
 const strip = new StatusStrip($("status"));
@@ -169,7 +170,7 @@ function drawOver(m) {
 
 function tick() {
   if (!state) return;
-  const { text, stage } = render(state, conn.serverNow());
+  const { text, stage } = render(state, conn.serverNow(), steady);
   const shown = text || "–";
   const clock = $("clock");
   if (clock.textContent !== shown) clock.textContent = shown;

@@ -9,7 +9,7 @@
 // until the next frame starts. "running" and "ready" never go on air.
 
 import { TableConnection, tableFromQuery } from "./connection.js";
-import { animate, render, seconds } from "./countdown.js";
+import { Steady, animate, render, seconds } from "./countdown.js";
 import { applyI18n, onLangChange, t } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
@@ -35,6 +35,7 @@ const flashes = params.get("flash") !== "0";
 
 let state = null;
 let flashTimer = 0;
+const steady = new Steady();
 const shown = []; // every flash put on air: {kind, text} (for the curious, and the tests)
 window.shotclockFlashes = shown;
 
@@ -145,7 +146,7 @@ function drawOver(m) {
 
 function tick() {
   if (!state) return;
-  const { text, stage: look, remaining } = render(state, conn.serverNow());
+  const { text, stage: look, remaining } = render(state, conn.serverNow(), steady);
   const clock = $("clock");
   const digits = text || "–";
   if (clock.textContent !== digits) clock.textContent = digits;
