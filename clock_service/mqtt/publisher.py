@@ -72,18 +72,28 @@ class TablePublisher:
         self._task: asyncio.Task[None] | None = None
         self._reads: set[asyncio.Task[None]] = set()
         self._stopping = False
+        self.store_id = table_id  # where its events are in the store (archived: elsewhere)
+        self._retire_task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(),
                                                              name=f"mqtt-{self.table_id}")
 
-    async def stop(self) -> None:
-        """Publish ``offline`` (a clean disconnect does not fire the will) and disconnect."""
+    async def stop(self, *, clear: bool = False) -> None:
+        """Publish ``offline`` (a clean disconnect does not fire the will) and disconnect;
+        ``clear``: delete the retained status and state instead (the table is gone)."""
         self._stopping = True
+        retiring = self._retire_task
+        if retiring is not None and retiring is not asyncio.current_task():
+            retiring.cancel()
         conn = self.conn
         if conn is not None and not conn.closed.done():
             try:
-                conn.publish(self.topics.status(self.table_id), OFFLINE, retain=True)
+                if clear:
+                    conn.publish(self.topics.state(self.table_id), b"", retain=True)
+                    conn.publish(self.topics.status(self.table_id), b"", retain=True)
+                else:
+                    conn.publish(self.topics.status(self.table_id), OFFLINE, retain=True)
                 await conn.disconnect()
             except ConnectionError:
                 pass
@@ -92,6 +102,21 @@ class TablePublisher:
             await asyncio.gather(self._task, return_exceptions=True)
         for task in list(self._reads):
             task.cancel()
+
+    def retire(self, store_id: str, done: Any = None) -> None:
+        """The table was archived (its events now stored as ``store_id``): publish the rest
+        of its log, then clear its retained messages and disconnect."""
+        self.store_id = store_id
+
+        async def finish() -> None:
+            while self.feed.acked < self.feed.latest:
+                await asyncio.sleep(0.05)
+            await self.stop(clear=True)
+            if done is not None:
+                done(self)
+
+        task = asyncio.get_running_loop().create_task(finish(), name=f"retire-{self.table_id}")
+        self._retire_task = task
 
     # -- the connection -------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -175,9 +200,13 @@ class TablePublisher:
 
     def _read(self, read: Read) -> None:
         async def load() -> None:
-            rows = await asyncio.to_thread(self.owner.runtime.store.event_texts,
-                                           self.table_id, read.first - 1, read.last,
-                                           read.last - read.first + 1)
+            store = self.owner.runtime.store
+            count = read.last - read.first + 1
+            rows = await asyncio.to_thread(store.event_texts, self.store_id, read.first - 1,
+                                           read.last, count)
+            if not rows and self.store_id != self.table_id:  # renamed while we asked
+                rows = await asyncio.to_thread(store.event_texts, self.table_id,
+                                               read.first - 1, read.last, count)
             self.feed.loaded(read, rows)
             self.pump()
 
@@ -253,6 +282,7 @@ class MqttPublisher:
         self.flush_s = flush_s
         self.tables: dict[str, TablePublisher] = {}
         self.dirty: set[str] = set()  # tables whose acked seq the store has not got yet
+        self._retiring: set[TablePublisher] = set()  # archived: finishing their log
         self._acked: dict[str, int] = {}
         self._flusher: asyncio.Task[None] | None = None
 
@@ -270,7 +300,7 @@ class MqttPublisher:
     async def close(self) -> None:
         if self.on_durable in self.runtime.publishers:
             self.runtime.publishers.remove(self.on_durable)
-        await asyncio.gather(*(t.stop() for t in self.tables.values()))
+        await asyncio.gather(*(t.stop() for t in [*self.tables.values(), *self._retiring]))
         if self._flusher is not None:
             self._flusher.cancel()
         self.flush()
@@ -290,6 +320,17 @@ class MqttPublisher:
             table = self._add(table_id, latest=wires[0]["seq"] - 1)
         table.durable([(w["seq"], t) for w, t in zip(wires, texts, strict=True)],
                       wires[-1]["state"])
+        archived = next((w for w in wires if w["type"] == "table.archived"), None)
+        if archived is not None:
+            # Taken out of the hall (DELETE /api/tables/{id}): its log, up to table.archived,
+            # still goes out; then its retained state and status are cleared. The id is
+            # free: a new table of that id is a new log, published from seq 1.
+            del self.tables[table_id]
+            self.dirty.discard(table_id)
+            self.runtime.store.mark_published(self.target.key, table_id, 0)
+            self._retiring.add(table)
+            table.retire(str(archived["data"].get("archived_as") or table_id),
+                         done=self._retiring.discard)
 
     # -- the acknowledged seqs, to the store ------------------------------------------------------
     async def _flush_loop(self) -> None:
