@@ -33,7 +33,7 @@ from clock_service.errors import ForwardedError, HallReadOnly, TableUnreachable
 from clock_service.events import Event
 from clock_service.hub import Hub, encode
 from clock_service.mqtt.connection import Connection, Message
-from clock_service.mqtt.mirror import TableMirror
+from clock_service.mqtt.mirror import ClockSkew, TableMirror
 from clock_service.mqtt.topics import ONLINE, BrokerTarget, Topics
 from clock_service.runtime import Runtime, TableRuntime
 from clock_service.settings import Settings
@@ -113,6 +113,7 @@ class HallRuntime(Runtime):
         # one has started a new log (a new store on its Pi, or two services with one id).
         self._first: dict[str, str] = {}
         self.diverged: set[str] = set()
+        self.skews: dict[str, ClockSkew] = {}
         self._pending: dict[bytes, asyncio.Future[dict[str, Any]]] = {}
         self._waiters: dict[str, list[tuple[int, asyncio.Future[None]]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
@@ -323,11 +324,33 @@ class HallRuntime(Runtime):
         if table_id in self.diverged:
             return  # never mix two logs under one table id
         mirror = self._mirror(table_id)
-        verdict = mirror.event(seq, (text, event), self.time.now_ms())
+        now = self.time.now_ms()
+        verdict = mirror.event(seq, (text, event), now)
         if verdict.append:
             self._append(table_id, [item for _, item in verdict.append])
+            if len(verdict.append) == 1 and mirror.behind == 0 and isinstance(
+                    event.get("at"), int | float):  # heard live, in order: a clock sample
+                self._clock_sample(table_id, float(event["at"]), now)
         if verdict.ask is not None:
             self._ask(table_id, verdict.ask)
+
+    def _clock_sample(self, table_id: str, at: float, now: float) -> None:
+        skew = self.skews.get(table_id)
+        if skew is None:
+            skew = self.skews[table_id] = ClockSkew()
+        skew.sample(at, now)
+        off = skew.off()
+        key = f"mqtt.clock.{table_id}"
+        if off is None:
+            if skew.offset_ms is not None:
+                self.health.clear(key)
+            return
+        self.health.fault(
+            key, component="mqtt", code="table_clock_off", table=table_id,
+            message=f"table {table_id}'s clock is {abs(off) / 1000:.0f} s "
+            f"{'behind' if off > 0 else 'ahead of'} the hall's: the hall's pages count its "
+            "shots down to the wrong instant (its own digits are right); run NTP on its Pi "
+            "from the hall server")
 
     def _diverged(self, table_id: str) -> None:
         self.diverged.add(table_id)
@@ -430,4 +453,5 @@ class HallRuntime(Runtime):
                 "duplicates": sum(m.duplicates for m in self.mirrors.values()),
                 "asks": sum(m.asks for m in self.mirrors.values()),
                 "diverged": sorted(self.diverged),
+                "clock_offset_ms": {t: s.offset_ms for t, s in self.skews.items()},
                 "bad_messages": self.bad_messages}

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TableMirror", "Verdict"]
+__all__ = ["TableMirror", "Verdict", "ClockSkew"]
 
 RETRY_MS = 2000.0
 IDLE_MS = 1000.0
@@ -95,3 +95,38 @@ class TableMirror:
         self._asked_at = now
         self.asks += 1
         return self.seq
+
+
+class ClockSkew:
+    """How far a table's clock is from the hall's, from the events it sends live.
+
+    An event's ``at`` is the table's unix ms when it happened; the hall hears it a little
+    later. ``hall now - at`` is the offset plus that delay (never negative), so the smallest
+    of the recent samples is the offset, to within the shortest delay. Deadlines in the
+    events are on the table's clock: a Pi without NTP (it has no real-time clock) makes the
+    hall's pages count to the wrong instant; ``off()`` says so once it is past ``limit_ms``.
+    Only events heard live count (a replay's delay is not the network's).
+    """
+
+    def __init__(self, keep: int = 32, needed: int = 8, limit_ms: float = 1000.0) -> None:
+        self.keep = keep
+        self.needed = needed
+        self.limit_ms = limit_ms
+        self._samples: list[float] = []
+
+    def sample(self, event_at: float, heard_at: float) -> None:
+        self._samples.append(heard_at - event_at)
+        if len(self._samples) > self.keep:
+            del self._samples[0]
+
+    @property
+    def offset_ms(self) -> float | None:
+        """The hall's clock minus the table's (None: too few samples yet)."""
+        if len(self._samples) < self.needed:
+            return None
+        return min(self._samples)
+
+    def off(self) -> float | None:
+        """The offset when it is past the limit either way, else None."""
+        offset = self.offset_ms
+        return offset if offset is not None and abs(offset) > self.limit_ms else None

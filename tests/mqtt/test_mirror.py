@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from clock_service.mqtt.mirror import TableMirror
+from clock_service.mqtt.mirror import ClockSkew, TableMirror
 
 
 def t(seq: int) -> str:
@@ -102,3 +102,25 @@ def test_any_order_with_duplicates_and_replays_gives_the_log_once() -> None:
             appended += got
             now += 1
         assert appended == list(range(1, n + 1))
+
+
+@pytest.mark.parametrize(("offset", "delays", "expected"), [
+    (0.0, [3, 5, 2, 40, 7, 2, 9, 3], None),             # in step (a few ms of delay)
+    (-2500.0, [3, 5, 2, 40, 7, 2, 9, 3], -2498.0),      # the table's clock 2.5 s ahead
+    (3600_000.0, [3] * 8, 3600_003.0),                  # an hour behind (no NTP)
+    (-2500.0, [3] * 7, None),                           # too few samples to say
+])
+def test_a_tables_clock_off_the_halls_is_seen(offset: float, delays: list[float],
+                                              expected: float | None) -> None:
+    skew = ClockSkew(needed=8, limit_ms=1000)
+    for i, delay in enumerate(delays):
+        at = 1_000_000.0 + 1000 * i                      # the table's clock
+        skew.sample(at, at + offset + delay)             # the hall's clock when heard
+    assert skew.off() == expected
+
+
+def test_the_offset_follows_the_recent_samples() -> None:
+    skew = ClockSkew(keep=4, needed=2)
+    for heard_minus_at in (5000.0, 5002.0, 3.0, 4.0, 6.0, 2.0):  # NTP corrected the table
+        skew.sample(0.0, heard_minus_at)
+    assert skew.offset_ms == 2.0 and skew.off() is None
