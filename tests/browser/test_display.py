@@ -207,6 +207,9 @@ def test_faults_show_in_the_strip_of_the_display_and_the_console(
         assert items.evaluate_all("els => els.map(e => e.dataset.level)") == ["warning", "info"]
         expect(items.nth(1)).to_have_text("balls at rest")  # no text for the code: its message
     assert console.locator("#btn-main").bounding_box() == main_before
+    # The strip has room for a word of each on a phone: the console says them in full.
+    expect(console.locator("#hint .fault")).to_have_text(["display 1 does not acknowledge",
+                                                          "balls at rest"])
     shoot(console, "console-faults-levels-phone")
     shoot(display, "display-faults-levels-tv")
 

@@ -10,7 +10,7 @@ import { animate, render, seconds } from "./countdown.js";
 import { applyI18n, bindLangToggle, errorText, onLangChange, t } from "./i18n.js";
 import { ACTIONS, KeyMap, keyLabel, keyName } from "./keymap.js";
 import { foulText, mountResultPanel, summaryLines } from "./result.js";
-import { StatusStrip } from "./status.js";
+import { StatusStrip, faultLevel } from "./status.js";
 
 const $ = (id) => document.getElementById(id);
 const table = tableFromQuery("1");
@@ -31,7 +31,7 @@ const conn = new TableConnection(table, {
     if (status === "live") askTokenIfNeeded();
     drawClockLiveness();
   },
-  onFaults: (faults) => strip.setFaults(faults),
+  onFaults: (faults) => { strip.setFaults(faults); drawHint(); },
   onTokenRefused: () => { tokenRefused = true; askTokenIfNeeded(); },
 }, { token: getToken });
 
@@ -539,11 +539,24 @@ function drawCard() {
 
 $("outcome-close").addEventListener("click", () => { card = null; drawCard(); });
 
-// What to do now, when nothing else is to be said.
+// What to do now, when nothing else is to be said; the service's faults in full first (the
+// strip has room for a word of each only).
 function drawHint() {
   const hint = $("hint");
   hint.classList.toggle("hidden", Boolean(card));
   if (!state || card) return;
+  if (strip.faults.length) {
+    hint.dataset.kind = "faults";
+    hint.replaceChildren(...strip.faults.map((fault) => {
+      const line = document.createElement("div");
+      line.className = "fault";
+      line.dataset.level = faultLevel(fault);
+      line.textContent = errorText(fault, fault.vars).text;
+      return line;
+    }));
+    return;
+  }
+  delete hint.dataset.kind;
   const who = name(state.player);
   let text;
   switch (state.phase) {

@@ -2,8 +2,9 @@
 // (TEAM convention 2: the snapshot's `faults`, then `{"type": "status", "faults": [...]}`
 // messages, each the whole current list). The strip's height is reserved in the page, so
 // a fault that appears never moves a button. Each fault: {key, component, code, message,
-// table, since, level?, vars?}; level error (default) | warning | info; vars fill the text. The text is translated by
-// its code (i18n.js ERRORS), else the service's message; the full message is in the title.
+// table, since, level?, vars?}; level error (default) | warning | info. The text is
+// translated by its code (i18n.js ERRORS, filled with `vars`), else the service's message;
+// the full message is in the title.
 
 import { errorText, t } from "./i18n.js";
 
