@@ -112,6 +112,7 @@ def test_display_tells_the_whole_story_large(shared_server: ServerProcess, conte
     expect(page.locator("#over-title")).to_have_text("Petrov wins the match")
     expect(page.locator("#over-why")).to_have_text("ended by the referee")
     expect(page.locator("#over-score")).to_have_text("0 : 2")
+    expect(page.locator("#phase")).to_have_text("match over")
     look("match-over")
 
 

@@ -145,8 +145,9 @@ function draw() {
   $("score-a").textContent = m.score[0];
   $("score-b").textContent = m.score[1];
   $("race").textContent = m.race_to ? t("label.race_to", { n: m.race_to }) : "";
-  $("phase").textContent = state.phase === "running" || state.phase === "ready"
-    ? "" : t(`phase.${state.timer === false ? "off" : state.phase}`);
+  const phase = state.phase === "frame_over" && m.over ? "match_over" : state.phase;
+  $("phase").textContent = phase === "running" || phase === "ready"
+    ? "" : t(`phase.${state.timer === false && phase !== "frame_over" && phase !== "match_over" ? "off" : phase}`);
   drawOver(m);
   tick();
 }

@@ -23,6 +23,7 @@ const DICT = {
     "phase.paused": "paused",
     "phase.expired": "time is up",
     "phase.frame_over": "frame over",
+    "phase.match_over": "match over",
     "phase.off": "no timer",
     "label.round": "Round",
     "label.limit": "Limit",
@@ -211,6 +212,8 @@ const DICT = {
     "flash.match_won": "Match to {name}",
     "flash.frame_breaks": "Frame {frame} — {name} breaks",
     "overlay.frame": "Frame {n}",
+    "overlay.won_frame": "wins frame {n}",
+    "overlay.won_match": "wins the match {score}",
     "err.unknown": "{message}",
   },
   ru: {
@@ -229,6 +232,7 @@ const DICT = {
     "phase.paused": "пауза",
     "phase.expired": "время вышло",
     "phase.frame_over": "партия окончена",
+    "phase.match_over": "матч окончен",
     "phase.off": "без таймера",
     "label.round": "Круг",
     "label.limit": "Лимит",
@@ -417,6 +421,8 @@ const DICT = {
     "flash.match_won": "Матч — {name}",
     "flash.frame_breaks": "Партия {frame}, разбой — {name}",
     "overlay.frame": "Партия {n}",
+    "overlay.won_frame": "победа в партии {n}",
+    "overlay.won_match": "победа в матче {score}",
     "err.unknown": "{message}",
   },
 };

@@ -131,17 +131,18 @@ function drawOver(m) {
   const over = state.phase === "frame_over";
   third.classList.toggle("match-over", Boolean(over && m.over));
   if (!over) return;
+  // The winner's name as the title (it fits), what was won and why under it.
   const winner = state.frame_winner;
-  if (m.over && m.winner != null) {
-    $("over-title").textContent = t("over.match_winner", { name: state.players[m.winner] });
-  } else {
-    $("over-title").textContent = winner == null ? t("over.no_winner") : t("over.winner", { name: state.players[winner] });
-  }
+  const matchWon = m.over && m.winner != null;
+  const who = matchWon ? m.winner : winner;
+  $("over-title").textContent = who == null ? t("over.no_winner") : state.players[who];
   let why = state.frame_end_reason ? t(`end.${state.frame_end_reason}`) : "";
   if (state.frame_end_reason === "technical_loss" && winner != null) {
     why = t("over.technical_loss", { name: state.players[1 - winner] });
   }
-  $("over-why").textContent = why;
+  const won = matchWon ? t("overlay.won_match", { score: `${m.score[0]}:${m.score[1]}` })
+    : who == null ? "" : t("overlay.won_frame", { n: state.frame });
+  $("over-why").textContent = [won, why].filter(Boolean).join(" · ");
 }
 
 function tick() {
