@@ -102,7 +102,7 @@ _GENERAL_TEXT: Final[Mapping[FoulCode, str]] = {
     FoulCode.DOUBLE_HIT: "double hit",
     FoulCode.PUSH_SHOT: "push shot",
     FoulCode.NO_BALL_CONTACT: "the cue ball touched no ball",
-    FoulCode.TOUCHED_BALL: "a ball touched",
+    FoulCode.TOUCHED_BALL: "touched a ball",
     FoulCode.OUT_OF_TURN: "played out of turn",
     FoulCode.OTHER: "general rule",
 }
@@ -247,7 +247,7 @@ class GeneralFoul:
                 what.append("1 white" if self.whites_off == 1 else f"{self.whites_off} whites")
             reason += ": " + " and ".join(what)
         if self.touched_with is not None:
-            reason += f": with the {self.touched_with.value}"
+            reason += f" with the {self.touched_with.value}"
         if self.text is not None:
             reason += f" ({self.text})"
         return reason

@@ -181,11 +181,11 @@ def test_foul_dialog_says_the_clock_runs_warns_of_the_second_foul_and_enter_conf
     page.locator("#foul-pause").click()  # offered, and it works from the dialog
     expect(page.locator("#foul-clock")).to_contain_text("The clock is paused")
     assert shared_server.get("/api/tables/fouls")["phase"] == "paused"
-    page.locator("#foul-reason").select_option("touch")
+    page.locator("#foul-reason").select_option("touched_ball")  # a code (9, D10)
     page.locator("#foul-reason").press("Enter")  # Enter confirms, even from the select
     card = page.locator("#outcome")
     expect(card).to_contain_text("Foul — Ivanov")
-    expect(card).to_contain_text("Touched a ball")
+    expect(card).to_contain_text("touched a ball")
     expect(card).to_contain_text("Petrov chooses")
     expect(card).to_contain_text("Ivanov: one foul — the next loses the frame")
     expect(page.locator("#p0 .mark.fouls")).to_have_attribute("data-n", "1")

@@ -147,7 +147,7 @@ def test_console_presses_change_overlay_and_display(
     state = shared_server.get("/api/tables/t1")
     assert state["fouls"] == [0, 1] and state["player"] == 1
     foul = [e for e in shared_server.get("/api/tables/t1/events") if e["type"] == "foul"]
-    assert foul[-1]["data"]["reason"] == "Double hit / push"
+    assert (foul[-1]["data"]["code"], foul[-1]["data"]["rule"]) == ("double_hit", "9")
 
     # Undo asks first and says what it would take back.
     expect(referee.locator("#btn-undo")).to_have_text("Undo: hand-back")

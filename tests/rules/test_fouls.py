@@ -76,7 +76,7 @@ def test_invalid_general_foul_is_refused_with_a_code(data: dict[str, Any], code:
                  "push shot (long follow-through)", id="note-with-a-code"),
     pytest.param({"code": "no_ball_contact"}, "the cue ball touched no ball", id="no-contact"),
     pytest.param({"code": "touched_ball", "touched_with": "clothing"},
-                 "a ball touched: with the clothing", id="touched-with-clothing"),
+                 "touched a ball with the clothing", id="touched-with-clothing"),
     pytest.param({"code": "ball_off_table", "balls": ["white", "colour", "white"]},
                  "ball off the table: the coloured ball and 2 whites", id="balls-off"),
     pytest.param({"code": "out_of_turn"}, "played out of turn", id="out-of-turn"),

@@ -9,7 +9,10 @@ import { TableConnection, tableFromQuery } from "./connection.js";
 import { animate, render, seconds } from "./countdown.js";
 import { applyI18n, bindLangToggle, errorText, onLangChange, t } from "./i18n.js";
 import { ACTIONS, KeyMap, keyLabel, keyName } from "./keymap.js";
-import { foulText, mountResultPanel, summaryLines } from "./result.js";
+import {
+  foulCommandFields, foulText, generalFoul, mountResultPanel, panelMode, respotDetail,
+  respotText, resultButtonLabel, summaryLines,
+} from "./result.js";
 import { StatusStrip, faultLevel } from "./status.js";
 
 const $ = (id) => document.getElementById(id);
@@ -147,7 +150,8 @@ const ACTION_COMMAND = {
   pause: () => (state && state.phase === "paused" ? "resume" : "pause"),
   foul: () => "foul",
   hand_back: () => "hand_back",
-  result: () => "result",
+  // Before the shot the panel announces the call (7.1), after it reports the result.
+  result: () => (panelMode(state) === "call" ? "call" : "result"),
   new_frame: () => "new_frame",
   undo: () => "undo",
 };
@@ -185,6 +189,9 @@ function openFoulDialog() {
   fillPlayerOptions($("foul-player"), 0);
   $("foul-player").value = String(state.player);
   $("foul-text").value = "";
+  $("foul-reason").value = "double_hit";
+  $("foul-balls").value = "colour";
+  $("foul-with").value = "";
   drawFoulDialog();
   $("foul-dialog").showModal();
   $("foul-ok").focus();
@@ -198,6 +205,10 @@ function drawFoulDialog() {
   $("foul-clock").classList.toggle("hidden", !running && state.phase !== "paused");
   $("foul-pause").classList.toggle("hidden", !running);
   $("foul-clock-text").textContent = running ? t("foul.clock_runs") : t("foul.clock_paused");
+  const code = $("foul-reason").value;
+  $("foul-balls-row").classList.toggle("hidden", code !== "ball_off_table");
+  $("foul-with-row").classList.toggle("hidden", code !== "touched_ball");
+  $("foul-text").required = code === "other";
   const who = Number($("foul-player").value);
   const second = state.fouls[who] >= 1;
   const warn = $("foul-second");
@@ -207,6 +218,11 @@ function drawFoulDialog() {
 }
 
 $("foul-player").addEventListener("change", drawFoulDialog);
+$("foul-reason").addEventListener("change", () => {
+  // Out of turn: the foul is the one who played, not the player at the table (D10).
+  if (state && $("foul-reason").value === "out_of_turn") $("foul-player").value = String(1 - state.player);
+  drawFoulDialog();
+});
 $("foul-pause").addEventListener("click", () => command("pause"));
 $("foul-dialog").addEventListener("keydown", (ev) => {
   // Enter confirms from anywhere in the dialog (a select would otherwise swallow it).
@@ -218,10 +234,14 @@ $("foul-dialog").addEventListener("keydown", (ev) => {
 
 $("foul-dialog").addEventListener("close", () => {
   if ($("foul-dialog").returnValue !== "ok") return;
-  const choice = $("foul-reason").value;
-  const free = $("foul-text").value.trim();
-  const reason = free || t(`foul.r.${choice}`);
-  command("foul", { reason, player: Number($("foul-player").value) });
+  // A general foul with its code (9, D10); free text is "other", or a note to a code.
+  const foul = generalFoul($("foul-reason").value, { balls: $("foul-balls").value,
+    touchedWith: $("foul-with").value, text: $("foul-text").value });
+  if (!foul) {
+    showBanner("error", { key: "res.need_foul_text" });
+    return;
+  }
+  command("foul", foulCommandFields(foul, Number($("foul-player").value)));
 });
 
 function openFrameDialog() {
@@ -426,7 +446,8 @@ function takeEvent(event) {
       card = { kind: "foul", seq: event.seq, at: event.at, player: d.player, fouls: [d], turn: null };
       break;
     case "respot":
-      if (same && card.kind === "result") card.respots = d.respots;
+      // A result's, or a foul's (a ball off the table goes back, 11): the card says where.
+      if (same && (card.kind === "result" || card.kind === "foul")) card.respots = d.respots;
       break;
     case "turn":
       if (same) card.turn = d;
@@ -478,6 +499,9 @@ function cardContent() {
     } else {
       title = t("card.foul", { name: name(card.player) });
       if (first) lines.push({ kind: "foul", text: foulText(first), rule: first.rule });
+      for (const r of card.respots || []) {
+        lines.push({ kind: "respot", text: respotText(r), rule: r.rule, title: respotDetail(r) });
+      }
     }
     if (card.turn && state.hand_back_to != null) {
       lines.push({ kind: "turn", text: t("res.choice", { name: name(card.turn.player) }), rule: "10.4" });
@@ -639,6 +663,9 @@ function draw() {
   undo.textContent = state.can_undo ? t("btn.undo_what", { what: undoWhat() }) : t("btn.undo");
   undo.dataset.step = state.can_undo || "";
   $("btn-result").classList.toggle("due", state.phase === "ready" && state.can_undo === "shot");
+  const resultLabel = $("btn-result").querySelector("span");
+  resultLabel.dataset.i18n = resultButtonLabel(state);
+  resultLabel.textContent = t(resultLabel.dataset.i18n);
   drawScore();
   drawCard();
   panel.redraw();

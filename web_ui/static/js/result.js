@@ -14,8 +14,16 @@
 //   sent(before)       after an accepted result (the console closes the panel, scrolls back
 //                      and reads the summary),
 // and gets {open(), close(), redraw(), isOpen()}.
+//
+// Two modes, from the state's `allowed` (issue 12): while the player is at the table before
+// the shot (`call` allowed) the panel is the call editor and announces the call (7.1, the
+// `call` command); after the shot it is the result, judged against the announced call, which
+// it shows; a call given there is the referee recording it after the shot.
+// The break's legality is an explicit choice with "legal" preselected (4.2, D11); the fouls
+// the referee saw are sent as codes (9, D10) and the fouls in the card are worded from their
+// codes in both languages.
 
-import { addErrors, addStrings, applyI18n, lang, onLangChange, t } from "./i18n.js";
+import { addStrings, applyI18n, lang, onLangChange, t } from "./i18n.js";
 
 export const POCKETS = ["top_left", "top_right", "middle_left", "middle_right", "bottom_left",
   "bottom_right"];
@@ -28,14 +36,54 @@ export const CONTACTS = ["cue>colour", "cue>white1", "white1>colour", "white1>wh
 addStrings({
   en: {
     "res.open": "Shot result…",
+    "res.open_call": "Call…",
+    "res.open_called": "Call ✓…",
     "res.title": "Shot result",
+    "res.call_title": "Call",
+    "res.announce": "Announce the call",
+    "res.announced": "Announced before the shot",
+    "res.announced_none": "No call announced yet",
+    "res.call_hint": "Tap the pocket, then the cushions and contacts in order; the cue ball's first contact may be left out.",
     "res.break": "break",
     "res.whites": "Whites potted",
     "res.colour": "Coloured ball potted",
-    "res.called": "Call announced",
-    "res.legal_break": "Legal break",
+    "res.called": "Call given after the shot",
+    "res.legal_break": "The break (4.2)",
+    "res.break_legal": "Legal",
+    "res.break_illegal": "Illegal: foul 4.3",
+    "res.default": "default",
     "res.yes": "Yes",
     "res.no": "No",
+    "res.call_timing.announced": "Called before the shot: {call}",
+    "res.call_timing.after_shot": "Call recorded after the shot: {call}",
+    "res.call_failed": "not fulfilled",
+    "step.call": "call",
+    "foul.code.ball_off_table": "Ball off the table",
+    "foul.code.double_hit": "Double hit",
+    "foul.code.push_shot": "Push shot",
+    "foul.code.no_ball_contact": "The cue ball touched no ball",
+    "foul.code.touched_ball": "Touched a ball",
+    "foul.code.out_of_turn": "Played out of turn",
+    "foul.code.other": "Other (describe)",
+    "foul.code.illegal_break": "Illegal break",
+    "foul.code.over_limit": "More than three whites credited",
+    "foul.code.colour_without_call": "The coloured ball potted without a call (6.3)",
+    "foul.code.white_and_colour": "A white and the coloured ball potted with one shot",
+    "foul.code.call_not_fulfilled": "The call not fulfilled",
+    "foul.code.unannounced_contact": "An unannounced contact",
+    "foul.code.colour_before_three": "The coloured ball before three whites without a special shot",
+    "foul.code.shot_time": "Shot time exceeded",
+    "foul.balls": "Which balls",
+    "foul.balls.colour": "the coloured ball",
+    "foul.balls.white": "a white",
+    "foul.balls.white2": "two whites",
+    "foul.balls.colour_white": "the coloured ball and a white",
+    "foul.whites_n": "{n} whites",
+    "foul.with": "With",
+    "foul.with.none": "—",
+    "foul.with.hand": "the hand",
+    "foul.with.cue": "the cue",
+    "foul.with.clothing": "clothing",
     "res.foul_seen": "Foul seen",
     "res.foul_none": "none",
     "res.foul_text": "or describe the foul",
@@ -63,6 +111,7 @@ addStrings({
     "res.confirm_title": "Send this result?",
     "res.need_pocket": "Tap the pocket the coloured ball dropped into (route).",
     "res.need_call_pocket": "Tap the called pocket on the call diagram.",
+    "res.need_foul_text": "Describe the foul (Other).",
     "res.sent": "result",
     "res.summary": "{name}: shot result",
     "res.whites_credited": "Whites credited: {n}",
@@ -88,14 +137,54 @@ addStrings({
   },
   ru: {
     "res.open": "Результат удара…",
+    "res.open_call": "Заказ…",
+    "res.open_called": "Заказ ✓…",
     "res.title": "Результат удара",
+    "res.call_title": "Заказ",
+    "res.announce": "Объявить заказ",
+    "res.announced": "Объявлен до удара",
+    "res.announced_none": "Заказ ещё не объявлен",
+    "res.call_hint": "Отметьте лузу, затем борта и касания по порядку; первое касание битка можно не указывать.",
     "res.break": "разбой",
     "res.whites": "Забито белых",
     "res.colour": "Цветной забит",
-    "res.called": "Был заказ",
-    "res.legal_break": "Разбой правильный",
+    "res.called": "Заказ указан после удара",
+    "res.legal_break": "Разбой (4.2)",
+    "res.break_legal": "Правильный",
+    "res.break_illegal": "Неправильный: фол 4.3",
+    "res.default": "по умолчанию",
     "res.yes": "Да",
     "res.no": "Нет",
+    "res.call_timing.announced": "Заказ до удара: {call}",
+    "res.call_timing.after_shot": "Заказ записан после удара: {call}",
+    "res.call_failed": "не выполнен",
+    "step.call": "заказ",
+    "foul.code.ball_off_table": "Шар вылетел со стола",
+    "foul.code.double_hit": "Двойное касание",
+    "foul.code.push_shot": "Толчок",
+    "foul.code.no_ball_contact": "Биток не коснулся ни одного шара",
+    "foul.code.touched_ball": "Касание шара",
+    "foul.code.out_of_turn": "Удар не в очередь",
+    "foul.code.other": "Другое (опишите)",
+    "foul.code.illegal_break": "Неправильный разбой",
+    "foul.code.over_limit": "Больше трёх засчитанных белых",
+    "foul.code.colour_without_call": "Цветной забит без заказа (6.3)",
+    "foul.code.white_and_colour": "Белый и цветной забиты одним ударом",
+    "foul.code.call_not_fulfilled": "Заказ не выполнен",
+    "foul.code.unannounced_contact": "Незаявленное касание",
+    "foul.code.colour_before_three": "Цветной до трёх белых без особого удара",
+    "foul.code.shot_time": "Превышено время на удар",
+    "foul.balls": "Какие шары",
+    "foul.balls.colour": "цветной",
+    "foul.balls.white": "белый",
+    "foul.balls.white2": "два белых",
+    "foul.balls.colour_white": "цветной и белый",
+    "foul.whites_n": "белых: {n}",
+    "foul.with": "Чем",
+    "foul.with.none": "—",
+    "foul.with.hand": "рукой",
+    "foul.with.cue": "кием",
+    "foul.with.clothing": "одеждой",
     "res.foul_seen": "Замечен фол",
     "res.foul_none": "нет",
     "res.foul_text": "или опишите фол",
@@ -123,6 +212,7 @@ addStrings({
     "res.confirm_title": "Отправить этот результат?",
     "res.need_pocket": "Отметьте лузу, в которую упал цветной (траектория).",
     "res.need_call_pocket": "Отметьте заказанную лузу на схеме заказа.",
+    "res.need_foul_text": "Опишите фол («Другое»).",
     "res.sent": "результат",
     "res.summary": "{name}: результат удара",
     "res.whites_credited": "Засчитано белых: {n}",
@@ -148,53 +238,92 @@ addStrings({
   },
 });
 
-addErrors({
-  en: {
-    clock_running: "the shot is still being timed: press Shot when it is played, then report its result",
-    clock_paused: "the clock is paused: press Shot when the shot is played, then report its result",
-  },
-  ru: {
-    clock_running: "удар ещё идёт по времени: нажмите «Удар», когда он сыгран, затем сообщите результат",
-    clock_paused: "таймер на паузе: нажмите «Удар», когда удар сыгран, затем сообщите результат",
-    result_after_expiry: "время удара вышло (фол по времени, 12.4): соперник сначала принимает (Старт) или возвращает ход",
-    missing_legal_break: "это разбой: укажите, правильный ли он (4.2)",
-    legal_break_after_break: "разбой уже сыгран: «правильный разбой» не указывается",
-    call_on_break: "на разбое заказа нет: цветной может упасть только случайно (4.4)",
-    too_many_whites: "белых забито больше, чем есть на столе",
-    missing_route: "заказанный цветной забит: нужна траектория, чтобы проверить заказ (7.3)",
-    route_contradicts_result: "луза траектории не согласуется с «цветной забит»",
-    jaw_not_next_to_pocket: "касание губки: последним в пути должен быть борт у этой лузы (7.5)",
-    jaw_without_drop: "касание губки отмечено, но цветной не упал",
-    cue_is_colour: "битком был цветной: в касаниях пишется «цветной», не «биток» (8.5)",
-    result_after_frame_end: "партия окончена: результаты больше не принимаются",
-    match_over: "матч окончен: можно только отменить",
-    choice_pending: "соперник должен сначала принять позицию или вернуть ход",
-    bad_count: "неверное число шаров",
-  },
-});
+// The error texts of the result and call commands are in i18n.js with every other code.
 
-// Russian for the fouls the rules find (the server words them in English); the rule number
-// is the server's, unchanged. Unknown reasons show the server's text.
-const FOUL_RU = [
-  [/^illegal break/, "неправильный разбой (4.2)"],
-  [/would exceed/, "больше трёх засчитанных белых (5.3)"],
-  [/coloured ball potted without a call/, "цветной забит без заказа (6.3)"],
-  [/a white and the coloured ball potted with the same shot/, "белый и цветной забиты одним ударом"],
-  [/potted with \d+ whites credited/, "цветной забит до трёх белых без особого удара (6.1-6.2)"],
-  [/^call not fulfilled/, "заказ не выполнен"],
-  [/does not count and a ball was potted/, "незаявленное касание: удар не засчитан, шар забит"],
-  [/^time/, "фол по времени"],
-];
+// -- fouls: worded from their codes (9, D10) --------------------------------------------------
+// The general fouls a referee reports, in the order the dialogs offer them, and the choices
+// of their detail: which balls left the table, what touched a ball.
+export const GENERAL_FOULS = ["double_hit", "push_shot", "no_ball_contact", "touched_ball",
+  "ball_off_table", "out_of_turn", "other"];
+export const OFF_TABLE_CHOICES = { colour: ["colour"], white: ["white"], white2: ["white", "white"],
+  colour_white: ["colour", "white"] };
+export const TOUCHED_WITH = ["hand", "cue", "clothing"];
 
+/**
+ * The fields of a general foul from a dialog's choices: {code, balls?, touched_with?, text?}.
+ * `text` is the free text (the foul itself for "other", a note otherwise). Null when "other"
+ * has no text (the dialog asks for it).
+ */
+export function generalFoul(code, { balls = "colour", touchedWith = "", text = "" } = {}) {
+  const foul = { code };
+  const note = text.trim().slice(0, 200);
+  if (code === "ball_off_table") foul.balls = [...(OFF_TABLE_CHOICES[balls] || ["colour"])];
+  if (code === "touched_ball" && touchedWith) foul.touched_with = touchedWith;
+  if (note) foul.text = note;
+  if (code === "other" && !note) return null;
+  return foul;
+}
+
+/** The `foul` command's fields for a general foul (reason = its text). */
+export function foulCommandFields(foul, player) {
+  const fields = { code: foul.code, player };
+  if (foul.balls) fields.balls = foul.balls;
+  if (foul.touched_with) fields.touched_with = foul.touched_with;
+  if (foul.text) fields.reason = foul.text;
+  return fields;
+}
+
+function ballsText(balls) {
+  const whites = balls.filter((b) => b === "white").length;
+  const parts = [];
+  if (balls.includes("colour")) parts.push(t("foul.balls.colour"));
+  if (whites === 1) parts.push(t("foul.balls.white"));
+  else if (whites > 1) parts.push(t("foul.whites_n", { n: whites }));
+  return parts.join(", ");
+}
+
+/** One breach in the page's language: its code's words and its detail. */
+export function breachText(breach) {
+  if (breach.code === "other") return breach.text || breach.reason;
+  // English: the server's reason (it says what differed, e.g. which pocket); Russian: the code.
+  let text = breach.reason;
+  if (lang !== "en") {
+    const words = t(`foul.code.${breach.code}`);
+    text = words.charAt(0).toLowerCase() + words.slice(1); // inline, after "Фол — Имя: "
+    if (breach.balls && breach.balls.length) text += `: ${ballsText(breach.balls)}`;
+    if (breach.touched_with) text += ` (${t(`foul.with.${breach.touched_with}`)})`;
+    if (breach.text) text += ` (${breach.text})`;
+  }
+  return text;
+}
+
+/** A foul (event data or outcome.fouls[i]): every rule it broke (D5), the rule once each. */
 export function foulText(foul) {
-  const reason = foul.reason || "";
-  if (lang !== "ru") return reason;
-  const parts = reason.split("; ").map((part) => {
-    if (part.startsWith("general rule: ")) return `замечено судьёй: ${part.slice(14)}`;
-    const hit = FOUL_RU.find(([re]) => re.test(part));
-    return hit ? hit[1] : part;
-  });
-  return parts.join("; ");
+  const breaches = Array.isArray(foul.breaches) ? foul.breaches : null;
+  if (!breaches || !breaches.length) return foul.reason || "";
+  if (breaches.length === 1) return breachText(breaches[0]);
+  return breaches.map((b) => `${breachText(b)} (${b.rule})`).join("; ");
+}
+
+/** The call as one line: pocket · cushions · contacts · shot type. */
+export function callText(call) {
+  if (!call) return "–";
+  const parts = [t(`pocket.${call.pocket}`)];
+  if (call.cushions && call.cushions.length) parts.push(call.cushions.map((c) => t(`cushion.${c}`)).join(", "));
+  if (call.contacts && call.contacts.length) parts.push(call.contacts.map(contactLabel).join(", "));
+  if (call.shot_type && call.shot_type !== "normal") parts.push(t(`res.type.${call.shot_type}`));
+  return parts.join(" · ");
+}
+
+/** The panel's mode now: "call" while a call can be announced (before the shot), else "result". */
+export function panelMode(state) {
+  return state && Array.isArray(state.allowed) && state.allowed.includes("call") ? "call" : "result";
+}
+
+/** The i18n key of the console's result button: Call… / Call ✓… / Shot result… */
+export function resultButtonLabel(state) {
+  if (panelMode(state) !== "call") return "res.open";
+  return state.announced_call ? "res.open_called" : "res.open_call";
 }
 
 /** A re-spot as the card says it, short enough to read at a glance: what goes where, and
@@ -289,16 +418,17 @@ export function drawTable(host, { onPocket, onCushion }) {
 // -- the report -----------------------------------------------------------------------------------
 export function emptyReport() {
   return {
-    whites: 0, colour: false, called: false, legalBreak: true, foul: "", foulText: "",
+    whites: 0, colour: false, called: false, legalBreak: true,
+    foul: "", foulBalls: "colour", foulWith: "", foulText: "", // a general foul's code (D10)
     call: { pocket: null, cushions: [], contacts: [], shot_type: "normal" },
     route: { pocket: null, path: [], cue_ball: "white", unannounced_contact: false,
       jaw_before_drop: false },
   };
 }
 
-/** Route = call: the called pocket (if the ball dropped), contacts first, then cushions. */
-export function routeFromCall(report) {
-  const { call } = report;
+/** Route = call: the called pocket (if the ball dropped), contacts first, then cushions.
+ * `call` is the announced one (7.1) or, without it, the one given in the report. */
+export function routeFromCall(report, call = report.call) {
   const cueIsColour = call.contacts.length > 0 && call.contacts[0].startsWith("colour>");
   return {
     ...report.route,
@@ -312,22 +442,27 @@ export function routeFromCall(report) {
  * The JSON body of the `result` command for a report (without "command"), or
  * {error: i18n key} when something the report needs is missing.
  */
-export function buildResult(report, onBreak) {
+export function buildResult(report, onBreak, announced = null) {
   const body = { whites_potted: report.whites, colour_potted: report.colour };
-  if (onBreak) body.legal_break = report.legalBreak;
-  const foul = report.foulText.trim()
-    || (report.foul ? t(`foul.r.${report.foul}`) : "");
-  if (foul) body.referee_foul = foul.slice(0, 200);
+  if (onBreak) body.legal_break = report.legalBreak; // always said on the break (4.2, D11)
+  const code = report.foul || (report.foulText.trim() ? "other" : "");
+  if (code) {
+    const foul = generalFoul(code, { balls: report.foulBalls, touchedWith: report.foulWith,
+      text: report.foulText });
+    if (!foul) return { error: "res.need_foul_text" };
+    body.referee_foul = foul;
+  }
   if (onBreak) return { body }; // no call on the break (4.4): the coloured ball drops by chance
-  const called = report.called;
+  // An announced call (7.1) is the server's already: the result gives only the route.
+  const called = report.called && !announced;
   if (called) {
     if (!report.call.pocket) return { error: "res.need_call_pocket" };
     body.call = { pocket: report.call.pocket, cushions: [...report.call.cushions],
       contacts: [...report.call.contacts], shot_type: report.call.shot_type };
   }
   const route = report.route;
-  if (report.colour && !route.pocket && called) return { error: "res.need_pocket" };
-  if (called || (report.colour && route.pocket)) {
+  if (report.colour && !route.pocket && (called || announced)) return { error: "res.need_pocket" };
+  if (called || announced || (report.colour && route.pocket)) {
     body.route = { pocket: report.colour ? route.pocket : null, path: [...route.path],
       cue_ball: route.cue_ball, unannounced_contact: route.unannounced_contact,
       jaw_before_drop: route.jaw_before_drop };
@@ -365,6 +500,12 @@ export function summaryLines(summary, players) {
     lines.push({ kind: "end", text: t("res.match_end", { name: name(m.winner),
       score: `${m.score[0]}–${m.score[1]}` }) });
   }
+  if (o.call && o.call_timing) { // the call judged: announced before the shot or recorded after
+    const verdict = o.call_verdict;
+    let text = t(`res.call_timing.${o.call_timing}`, { call: callText(o.call) });
+    if (verdict) text += ` ${verdict.fulfilled ? "✓" : `✗ ${t("res.call_failed")}`}`;
+    lines.push({ kind: "", text, rule: verdict ? verdict.rule || "7.3" : "7.1" });
+  }
   return lines; // (the whites credited so far are on the board)
 }
 
@@ -372,9 +513,12 @@ export { itemLabel };
 
 // -- the panel ------------------------------------------------------------------------------------
 const PANEL = `
-<h2 id="res-title"><span data-i18n="res.title"></span> <span id="res-shooter" class="muted"></span>
+<h2 id="res-title"><span id="res-title-text" data-i18n="res.title"></span> <span id="res-shooter" class="muted"></span>
   <span id="res-break-badge" class="badge hidden" data-i18n="res.break"></span></h2>
-<div class="res-main">
+<div id="res-announced" class="announced hidden"><span id="res-announced-label" class="res-label"></span>
+  <b id="res-announced-call" class="seq"></b></div>
+<p id="res-call-hint" class="help hidden" data-i18n="res.call_hint"></p>
+<div class="res-main" id="res-main">
   <div class="whites-group">
     <span class="res-label" data-i18n="res.whites"></span>
     <div class="stepper">
@@ -390,21 +534,34 @@ const PANEL = `
 </div>
 <div class="res-row" id="res-break-row">
   <span class="res-label" data-i18n="res.legal_break"></span>
-  <div class="seg">
-    <button id="res-break-yes" type="button" aria-pressed="true" data-i18n="res.yes"></button>
-    <button id="res-break-no" type="button" aria-pressed="false" data-i18n="res.no"></button>
+  <div class="seg break-choice">
+    <button id="res-break-yes" type="button" aria-pressed="true"><span data-i18n="res.break_legal"></span>
+      <small class="default" data-i18n="res.default"></small></button>
+    <button id="res-break-no" type="button" aria-pressed="false" data-i18n="res.break_illegal"></button>
   </div>
 </div>
-<div class="res-row foul-row">
+<div class="res-row foul-row" id="res-foul-row">
   <label class="res-label" for="res-foul" data-i18n="res.foul_seen"></label>
   <select id="res-foul">
     <option value="" data-i18n="res.foul_none"></option>
-    <option value="no_contact" data-i18n="foul.r.no_contact"></option>
-    <option value="off_table" data-i18n="foul.r.off_table"></option>
-    <option value="double_hit" data-i18n="foul.r.double_hit"></option>
-    <option value="touch" data-i18n="foul.r.touch"></option>
-    <option value="no_foot" data-i18n="foul.r.no_foot"></option>
-    <option value="other" data-i18n="foul.r.other"></option>
+    <option value="double_hit" data-i18n="foul.code.double_hit"></option>
+    <option value="push_shot" data-i18n="foul.code.push_shot"></option>
+    <option value="no_ball_contact" data-i18n="foul.code.no_ball_contact"></option>
+    <option value="touched_ball" data-i18n="foul.code.touched_ball"></option>
+    <option value="ball_off_table" data-i18n="foul.code.ball_off_table"></option>
+    <option value="other" data-i18n="foul.code.other"></option>
+  </select>
+  <select id="res-foul-balls" class="hidden" aria-label="balls">
+    <option value="colour" data-i18n="foul.balls.colour"></option>
+    <option value="white" data-i18n="foul.balls.white"></option>
+    <option value="white2" data-i18n="foul.balls.white2"></option>
+    <option value="colour_white" data-i18n="foul.balls.colour_white"></option>
+  </select>
+  <select id="res-foul-with" class="hidden" aria-label="with">
+    <option value="" data-i18n="foul.with.none"></option>
+    <option value="hand" data-i18n="foul.with.hand"></option>
+    <option value="cue" data-i18n="foul.with.cue"></option>
+    <option value="clothing" data-i18n="foul.with.clothing"></option>
   </select>
   <input id="res-foul-text" maxlength="200" autocomplete="off" data-i18n-placeholder="res.foul_text">
 </div>
@@ -461,6 +618,7 @@ const PANEL = `
 <div class="res-actions">
   <button id="res-cancel" type="button" class="btn minor" data-i18n="res.clear_report"></button>
   <button id="res-send" type="button" class="btn send" data-i18n="res.send"></button>
+  <button id="res-announce" type="button" class="btn send hidden" data-i18n="res.announce"></button>
 </div>`;
 
 const CONFIRM = `
@@ -524,30 +682,51 @@ export function mountResultPanel(host, page) {
   function redraw() {
     const state = page.state();
     const onBreak = Boolean(state && state.on_break);
+    const mode = panelMode(state);
+    const announced = (state && state.announced_call) || null;
+    host.dataset.mode = mode;
     if (state) $("res-shooter").textContent = `— ${state.players[state.player]}`;
+    const title = mode === "call" ? "res.call_title" : "res.title";
+    $("res-title-text").dataset.i18n = title;
+    $("res-title-text").textContent = t(title);
+    // The announced call (7.1): shown in both modes; in the result it is what is judged.
+    $("res-announced").classList.toggle("hidden", !announced && mode !== "call");
+    $("res-announced-label").textContent = t(announced ? "res.announced" : "res.announced_none");
+    $("res-announced-call").textContent = announced ? callText(announced) : "";
+    $("res-call-hint").classList.toggle("hidden", mode !== "call");
+    for (const id of ["res-main", "res-break-row", "res-foul-row", "res-send"]) {
+      $(id).classList.toggle("mode-hidden", mode === "call");
+    }
+    $("res-announce").classList.toggle("hidden", mode !== "call");
+    if (mode === "call") tab = "call";
     $("res-break-badge").classList.toggle("hidden", !onBreak);
     $("res-whites").textContent = String(report.whites);
     $("res-whites-minus").disabled = report.whites <= 0;
     $("res-whites-plus").disabled = report.whites >= 7;
     setPressed($("res-colour"), report.colour);
     setPressed($("res-called"), report.called);
-    $("res-called").classList.toggle("hidden", onBreak);
+    $("res-called").classList.toggle("hidden", onBreak || Boolean(announced));
     $("res-break-row").classList.toggle("hidden", !onBreak);
     setPressed($("res-break-yes"), report.legalBreak);
     setPressed($("res-break-no"), !report.legalBreak);
     $("res-foul-text").classList.toggle("hidden", $("res-foul").value !== "other" && !report.foulText);
+    $("res-foul-balls").classList.toggle("hidden", report.foul !== "ball_off_table");
+    $("res-foul-with").classList.toggle("hidden", report.foul !== "touched_ball");
 
-    // The call and the route share the space: one editor at a time (Call | Route).
-    const showEditors = !onBreak && (report.colour || report.called);
-    if (!report.called && tab === "call") tab = "route";
+    // The call and the route share the space: one editor at a time (Call | Route). Before
+    // the shot only the call; after it, with an announced call, only the route.
+    const callEditable = mode === "call" || (report.called && !announced);
+    const showEditors = mode === "call" || (!onBreak && (report.colour || report.called || announced));
+    if (!callEditable && tab === "call") tab = "route";
     $("res-editors").classList.toggle("hidden", !showEditors);
+    $("res-tabs").parentNode.classList.toggle("hidden", mode === "call");
     for (const b of $("res-tabs").querySelectorAll("button")) {
       setPressed(b, b.dataset.tab === tab);
-      if (b.dataset.tab === "call") b.disabled = !report.called;
+      if (b.dataset.tab === "call") b.disabled = !callEditable;
     }
     $("res-call").classList.toggle("hidden", tab !== "call");
     $("res-route").classList.toggle("hidden", tab !== "route");
-    $("route-copy").disabled = !report.called;
+    $("route-copy").disabled = !report.called && !announced;
     $("call-pocket").textContent = report.call.pocket ? t(`pocket.${report.call.pocket}`) : "–";
     $("call-cushions").textContent = seqText(report.call.cushions, (c) => t(`cushion.${c}`));
     $("call-contacts").textContent = seqText(report.call.contacts, contactLabel);
@@ -575,7 +754,7 @@ export function mountResultPanel(host, page) {
     const why = whyNotResult(state);
     if (why) $("res-send").setAttribute("aria-disabled", "true");
     else $("res-send").removeAttribute("aria-disabled");
-    host.classList.toggle("not-now", Boolean(why));
+    host.classList.toggle("not-now", mode === "result" && Boolean(why));
   }
 
   function whyNotResult(state) {
@@ -587,6 +766,8 @@ export function mountResultPanel(host, page) {
     report = emptyReport();
     tab = "call";
     $("res-foul").value = "";
+    $("res-foul-balls").value = "colour";
+    $("res-foul-with").value = "";
     $("res-foul-text").value = "";
     redraw();
   }
@@ -610,6 +791,8 @@ export function mountResultPanel(host, page) {
   $("res-break-yes").addEventListener("click", () => { report.legalBreak = true; redraw(); });
   $("res-break-no").addEventListener("click", () => { report.legalBreak = false; redraw(); });
   $("res-foul").addEventListener("change", () => { report.foul = $("res-foul").value; redraw(); });
+  $("res-foul-balls").addEventListener("change", () => { report.foulBalls = $("res-foul-balls").value; });
+  $("res-foul-with").addEventListener("change", () => { report.foulWith = $("res-foul-with").value; });
   $("res-foul-text").addEventListener("input", () => { report.foulText = $("res-foul-text").value; });
   for (const b of $("res-tabs").querySelectorAll("button")) {
     b.addEventListener("click", () => { tab = b.dataset.tab; redraw(); });
@@ -621,8 +804,14 @@ export function mountResultPanel(host, page) {
   }
   $("route-copy").addEventListener("click", () => {
     // Copying the call is what a pressed "call" means: the announced ball was aimed at its pocket.
-    report.called = true;
-    report.route = routeFromCall(report);
+    const state = page.state();
+    const announced = state && state.announced_call;
+    if (announced) {
+      report.colour = true;
+    } else {
+      report.called = true;
+    }
+    report.route = routeFromCall(report, announced || report.call);
     tab = "route";
     redraw();
   });
@@ -647,7 +836,7 @@ export function mountResultPanel(host, page) {
       page.showWhy(why);
       return;
     }
-    const built = buildResult(report, Boolean(state.on_break));
+    const built = buildResult(report, Boolean(state.on_break), state.announced_call || null);
     if (built.error) {
       page.showError({ key: built.error });
       return;
@@ -655,7 +844,7 @@ export function mountResultPanel(host, page) {
     pending = built.body;
     // Ends the frame or takes a coloured-ball pot: ask, as for new frame and undo.
     if (built.body.colour_potted && !state.on_break) {
-      $("result-question").textContent = describeResult(built.body);
+      $("result-question").textContent = describeResult(built.body, state.announced_call);
       dialog.showModal();
       return;
     }
@@ -664,6 +853,20 @@ export function mountResultPanel(host, page) {
   dialog.addEventListener("close", () => {
     if (dialog.returnValue === "ok") sendResult();
     else pending = null;
+  });
+
+  // Before the shot: announce the call (7.1, the `call` command); a new one replaces it.
+  $("res-announce").addEventListener("click", async () => {
+    const state = page.state();
+    if (!state) return;
+    if (!report.call.pocket) {
+      page.showError({ key: "res.need_call_pocket" });
+      return;
+    }
+    const result = await page.send("call", { pocket: report.call.pocket,
+      cushions: [...report.call.cushions], contacts: [...report.call.contacts],
+      shot_type: report.call.shot_type });
+    if (result && result.ok) page.sent(state.seq);
   });
 
   async function sendResult() {
@@ -680,7 +883,18 @@ export function mountResultPanel(host, page) {
 
   onLangChange(redraw);
   const api = {
-    open() { host.classList.remove("hidden"); host.classList.add("open"); redraw(); },
+    open() {
+      // Before the shot the editor starts from the call announced so far (to change it).
+      const state = page.state();
+      if (panelMode(state) === "call" && state.announced_call) {
+        const c = state.announced_call;
+        report.call = { pocket: c.pocket, cushions: [...c.cushions], contacts: [...c.contacts],
+          shot_type: c.shot_type };
+      }
+      host.classList.remove("hidden");
+      host.classList.add("open");
+      redraw();
+    },
     close() { host.classList.remove("open"); host.classList.add("hidden"); },
     isOpen() { return host.classList.contains("open"); },
     redraw,
@@ -689,11 +903,15 @@ export function mountResultPanel(host, page) {
   return api;
 }
 
-function describeResult(body) {
+function describeResult(body, announced) {
   const parts = [`${t("res.whites")}: ${body.whites_potted}`];
   if (body.colour_potted) parts.push(t("res.colour"));
-  if (body.call) parts.push(`${t("res.call")}: ${t(`pocket.${body.call.pocket}`)}`);
+  const call = body.call || announced;
+  if (call) parts.push(`${t(announced ? "res.announced" : "res.call")}: ${callText(call)}`);
   else parts.push(`${t("res.call")}: –`);
-  if (body.referee_foul) parts.push(`${t("res.foul_seen")}: ${body.referee_foul}`);
+  if (body.referee_foul) {
+    const foul = body.referee_foul;
+    parts.push(`${t("res.foul_seen")}: ${foul.code === "other" ? foul.text : t(`foul.code.${foul.code}`)}`);
+  }
   return parts.join(" · ");
 }
