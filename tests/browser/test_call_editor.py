@@ -126,7 +126,7 @@ def test_break_legality_and_general_fouls_with_codes(
     shoot(page, "referee-foul-dialog-codes-ru-phone")
     page.locator("#foul-ok").click()
     expect(card).to_contain_text("шар вылетел со стола: цветной")
-    expect(card).to_contain_text("Выставить цветной шар на заднюю отметку")
+    expect(card).to_contain_text("Выставить: цветной — на заднюю отметку")  # 11.1
     foul = events(shared_server, "call2", "foul")[-1]
     assert (foul["player"], foul["code"], foul["rule"], foul["breaches"][0]["balls"]) == (
         1, "ball_off_table", "9", ["colour"])
