@@ -31,15 +31,16 @@ class TerminalDisplay:
         self.players = players
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        self._last_stage: str | None = None
+        self._last_stage: tuple[str, bool] | None = None
 
     def line(self, frame: DisplayFrame) -> str:
         label, _ = STAGE_LOOK[frame.stage]
         arrow = "<- P1" if frame.player == 0 else "   P2 ->"
         ext = "/".join(str(x) for x in frame.extensions_left)
         fouls = "/".join(str(x) for x in frame.fouls)
+        link = "  LINK LOST (estimate)" if frame.offline else ""
         return (f"table {self.table_id}  [{frame.text:>4}]  {label:<10} {arrow}  "
-                f"extensions {ext}  fouls {fouls}")
+                f"extensions {ext}  fouls {fouls}{link}")
 
     def show(self, frame: DisplayFrame) -> None:
         text = self.line(frame)
@@ -47,10 +48,10 @@ class TerminalDisplay:
             _, colour = STAGE_LOOK[frame.stage]
             self.stream.write(f"\r\033[K{colour}{text}\033[0m")
             self.stream.flush()
-        elif frame.stage != self._last_stage:
+        elif (frame.stage, frame.offline) != self._last_stage:
             self.stream.write(text + "\n")
             self.stream.flush()
-        self._last_stage = frame.stage
+        self._last_stage = (frame.stage, frame.offline)
 
     def close(self) -> None:
         if self.tty:

@@ -201,3 +201,53 @@ def test_brightness_api_dims_the_display_or_says_there_is_none(tmp_path: Path) -
         bad = client.put("/api/hardware/brightness", json={"level": 8}, headers=auth)
         assert bad.status_code == 422
         assert app.state.hardware.levels == [2]
+
+
+def test_a_missing_group_is_logged_at_warning_and_raised_as_a_fault(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect 10: a missing dialout/gpio permission is said as such, at WARNING."""
+    import logging
+
+    from firmware_bridge import monitor as monitor_module
+    from firmware_bridge.monitor import HardwareMonitor
+
+    config = HardwareConfig(kind="serial", serial_port="/dev/ttyACM0", buttons_enabled=False)
+    monkeypatch.setattr(monitor_module, "permission_problems", lambda c: permission_problems(
+        c, access=lambda p, m: False, exists=lambda p: True, gpiochips=[]))
+    health = Health(lambda: 1.0)
+    with caplog.at_level(logging.WARNING, logger="firmware_bridge.monitor"):
+        HardwareMonitor(health, config).check_permissions()
+    (record,) = [r for r in caplog.records
+                 if r.name == "firmware_bridge.monitor" and "dialout" in r.getMessage()]
+    assert record.levelno == logging.WARNING and "/dev/ttyACM0" in record.getMessage()
+    (fault,) = health.faults()
+    assert fault["code"] == "no_permission" and "dialout" in fault["message"]
+
+
+def test_unconfigured_bridge_and_refused_config_exit_78(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Defect 10: the units' RestartPreventExitStatus=78 keeps them from restart-looping."""
+    from clock_service.cli import EX_CONFIG, main
+    from firmware_bridge import remote
+
+    monkeypatch.delenv("SHOTCLOCK_SERVER", raising=False)
+    assert remote.main([]) == EX_CONFIG == 78
+    monkeypatch.setenv("SHOTCLOCK_HARDWARE", "usb")
+    assert remote.main(["--server", "ws://127.0.0.1:1"]) == EX_CONFIG
+    with pytest.raises(SystemExit) as info:
+        main(["serve", "--db", str(tmp_path / "x.db")])
+    assert info.value.code == EX_CONFIG
+
+
+def test_the_terminal_display_says_the_link_is_lost() -> None:
+    import io
+
+    from firmware_bridge.render import DisplayFrame
+    from firmware_bridge.terminal import TerminalDisplay
+
+    out = io.StringIO()
+    terminal = TerminalDisplay("1", stream=out)
+    terminal.show(DisplayFrame("12", "running", 0))
+    terminal.show(DisplayFrame("11", "running", 0, offline=True))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and "LINK LOST" in lines[1] and "LINK LOST" not in lines[0]
