@@ -8,10 +8,10 @@ tests run it under the unix port with a fake ``machine``); ``run()`` wires real 
 
 Link: USB (default, ``USE_USB = True``): the Pico's USB-CDC port, which the udev rule
 (deploy/99-shotclock-display.rules) names /dev/shotclock-display. Keyboard interrupt is
-disabled on it (``micropython.kbd_intr(-1)``): a 0x03 byte inside a frame is data, not
-Ctrl-C, so the controller never drops to its REPL mid-match. To reach the REPL for
-maintenance (``mpremote``), stop the host service and press Ctrl-C within the first 2 s
-after a reset (BOOT_DELAY_MS). ``USE_USB = False``: UART0 at BAUD instead.
+disabled on it first thing (``micropython.kbd_intr(-1)``): the host may already be sending
+when the Pico boots, and a 0x03 byte inside a frame is data, not Ctrl-C, so the controller
+never drops to its REPL. For maintenance (``mpremote``) connect GP22 (MAINT_PIN) to GND
+while it starts: it then stays at the REPL. ``USE_USB = False``: UART0 at BAUD instead.
 
 Wiring (Pico GP numbers):
   UART0 (USE_USB = False): GP0 TX -> host RX (Pi GPIO15), GP1 RX <- host TX (Pi GPIO14), GND.
@@ -40,7 +40,7 @@ BAUD = 115200
 MODULE = "dp"  # "colon" for the 4-digit clock module
 HORN_ACTIVE_HIGH = True
 WDT_MS = 2000
-BOOT_DELAY_MS = 2000  # Ctrl-C still works during this time after a reset
+MAINT_PIN = 22  # tied to GND at start: stay at the REPL (maintenance), run nothing
 SELF_TEST_MS = 1000
 BLINK_MS = 500
 
@@ -198,8 +198,9 @@ def open_link():
         import select
         import sys
 
-        # A 0x03 byte in a frame must not be Ctrl-C: without this the Pico drops to its
-        # REPL and stops showing and acknowledging (issue 10, defect 4).
+        # A 0x03 byte in a frame must not be Ctrl-C (run() already said so; kept here so
+        # the link never opens without it): without it the Pico drops to its REPL and
+        # stops showing and acknowledging (issue 10, defect 4).
         micropython.kbd_intr(-1)
         poll = select.poll()
         poll.register(sys.stdin, select.POLLIN)
@@ -220,8 +221,18 @@ def open_link():
     return read, uart.write
 
 
+def maintenance_requested():
+    """GP22 tied to GND at start: the REPL stays usable (no loop, no watchdog)."""
+    return machine.Pin(MAINT_PIN, machine.Pin.IN, machine.Pin.PULL_UP).value() == 0
+
+
 def run():
-    time.sleep_ms(BOOT_DELAY_MS)
+    if USE_USB:
+        micropython.kbd_intr(-1)  # before anything else: frames may already be arriving
+    if maintenance_requested():
+        micropython.kbd_intr(3)
+        print("shotclock: maintenance mode (REPL)")
+        return
     read, write = open_link()
     wdt = machine.WDT(timeout=WDT_MS)  # a hung loop resets the Pico
     horn = Horn(machine.Pin(15, machine.Pin.OUT), HORN_ACTIVE_HIGH, time.ticks_diff)

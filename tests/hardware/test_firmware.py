@@ -63,6 +63,11 @@ def test_firmware_main_has_the_safety_pieces() -> None:
                 for t in n.targets if isinstance(t, ast.Name)}
     assert isinstance(assigned["USE_USB"], ast.Constant) and assigned["USE_USB"].value is True
     assert "micropython.kbd_intr(-1)" in source
+    run = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run")
+    # Ctrl-C is off before anything else runs: the host may be sending while the Pico boots
+    first = ast.unparse(run.body[0])
+    assert first.startswith("if USE_USB:") and "kbd_intr(-1)" in first, first
+    assert "sleep" not in ast.unparse(run.body[0:2])
     assert re.search(r"machine\.WDT\(timeout=WDT_MS\)", source) and "wdt.feed()" in source
     assert "time.ticks_diff" in source and "HORN_ACTIVE_HIGH" in source
     assert not re.search(r"ticks_ms\(\) *- ", source)  # no plain subtraction of ticks

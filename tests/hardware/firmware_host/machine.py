@@ -9,8 +9,9 @@ class Pin:
     IN = 0
     OUT = 1
     OPEN_DRAIN = 2
+    PULL_UP = 1
 
-    def __init__(self, id, mode=-1, value=None):
+    def __init__(self, id, mode=-1, pull=None, value=None):
         self.id = id
         self.mode = mode
         self.history = []
