@@ -227,3 +227,13 @@ def test_kiosk_has_nothing_to_click_and_sound_on(shared_server: ServerProcess, c
     assert page.eval_on_selector("body", "e => getComputedStyle(e).cursor") == "none"
     expect(page.locator(".score")).to_have_text("0:0")
     shoot(page, "display-kiosk-ru-pi")
+
+
+def test_display_of_an_unknown_table_says_so(shared_server: ServerProcess, context: Any) -> None:
+    """Not "--" forever on a screen nobody can touch (kiosk): the table id is named."""
+    page = context.new_page()
+    page.set_viewport_size(PI)
+    page.goto(f"{shared_server.url}/display?table=nope&kiosk=1&lang=en")
+    expect(page.locator("#unknown")).to_have_text("No table “nope” on this service")
+    expect(page.locator("#clock")).to_be_hidden()
+    shoot(page, "display-unknown-table-pi")
