@@ -8,6 +8,7 @@ one end-to-end match over HTTP against the real server.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -716,7 +717,8 @@ def test_a_match_race_to_two_over_http(server: ServerProcess) -> None:
 def test_call_then_shot_then_result_over_http(server: ServerProcess) -> None:
     """Issue 12 over HTTP: the break's legality, a general foul with its code, the call
     announced before the shot and the result judged against it (the cue ball's contact
-    implied), a frame ended by the referee with a reason."""
+    implied), a frame ended by the referee with a reason, a time foul before the break, an
+    illegal break played on, one shot breaking two rules."""
     status, state = server.post("/api/tables", {"id": "c", "players": ["Ivanov", "Petrov"],
                                                 "race_to": 3})
     assert status == 201, state
@@ -762,11 +764,34 @@ def test_call_then_shot_then_result_over_http(server: ServerProcess) -> None:
     assert (status, error["error"]["code"]) == (422, "missing_reason")
     state = _ok(server.command("c", "new_frame", winner=0, reason="Petrov withdrew"))
     assert (state["frame"], state["frames_won"], state["fouls"]) == (3, [2, 0], [0, 0])
+    # Frame 3, Ivanov to break: a time foul before the break (D6), accepted: Petrov breaks.
+    _ok(server.command("c", "start"))
+    _ok(server.command("c", "set_time", remaining_ms=1, reason="test: let it run out"))
+    deadline = time.monotonic() + 5
+    while (state := server.get("/api/tables/c"))["phase"] != "expired":
+        assert time.monotonic() < deadline, state
+        time.sleep(0.02)
+    assert (state["player"], state["on_break"], state["fouls"]) == (1, True, [1, 0])
+    _ok(server.command("c", "start"))                                      # accepted (10.4)
+    _ok(server.command("c", "shot"))
+    # Petrov's illegal break (4.3, D7): Ivanov plays the position; nobody breaks again.
+    _ok(server.command("c", "result", legal_break=False))
+    _ok(server.command("c", "start"))
+    _ok(server.command("c", "shot"))
+    status, error = server.command("c", "result", whites_potted=1, legal_break=True)
+    assert (status, error["error"]["code"]) == (422, "legal_break_after_break")
+    # One shot, several rules (D5): one foul listing each; Ivanov's second: 10.5.
+    state = _ok(server.command("c", "result", whites_potted=1, colour_potted=True, call=CALL,
+                              route=ROUTE, referee_foul={"code": "double_hit"}))
+    assert (state["frame_end_reason"], state["fouls"], state["frames_won"]) == (
+        "technical_loss", [2, 1], [2, 1])
 
     events = server.get("/api/tables/c/events?since=0&limit=100")
     fouls = [e["data"] for e in events if e["type"] == "foul"]
-    assert [(f["code"], f["rule"]) for f in fouls] == [("ball_off_table", "9"),
-                                                       ("touched_ball", "9")]
+    assert [(f["code"], f["rule"]) for f in fouls] == [
+        ("ball_off_table", "9"), ("touched_ball", "9"), ("shot_time", "12.4"),
+        ("illegal_break", "4.3"), ("white_and_colour", "9")]
+    assert [b["code"] for b in fouls[-1]["breaches"]] == ["white_and_colour", "double_hit"]
     respots = [e["data"]["respots"][0] for e in events if e["type"] == "respot"]
     assert (respots[0]["ball"], respots[0]["rule"], respots[0]["cause"]) == ("colour", "11.1",
                                                                            "9")
@@ -778,5 +803,6 @@ def test_call_then_shot_then_result_over_http(server: ServerProcess) -> None:
     outcome = result["data"]["outcome"]
     assert (outcome["call_timing"], outcome["call_verdict"]["fulfilled"]) == ("announced", True)
     ended = [e["data"] for e in events if e["type"] == "frame.ended"]
-    assert [(d["rule"], d["outside_rules"], d["referee_reason"]) for d in ended] == [
-        ("3.2", False, None), (None, True, "Petrov withdrew")]
+    assert [(d["rule"], d["outside_rules"], d["referee_reason"], d["fouls"]) for d in ended] == [
+        ("3.2", False, None, [1, 0]), (None, True, "Petrov withdrew", [0, 1]),
+        ("10.5-10.6", False, None, [2, 1])]
