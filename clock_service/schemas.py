@@ -982,7 +982,8 @@ class MatchFoulOut(_Closed):
     technical_loss: bool
     at: int
     seq: int
-    code: str | None = Field(None, description="structured foul code, when recorded")
+    code: str | None = Field(None, description="structured foul code (D10), when recorded")
+    note: str | None = Field(None, description="the referee's words with a coded foul")
 
 
 class MatchExtensionOut(_Closed):

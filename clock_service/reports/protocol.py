@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from clock_service.reports.charts import Chart, distribution_svg, shots_svg, timeline_svg
-from clock_service.reports.stats import MatchRecord, PlayerStats
+from clock_service.reports.stats import FoulRecord, MatchRecord, PlayerStats
 
 __all__ = ["render_protocol", "LANGS", "TEXTS", "seconds"]
 
@@ -55,6 +55,16 @@ TEXTS: dict[str, dict[str, str]] = {
         "signatures": "Signatures", "sign.referee": "Referee", "sign.player": "Player",
         "generated": "Built from the event log of table {table}, events {first}-{last}; "
                      "log digest (SHA-256) {digest}",
+        "code.ball_off_table": "ball off the table", "code.double_hit": "double hit",
+        "code.push_shot": "push shot", "code.no_ball_contact": "the cue ball touched no ball",
+        "code.touched_ball": "a ball touched", "code.out_of_turn": "played out of turn",
+        "code.illegal_break": "illegal break", "code.over_limit": "over the whites limit",
+        "code.colour_without_call": "coloured ball without a call",
+        "code.white_and_colour": "a white and the coloured ball with one shot",
+        "code.call_not_fulfilled": "call not fulfilled",
+        "code.unannounced_contact": "unannounced contact",
+        "code.colour_before_three": "coloured ball before three whites",
+        "code.shot_time": "time foul",
         "print": "Print", "csv": "CSV", "json": "JSON", "lang": "Русский",
         "time_note": "Time used per shot: from start to shot by the clock, pauses "
                      "excluded; shares count shots over 20 s and over 30 s.",
@@ -88,6 +98,16 @@ TEXTS: dict[str, dict[str, str]] = {
         "signatures": "Подписи", "sign.referee": "Судья", "sign.player": "Игрок",
         "generated": "Составлен по журналу событий стола {table}, события {first}-{last}; "
                      "контрольная сумма журнала (SHA-256) {digest}",
+        "code.ball_off_table": "шар за бортом", "code.double_hit": "двойное касание",
+        "code.push_shot": "толчок", "code.no_ball_contact": "биток не коснулся шара",
+        "code.touched_ball": "касание шара", "code.out_of_turn": "удар не в очередь",
+        "code.illegal_break": "неправильный разбой", "code.over_limit": "сверх лимита белых",
+        "code.colour_without_call": "цветной без заказа",
+        "code.white_and_colour": "белый и цветной одним ударом",
+        "code.call_not_fulfilled": "заказ не выполнен",
+        "code.unannounced_contact": "незаказанное касание",
+        "code.colour_before_three": "цветной до трёх белых",
+        "code.shot_time": "фол по времени",
         "print": "Печать", "csv": "CSV", "json": "JSON", "lang": "English",
         "time_note": "Время удара: от «старт» до «удар» по часам, без пауз; доли — удары "
                      "дольше 20 с и дольше 30 с.",
@@ -111,6 +131,17 @@ def _plain_s(ms: int | None) -> str:
 
 def _share(count: int | None, share: float | None) -> str:
     return "—" if count is None or share is None else f"{count} ({share * 100:.0f}%)"
+
+
+def _foul_text(t: Mapping[str, str], foul: FoulRecord) -> str:
+    """The foul in the protocol's language: its code's name (structured fouls, D10) with the
+    referee's note; a free-text foul (code ``other``, or none recorded) as written."""
+    if foul.time_foul:
+        return t["time_foul"]
+    name = t.get(f"code.{foul.code}") if foul.code and foul.code != "other" else None
+    if name is None:
+        return foul.reason
+    return f"{name}: {foul.note}" if foul.note else name
 
 
 def _clock(ms: int | None) -> str:
@@ -268,12 +299,13 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
             f"<th>{escape(t[k])}</th>" for k in ("frame", "visit", "player", "rule", "what",
                                                  "at")) + "</tr></thead><tbody>")
         for x in fouls:
-            what = t["time_foul"] if x.time_foul else x.reason
+            what = _foul_text(t, x)
             if x.technical_loss:
                 what += f" — {t['technical_loss']}"
             parts.append(f'<tr class="{"time-foul" if x.time_foul else "foul"}">'
                          + _cell(x.frame) + _cell(x.visit) + _cell(names[x.player])
-                         + _cell(x.rule, "rule") + _cell(what) + _cell(_clock(x.at)) + "</tr>")
+                         + _cell(x.rule, "rule") + _cell(what, "what")
+                         + _cell(_clock(x.at)) + "</tr>")
         parts.append("</tbody></table>")
     else:
         parts.append(f'<p data-table="fouls">{escape(t["none"])}</p>')

@@ -130,7 +130,8 @@ class FoulRecord:
     at: int
     seq: int
     technical_loss: bool
-    code: str | None = None
+    code: str | None = None  # the structured foul's code (rules.FoulCode), when recorded
+    note: str | None = None  # the referee's own words with a coded foul
 
     @property
     def time_foul(self) -> bool:
@@ -142,6 +143,8 @@ class FoulRecord:
                "technical_loss": self.technical_loss, "at": self.at, "seq": self.seq}
         if self.code is not None:
             out["code"] = self.code
+        if self.note is not None:
+            out["note"] = self.note
         return out
 
 
@@ -610,12 +613,21 @@ class _Builder:
             rule=str(data.get("rule") or "10.1"), reason=str(data.get("reason") or ""),
             at=int(event["at"]), seq=int(event["seq"]),
             technical_loss=bool(data.get("technical_loss")),
-            code=data.get("code"))
+            code=data.get("code"), note=_note(data))
         self.frame.fouls.append(foul)
         if self.batch_shot is not None and self.batch_shot[0] == _batch(event):
             shot = self.batch_shot[1]
             if shot.player == foul.player:
                 shot.fouls.append(foul.rule)
+
+
+def _note(data: Mapping[str, Any]) -> str | None:
+    """The referee's words given with a coded foul (the first breach's ``text``)."""
+    breaches = data.get("breaches")
+    if isinstance(breaches, list) and breaches and isinstance(breaches[0], Mapping):
+        text = breaches[0].get("text")
+        return text if isinstance(text, str) and text else None
+    return None
 
 
 def _by(event: Mapping[str, Any]) -> str | None:
