@@ -48,6 +48,7 @@ async def _scenario(db: Path) -> dict[str, Any]:
             await play_match_1(command, time, lambda: settle_runtime(runtime))
             out["state_after_1"] = (await client.get("/api/tables/m")).json()
             out["match_1"] = (await client.get("/api/matches/m.1")).json()
+            out["match_1_brief"] = (await client.get("/api/matches/m.1?shots=false")).json()
             out["csv_1"] = (await client.get("/api/matches/m.1/shots.csv")).text
             out["html_1"] = (await client.get("/report?match=m.1&lang=en")).text
             out["html_1_ru"] = (await client.get("/report?match=m.1&lang=ru")).text
@@ -356,3 +357,18 @@ def test_the_charts_carry_one_mark_per_shot_bin_visit_foul_and_extension(
     assert len(re.findall(r'<path class="foul-mark"', timeline)) == 4
     assert len(re.findall(r'<path class="ext-mark"', timeline)) == 2
     assert len(re.findall(r'<rect class="pause"', timeline)) == 1
+
+
+# -- the contract ---------------------------------------------------------------------------
+
+def test_every_answer_matches_its_documented_schema(played: dict[str, Any]) -> None:
+    """The OpenAPI models (schemas.py) are closed: a field the document lacks fails here."""
+    from clock_service.schemas import MatchPage, MatchRecordOut
+
+    for name in ("match_1", "match_2", "match_1_again", "match_1_brief"):
+        MatchRecordOut.model_validate(played[name])
+    brief = played["match_1_brief"]
+    assert "shots" not in brief["frames"][0] and brief["players_stats"] == played[
+        "match_1"]["players_stats"]
+    for name in ("list", "page_1", "page_2", "no_table", "since"):
+        MatchPage.model_validate(played[name])
