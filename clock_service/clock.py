@@ -616,6 +616,14 @@ class TableClock:
         def kept(value: Any, current: Any) -> Any:
             return current if value is SAME else value
 
+        unfinished = not self.match.over and (self.match.race_to is not None
+                                              or self.phase != "frame_over")
+        if unfinished and command.reason is None:  # as D9 for a frame
+            raise InvalidCommand(
+                "new_match: reason is missing: the match in play is not finished (no winner "
+                "yet, or a frame in progress); leaving it is the referee's decision: give "
+                "the reason", code="missing_reason")
+
         race_to = kept(command.race_to, self.match.race_to)
         first_breaker = kept(command.first_breaker, self.first_breaker)
         match = Match(race_to, first_breaker)
@@ -632,7 +640,8 @@ class TableClock:
             "profile": self.profile.to_dict(), "first_breaker": first_breaker,
             "race_to": race_to,
         }
-        data.update({k: v for k, v in (("event", command.event), ("referee", command.referee))
+        data.update({k: v for k, v in (("event", command.event), ("referee", command.referee),
+                                       ("reason", command.reason if unfinished else None))
                      if v is not None})
         return [Event("match.started", data), *self._start_frame(now)]
 

@@ -263,6 +263,9 @@ class NewMatch(Command):
     creation), ``race_to`` (null: open-ended) and ``first_breaker`` left out keep the
     previous match's; ``event`` and ``referee`` (for the protocol's header) belong to
     this match only. Not undoable: the correction history ends with the match it belongs to.
+    ``reason``: why the previous match is left unfinished (a race not won, or a frame in
+    progress: the rules never end a match that way, so, as for a frame (D9), the referee
+    says why); not needed after a match that is over or an open-ended one between frames.
     """
 
     name: ClassVar[str] = "new_match"
@@ -274,6 +277,7 @@ class NewMatch(Command):
     first_breaker: int | _Same = SAME
     event: str | None = None
     referee: str | None = None
+    reason: str | None = None
     built_profile: Profile | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -304,6 +308,7 @@ class NewMatch(Command):
                                      code="invalid_field")
         _text(self.event, "event", required=False)
         _text(self.referee, "referee", required=False)
+        _text(self.reason, "reason", required=self.reason is not None)
 
 
 @dataclass(frozen=True)

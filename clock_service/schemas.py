@@ -407,6 +407,9 @@ class MatchStartedData(_Closed):
     race_to: int | None
     event: str | None = Field(None, description="absent unless given")
     referee: str | None = Field(None, description="absent unless given")
+    reason: str | None = Field(None, description="why the previous match was left "
+                               "unfinished; absent when it was over (or open-ended between "
+                               "frames)")
 
 
 class FrameStartedData(_Closed):
@@ -798,6 +801,9 @@ class NewMatchCommand(_CommandEnvelope):
     first_breaker: Player | None = Field(None, description="left out: as before")
     event: Text | None = Field(None, description="for the protocol's header")
     referee: Text | None = Field(None, description="for the protocol's header")
+    reason: Text | None = Field(None, description="why the match in play is left unfinished "
+                                "(needed unless it is over, or open-ended between frames: "
+                                "422 missing_reason)")
 
 
 class NewFrameCommand(_CommandEnvelope):
@@ -913,6 +919,7 @@ class MatchSummary(_Closed):
     first_breaker: Player | None
     start_seq: int = Field(description="the match's first event in its table's log")
     end_seq: int | None = Field(description="its last event once the next match began")
+    closed_reason: str | None = Field(description="closed: why it was left unfinished")
 
 
 class MatchPage(_Closed):
@@ -1046,6 +1053,7 @@ class MatchRecordOut(_Closed):
     log_sha256: str | None = Field(description="SHA-256 of the match's events as the "
                                    "statistics read them (README \"Matches\"); the protocol "
                                    "prints it")
+    closed_reason: str | None = Field(description="closed: why it was left unfinished")
     players_stats: list[PlayerStatsOut] = Field(min_length=2, max_length=2)
     frames: list[FrameOut]
 

@@ -15,6 +15,7 @@ from clock_service.commands import (
     Foul,
     HandBack,
     NewFrame,
+    NewMatch,
     Pause,
     Result,
     Resume,
@@ -143,6 +144,7 @@ def sample_command(name: str, clock: TableClock | None = None) -> object:
         "set_time": SetTime(remaining_ms=5000),
         "call": AnnounceCall(pocket="bottom_left", cushions=["right_bottom"]),
         "new_frame": NewFrame(reason="abandoned"),  # a reason mid-frame (D9)
+        "new_match": NewMatch(reason="abandoned"),  # a reason for an unfinished match
     }.get(name) or COMMANDS[name]()
 
 

@@ -25,6 +25,7 @@ def record_json(summary: Mapping[str, Any], record: MatchRecord,
     out = record.to_dict(shots)
     out["status"] = summary["status"]
     out["ended_at"] = summary["ended_at"] if summary["ended_at"] is not None else out["ended_at"]
+    out["closed_reason"] = summary.get("closed_reason")
     return out
 
 

@@ -33,7 +33,7 @@ __all__ = [
     "archive_ops",
 ]
 
-INDEX_VERSION = "2"
+INDEX_VERSION = "3"
 MAX_PAGE = 200
 
 SCHEMA = """
@@ -68,7 +68,8 @@ _INSERT = (
     "VALUES (?, ?, ?, NULL, ?, NULL, 'playing', ?, ?, ?, '[0, 0]', 0, NULL, ?)")
 _CLOSE_PREVIOUS = (
     "UPDATE matches SET status = CASE status WHEN 'over' THEN 'over' ELSE 'closed' END, "
-    "ended_at = coalesce(ended_at, ?), end_seq = ? "
+    "ended_at = coalesce(ended_at, ?), end_seq = ?, "
+    "info = CASE WHEN ? IS NULL THEN info ELSE json_set(info, '$.closed_reason', ?) END "
     "WHERE table_id = ? AND number < ? AND end_seq IS NULL")
 _CLOSE_ALL = (
     "UPDATE matches SET status = CASE status WHEN 'over' THEN 'over' ELSE 'closed' END, "
@@ -100,7 +101,8 @@ def index_ops(table_id: str, events: Iterable[Mapping[str, Any]]) -> list[Op]:
             if number < 1:
                 continue  # not a match this index can number
             if number > 1:
-                ops.append((_CLOSE_PREVIOUS, (at, seq - 1, table_id, number)))
+                reason = data.get("reason")
+                ops.append((_CLOSE_PREVIOUS, (at, seq - 1, reason, reason, table_id, number)))
             info = {k: data.get(k) for k in ("event", "referee", "first_breaker", "profile")}
             ops.append((_INSERT, (
                 table_id, number, seq, at, json.dumps(list(data.get("players") or [])),
@@ -173,7 +175,8 @@ _ROW_JSON = (
     "'ended_at', ended_at, 'event', json_extract(info, '$.event'), "
     "'referee', json_extract(info, '$.referee'), "
     "'first_breaker', json_extract(info, '$.first_breaker'), "
-    "'start_seq', start_seq, 'end_seq', end_seq)")
+    "'start_seq', start_seq, 'end_seq', end_seq, "
+    "'closed_reason', json_extract(info, '$.closed_reason'))")
 
 
 def split_match_id(match_id: str) -> tuple[str, int] | None:
@@ -195,7 +198,7 @@ def _summary(row: tuple[Any, ...]) -> dict[str, Any]:
         "started_at": started_at, "ended_at": ended_at,
         "event": extra.get("event"), "referee": extra.get("referee"),
         "first_breaker": extra.get("first_breaker"), "profile": extra.get("profile"),
-        "start_seq": start_seq, "end_seq": end_seq,
+        "start_seq": start_seq, "end_seq": end_seq, "closed_reason": extra.get("closed_reason"),
     }
 
 

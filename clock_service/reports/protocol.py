@@ -246,7 +246,9 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
         ("referee", record.referee or "—", "referee"),
         ("match", f"{record.id} · {t['race_to']} "
                   f"{record.race_to if record.race_to else t['open']} · "
-                  f"{t['status.' + status]}", "match"),
+                  f"{t['status.' + status]}"
+                  + (f": {summary['closed_reason']}" if summary.get("closed_reason") else ""),
+         "match"),
         ("timer", timing or "—", "timer"),
     ):
         parts.append(f'<div class="{cls}"><dt>{escape(t[key])}</dt><dd data-field="{cls}">'

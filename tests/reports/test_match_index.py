@@ -46,7 +46,7 @@ def play(tmp_path: Path) -> Path:
     a.do(Result(**EARLY_POT))                     # a.1 won by Petrov, 0-1
     a.do(NewMatch(players=["Sidorov", "Kozlov"], race_to=2))
     a.do(NewFrame(winner=0, reason="conceded"))  # a.2: 1-0, then left for a.3
-    a.do(NewMatch(timer=False))
+    a.do(NewMatch(timer=False, reason="the hall closes"))
     b = Table(race_to=None, table_id="b")
     b.do(NewFrame(winner=1, reason="conceded"))
     b.do(Undo())                                  # the award taken back: 0-0
@@ -58,14 +58,16 @@ def play(tmp_path: Path) -> Path:
 
 def test_the_index_says_where_each_match_lies_and_how_it_stands(tmp_path: Path) -> None:
     db = play(tmp_path)
-    got = [(t, n, start, end, status, json.loads(score), frames, winner, timer)
-           for (t, n, start, end, _, _, status, _, timer, _, score, frames, winner, _) in rows(db)]
+    got = [(t, n, start, end, status, json.loads(score), frames, winner, timer,
+            json.loads(info).get("closed_reason"))
+           for (t, n, start, end, _, _, status, _, timer, _, score, frames, winner, info)
+           in rows(db)]
     a_starts = [s for t, _, s, *_ in got if t == "a"]
     assert got == [
-        ("a", 1, 1, a_starts[1] - 1, "over", [0, 1], 1, 1, 1),
-        ("a", 2, a_starts[1], a_starts[2] - 1, "closed", [1, 0], 2, None, 1),
-        ("a", 3, a_starts[2], None, "playing", [0, 0], 1, None, 0),
-        ("b", 1, 1, None, "playing", [0, 0], 1, None, 1),  # the undo took frame 2 back
+        ("a", 1, 1, a_starts[1] - 1, "over", [0, 1], 1, 1, 1, None),
+        ("a", 2, a_starts[1], a_starts[2] - 1, "closed", [1, 0], 2, None, 1, "the hall closes"),
+        ("a", 3, a_starts[2], None, "playing", [0, 0], 1, None, 0, None),
+        ("b", 1, 1, None, "playing", [0, 0], 1, None, 1, None),  # the undo took frame 2 back
     ]
 
 

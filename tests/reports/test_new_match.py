@@ -77,7 +77,8 @@ def test_fields_left_out_keep_the_previous_match(fields: dict[str, Any],
                        profile=None)
     clock.profile = clock.profile.from_partial(QUICK)
     clock.open(T0)
-    clock.handle(parse_command({"command": "new_match", **fields}), T0 + 1)
+    clock.handle(parse_command({"command": "new_match", "reason": "postponed", **fields}),
+                 T0 + 1)
     seen = {"players": clock.players, "timer": clock.timer, "race_to": clock.match.race_to,
             "first_breaker": clock.first_breaker, "shot_ms": clock.profile.shot_ms}
     for key, value in expected.items():
@@ -98,9 +99,38 @@ def test_a_match_in_play_can_be_left_for_a_new_one_but_not_while_a_shot_is_timed
     assert refused.value.code == "clock_counting"
     clock.handle(Shot(), T0 + 5)
     clock.handle(Extension(), T0 + 6)
-    events = clock.handle(NewMatch(), T0 + 7)
+    with pytest.raises(InvalidCommand) as missing:  # unfinished: the referee says why (D9)
+        clock.handle(NewMatch(), T0 + 7)
+    assert missing.value.code == "missing_reason"
+    assert clock.state(T0 + 7)["extensions_left"] == [0, 1]  # nothing changed
+    events = clock.handle(NewMatch(reason="a player fell ill"), T0 + 7)
     assert [e.type for e in events] == ["match.started", "frame.started"]
+    assert events[0].data["reason"] == "a player fell ill"
     assert clock.state(T0 + 7)["extensions_left"] == [1, 1]
+
+
+@pytest.mark.parametrize(("situation", "needs_reason"), [
+    ("race won", False),
+    ("race in play, between frames", True),
+    ("open-ended, between frames", False),
+    ("open-ended, a frame in progress", True),
+])
+def test_a_reason_is_needed_only_to_leave_an_unfinished_match(situation: str,
+                                                              needs_reason: bool) -> None:
+    race_to = None if situation.startswith("open-ended") else (1 if situation == "race won"
+                                                               else 2)
+    clock = TableClock(["Ivanov", "Petrov"], race_to=race_to)
+    clock.open(T0)
+    if "between frames" in situation or situation == "race won":
+        clock.handle(Foul(reason="a"), T0 + 1)
+        clock.handle(Foul(reason="b", player=0), T0 + 2)  # 10.5: the frame is over
+    if needs_reason:
+        with pytest.raises(InvalidCommand) as missing:
+            clock.handle(NewMatch(), T0 + 3)
+        assert missing.value.code == "missing_reason"
+    else:
+        events = clock.handle(NewMatch(reason="ignored"), T0 + 3)
+        assert "reason" not in events[0].data  # nothing was left unfinished
 
 
 @pytest.mark.parametrize(("fields", "code"), [

@@ -177,7 +177,7 @@ def test_shots_decided_by_the_camera_say_so() -> None:
 def test_a_match_record_stops_at_the_next_match() -> None:
     t = Table(race_to=1)
     t.timed(5000)
-    t.do(NewMatch(players=["Sidorov", "Petrov"]))
+    t.do(NewMatch(players=["Sidorov", "Petrov"], reason="postponed"))
     t.timed(7000)
     first = build_match(t.log, "t")
     assert (first.players, [s.used_ms for s in first.shots]) == (["Ivanov", "Petrov"], [5000])

@@ -581,7 +581,7 @@ const ERRORS = {
     colour_potted_and_off_table: "the coloured ball cannot be both potted and off the table",
     rule_with_code: "a foul code brings its own rule",
     detail_without_code: "the balls or 'touched with' need a foul code",
-    missing_reason: "ending a frame in progress is a decision outside the rules: give the reason",
+    missing_reason: "ending a frame or a match in progress is a decision outside the rules: give the reason",
   },
   ru: {
     already_running: "время уже идёт",
@@ -720,7 +720,7 @@ const ERRORS = {
     colour_potted_and_off_table: "цветной не может быть одновременно забит и вылететь со стола",
     rule_with_code: "у кода фола своё правило",
     detail_without_code: "шары или «чем коснулся» указываются вместе с кодом фола",
-    missing_reason: "завершить идущую партию — решение вне правил: укажите причину",
+    missing_reason: "завершить идущую партию или матч — решение вне правил: укажите причину",
   },
 };
 
