@@ -220,6 +220,7 @@ class Load:
     # -- referee side ------------------------------------------------------------------------
     async def open_referee(self, table: TableLoad) -> None:
         table.ws = await websockets.connect(f"{self.server.ws_url}/ws/tables/{table.id}",
+                                            origin=self.server.origin,
                                             max_queue=None, ping_interval=None)
         snapshot = json.loads(await table.ws.recv())
         table.phase = snapshot["state"]["phase"]

@@ -39,12 +39,15 @@ from clock_service.schemas import (
     ClockStartedEvent,
     ClockStoppedEvent,
     ClockWarningEvent,
-    CommandMessage,
     CorrectionUndoneEvent,
     ErrorMessage,
     FoulEvent,
     FrameEndedEvent,
     FrameStartedEvent,
+    HallMessage,
+    HallRemovedMessage,
+    HallStatusMessage,
+    HallTableMessage,
     MatchEndedEvent,
     MatchStartedEvent,
     MqttCommandMessage,
@@ -56,14 +59,16 @@ from clock_service.schemas import (
     ShotResultEvent,
     SnapshotMessage,
     StatusMessage,
+    TableArchivedEvent,
     TableCreatedEvent,
     TurnEvent,
     WsTableState,
+    command_message,
 )
 from clock_service.settings import Settings
 
 __all__ = ["build_asyncapi", "main", "SERVER_MESSAGES", "CLIENT_MESSAGES", "EVENT_MESSAGES",
-           "MQTT_MESSAGES", "CLOSE_CODES", "DEFAULT_PATH"]
+           "MQTT_MESSAGES", "HALL_MESSAGES", "CLOSE_CODES", "DEFAULT_PATH"]
 
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "docs" / "asyncapi.json"
 CLOSE_TOO_BIG = 1009  # uvicorn's ws_max_size (Settings.max_message_bytes)
@@ -71,6 +76,9 @@ CLOSE_TOO_BIG = 1009  # uvicorn's ws_max_size (Settings.max_message_bytes)
 # Event type -> (model, one line for the document). Every type in EVENT_TYPES has one.
 EVENT_MESSAGES: dict[str, tuple[type[BaseModel], str]] = {
     "table.created": (TableCreatedEvent, "The table was created (its first event)."),
+    "table.archived": (TableArchivedEvent, "The table was archived (DELETE /api/tables/{id}; "
+                       "its last event): its clients are closed with 4404, its events stay "
+                       "under data.archived_as."),
     "frame.started": (FrameStartedEvent, "A frame began; the breaker is at the table (I3)."),
     "frame.ended": (FrameEndedEvent, "The frame ended: 3.2, technical loss (10.5) or the "
                     "referee."),
@@ -106,10 +114,17 @@ SERVER_MESSAGES: dict[str, type[BaseModel]] = {
     "ack": AckMessage,
     "error": ErrorMessage,
 }
+# The hall feed (/ws/hall): message name in the document -> model (its ``type`` differs).
+HALL_MESSAGES: dict[str, type[BaseModel]] = {
+    "hall": HallMessage,
+    "hallTable": HallTableMessage,
+    "hallRemoved": HallRemovedMessage,
+    "hallStatus": HallStatusMessage,
+}
 # Every message the client may send, by ``type`` (a command may leave ``type`` out).
 CLIENT_MESSAGES: dict[str, type[BaseModel]] = {
     "ping": PingMessage,
-    "command": CommandMessage,
+    "command": command_message(),
 }
 
 # The MQTT topics' own payloads (SHOTCLOCK_MQTT_URL); events, ack, error, ping and pong
@@ -180,7 +195,7 @@ drops a connection that does not answer."""
 def _schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """(model name -> its $ref, components.schemas) for every message model."""
     models: list[type[BaseModel]] = [*SERVER_MESSAGES.values(), *CLIENT_MESSAGES.values(),
-                                      *MQTT_MESSAGES.values()]
+                                     *MQTT_MESSAGES.values(), *HALL_MESSAGES.values()]
     keyed: Sequence[tuple[type[BaseModel], JsonSchemaMode]] = [
         (model, "validation") for model in models]
     refs, top = models_json_schema(keyed, ref_template="#/components/schemas/{model}")
@@ -256,12 +271,20 @@ def build_asyncapi() -> dict[str, Any]:
         "ping": "Ask for the server's time.",
         "command": "A referee command (see the HTTP commands table in README.md).",
     }
+    summaries.update({
+        "hall": "First message of the hall feed: every live table's summary, every fault.",
+        "hallTable": "A table changed or was created (type table): its summary now.",
+        "hallRemoved": "A table was archived (type removed): drop its card.",
+        "hallStatus": "The faults changed (type status, table null): every current fault.",
+    })
     messages: dict[str, Any] = {}
-    for name, model in [*SERVER_MESSAGES.items(), *CLIENT_MESSAGES.items()]:
+    for name, model in [*SERVER_MESSAGES.items(), *CLIENT_MESSAGES.items(),
+                        *HALL_MESSAGES.items()]:
         messages[name] = _message(name, refs[model.__name__], summaries[name],
                                   EXAMPLES.get(name))
     mqtt_channels, mqtt_operations, mqtt_messages = _mqtt(refs, list(EVENT_MESSAGES))
     messages.update(mqtt_messages)
+    table_messages = [*SERVER_MESSAGES, *CLIENT_MESSAGES]
 
     def msgs(*names: str) -> list[dict[str, str]]:
         return [{"$ref": f"{_CHANNEL}/messages/{n}"} for n in names]
@@ -274,7 +297,7 @@ def build_asyncapi() -> dict[str, Any]:
         "parameters": {"id": {
             "description": "The table id: 1-32 letters, digits, '-' or '_'.",
             "examples": ["1", "2"]}},
-        "messages": {name: {"$ref": f"#/components/messages/{name}"} for name in messages},
+        "messages": {name: {"$ref": f"#/components/messages/{name}"} for name in table_messages},
         "bindings": {"ws": {
             "method": "GET",
             "query": {
@@ -303,6 +326,21 @@ def build_asyncapi() -> dict[str, Any]:
         }},
         "x-close-codes": CLOSE_CODES,
     }
+    hall_channel = {
+        "address": "/ws/hall",
+        "title": "Every table's card",
+        "description": "One socket for the hall page: `hall` first (every live table's "
+        "summary and every fault), then `table` when one changes or is created, `removed` "
+        "when one is archived, `status` when the faults change. Read-only: `ping` is "
+        "answered with `pong`, anything else with an error. The same limits as a table's "
+        "socket (Origin, per-address caps, 4001 when too slow).",
+        "messages": {name: {"$ref": f"#/components/messages/{name}"}
+                     for name in [*HALL_MESSAGES, "ping", "pong", "error"]},
+    }
+    hall = "#/channels/hall"
+
+    def hall_msgs(*names: str) -> list[dict[str, str]]:
+        return [{"$ref": f"{hall}/messages/{n}"} for n in names]
     security = [{"$ref": f"#/components/securitySchemes/{name}"}
                 for name in ("subprotocol", "queryToken", "bearer")]
     operations = {
@@ -354,6 +392,18 @@ def build_asyncapi() -> dict[str, Any]:
         },
     }
     channel["servers"] = [{"$ref": "#/servers/local"}]
+    operations.update({
+        "sendHall": {
+            "action": "send", "channel": {"$ref": hall}, "title": "Hall feed",
+            "summary": "The hall message first, then table / removed / status as they happen.",
+            "messages": hall_msgs(*HALL_MESSAGES),
+        },
+        "receiveHallPing": {
+            "action": "receive", "channel": {"$ref": hall}, "title": "Ping",
+            "messages": hall_msgs("ping"),
+            "reply": {"channel": {"$ref": hall}, "messages": hall_msgs("pong", "error")},
+        },
+    })
     return {
         "asyncapi": "3.0.0",
         "info": {
@@ -366,7 +416,7 @@ def build_asyncapi() -> dict[str, Any]:
             "host": f"{Settings.host}:{Settings.port}", "protocol": "ws",
             "description": "shotclock serve (make run); wss behind a TLS proxy.",
         }, "broker": MQTT_SERVER},
-        "channels": {"table": channel, **mqtt_channels},
+        "channels": {"table": channel, "hall": hall_channel, **mqtt_channels},
         "operations": {**operations, **mqtt_operations},
         "components": {
             "messages": messages,

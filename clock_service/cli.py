@@ -9,25 +9,75 @@ import gc
 import logging
 import os
 import sys
+from dataclasses import replace
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["main", "EXIT_REFUSED", "EXIT_STORE_LOCKED", "EXIT_STORE_CORRUPT"]
+
+log = logging.getLogger("shotclock")
+
+
+# Descriptors kept for the store, logs, devices and the listening socket, and for a
+# backlog's worth of connections accepted before the caps close them (serving.BACKLOG).
+FILES_BESIDES_CONNECTIONS = 64 + 128
 
 
 # sysexits.h EX_CONFIG: the configuration is wrong and a restart cannot help. The units
 # say RestartPreventExitStatus=78, so systemd does not restart-loop an unconfigured box.
 EX_CONFIG = 78
+# Exit codes of ``shotclock serve`` when it refuses to start (sysexits.h; see README).
+EXIT_REFUSED = EX_CONFIG  # a non-loopback address without a referee token or --open
+EXIT_STORE_LOCKED = 75  # EX_TEMPFAIL: another process serves this store (retry later)
+EXIT_STORE_CORRUPT = 65  # EX_DATAERR: the store failed PRAGMA quick_check
 
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from clock_service.api import create_app
+    from clock_service.errors import StoreCorrupt, StoreLocked
+    from clock_service.serving import (
+        install_redactor,
+        is_loopback,
+        raise_open_files,
+        uvicorn_config,
+    )
     from clock_service.settings import Settings
+    from clock_service.store import Store
 
     settings = Settings.from_env(host=args.host, port=args.port, db=args.db,
-                                 display=args.display)
-    app = create_app(settings)
+                                 display=args.display, open=args.open or None)
+    install_redactor(settings.referee_token)
+    exposed = not is_loopback(settings.host)
+    if exposed and not settings.referee_token:
+        if not settings.open:
+            print(f"shotclock: refusing to listen on {settings.host} without a referee token: "
+                  "anyone on the network could run every clock. Set SHOTCLOCK_REFEREE_TOKEN, "
+                  "listen on 127.0.0.1, or pass --open to accept that risk.",
+                  file=sys.stderr, flush=True)
+            return EXIT_REFUSED
+        print(f"shotclock: WARNING: --open: listening on {settings.host} with NO referee "
+              "token: anyone who can reach this address controls every clock.",
+              file=sys.stderr, flush=True)
+    store = Store(settings.db)
+    try:
+        store.lock()  # held until the process ends
+        store.check()
+    except StoreLocked as exc:
+        print(f"shotclock: {exc.message}", file=sys.stderr, flush=True)
+        return EXIT_STORE_LOCKED
+    except StoreCorrupt as exc:
+        print(f"shotclock: {exc.message}", file=sys.stderr, flush=True)
+        return EXIT_STORE_CORRUPT
+    soft, _ = raise_open_files()
+    if 0 < soft < settings.max_connections + FILES_BESIDES_CONNECTIONS:
+        # The caps, not the kernel, must say no: a refused accept() (EMFILE) stalls everyone.
+        cap = max(16, soft - FILES_BESIDES_CONNECTIONS)
+        log.warning("only %d open files allowed (ulimit -n, LimitNOFILE): connections capped "
+                    "at %d instead of %d (SHOTCLOCK_MAX_CONNECTIONS); raise the limit", soft,
+                    cap, settings.max_connections)
+        settings = replace(settings, max_connections=cap)
+    app = create_app(settings, store=store)
     table_side = _attach_hardware(app, settings)
     _attach_mqtt(app, settings)
     camera = _attach_camera(app, settings)
@@ -42,10 +92,8 @@ def _serve(args: argparse.Namespace) -> int:
           f"  API              {base}/docs"
           + (f"\n  camera           {camera}  (calibrate: {base}/calibrate)" if camera else ""),
           file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port,
-                            log_level=args.log_level, ws_max_size=settings.max_message_bytes,
-                            lifespan="on", access_log=args.access_log,
-                            ws_ping_interval=settings.ws_ping_s, ws_ping_timeout=settings.ws_ping_s)
+    config = uvicorn_config(app, settings, log_level=args.log_level,
+                            access_log=args.access_log)
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:
@@ -56,6 +104,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     server = Server(config)
     table_side.server = server
+    # uvicorn sets up its loggers when the config is made: redact their handlers too.
+    install_redactor(settings.referee_token)
     server.run()
     return 0
 
@@ -286,11 +336,14 @@ def _hall(args: argparse.Namespace) -> int:
     print(f"shotclock hall: mirroring hall {target.hall!r} from {target.redacted()} on {base}"
           f"  (store: {settings.db})\n  hall view  {base}/\n  API        {base}/docs",
           file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port,
-                            log_level=args.log_level, ws_max_size=settings.max_message_bytes,
-                            lifespan="on", access_log=args.access_log,
-                            ws_ping_interval=settings.ws_ping_s, ws_ping_timeout=settings.ws_ping_s)
-    uvicorn.Server(config).run()
+    # The same connection caps, request timeout and token-free logs as ``serve``.
+    from clock_service.serving import install_redactor, uvicorn_config
+
+    config = uvicorn_config(app, settings, log_level=args.log_level,
+                            access_log=args.access_log)
+    server = uvicorn.Server(config)
+    install_redactor(settings.referee_token)
+    server.run()
     return 0
 
 
@@ -459,6 +512,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--display", choices=["terminal", "none"], default=None,
                        help="simulated display in the terminal when no hardware is set")
     serve.add_argument("--access-log", action="store_true", help="log every HTTP request")
+    serve.add_argument("--open", action="store_true",
+                       help="allow a non-loopback --host without SHOTCLOCK_REFEREE_TOKEN "
+                       "(anyone on the network controls the clocks; warned on every start)")
     serve.add_argument("--log-level", default="info",
                        choices=["critical", "error", "warning", "info", "debug"])
     hall = sub.add_parser("hall", help="mirror every table of a hall from the MQTT broker "

@@ -432,7 +432,10 @@ class TableClock:
             return self.advance(max(now, self.deadline))
         self.last_step_at = now
         self.phase = "paused"
-        self.remaining = _ceil_ms(left)
+        # ``alive_at`` may be a stored event's time, rounded down below the moment the
+        # deadline was set: never give back more than the shot had then.
+        had = self.remaining if self.remaining is not None else _ceil_ms(left)
+        self.remaining = min(_ceil_ms(left), had)
         self.deadline = None
         return [self._clock_event("clock.paused", now, {"reason": "restart"})]
 
@@ -715,6 +718,9 @@ class TableClock:
     def _set_deadline(self, deadline: float, now: float) -> None:
         self.deadline = deadline
         left = deadline - now
+        # While running, ``remaining`` keeps the time the shot had when its deadline was
+        # last set (start, resume, extension, set_time): the most a restart may give back.
+        self.remaining = _ceil_ms(left)
         # Announce only the thresholds still ahead; after an extension the ones that are
         # ahead again are announced again.
         self.pending_warnings = [w for w in self.profile.warnings_ms if w < left]

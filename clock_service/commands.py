@@ -63,9 +63,10 @@ TIMED = frozenset({"start", "shot", "pause", "resume"})
 
 
 def _text(value: Any, name: str, *, required: bool) -> None:
+    """Text: 1..MAX_TEXT characters, not all blank; ``None`` only when not required."""
     if value is None and not required:
         return
-    if not isinstance(value, str) or (required and not value.strip()) or len(value) > MAX_TEXT:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT:
         raise InvalidCommand(
             f"{name} must be a non-empty string of at most {MAX_TEXT} characters, got {value!r}",
             code="invalid_field",
@@ -85,7 +86,8 @@ def check_players(players: Any) -> tuple[str, str]:
 
 
 def _player(value: Any, name: str = "player") -> None:
-    if value is not None and (isinstance(value, bool) or value not in (0, 1)):
+    # type(), not isinstance: a bool is not a player, and 1.0 == 1 but is no index (a 500).
+    if value is not None and (type(value) is not int or value not in (0, 1)):
         raise InvalidCommand(f"{name} must be 0 or 1, got {value!r}", code="invalid_field")
 
 
@@ -457,6 +459,8 @@ def parse_command(payload: Any) -> Command:
         raise InvalidCommand(
             f"unknown command {name!r}; known: {sorted(COMMANDS)}", code="unknown_command"
         )
+    if payload.get("source") is not None:
+        _text(payload["source"], "source", required=True)
     declared = {f.name: f for f in fields(cls) if f.init}
     args = {k: v for k, v in payload.items() if k not in ENVELOPE_FIELDS}
     unknown = sorted(set(args) - set(declared))

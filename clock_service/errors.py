@@ -24,6 +24,10 @@ __all__ = [
     "TableUnreachable",
     "ForwardedError",
     "NoHardware",
+    "StoreLocked",
+    "StoreCorrupt",
+    "TooManyTables",
+    "Forbidden",
 ]
 
 
@@ -129,3 +133,27 @@ class NoHardware(ShotClockError, LookupError):
     """The service drives no table-side device that can do this (e.g. dim the digits)."""
 
     code = "no_hardware"
+
+
+class StoreLocked(StoreError):
+    """Another process holds the store: two writers would interleave two clocks' logs."""
+
+    code = "store_locked"
+
+
+class StoreCorrupt(StoreError):
+    """The store failed its integrity check at start."""
+
+    code = "store_corrupt"
+
+
+class TooManyTables(ShotClockError):
+    """The service keeps at most ``max_tables`` live tables (SHOTCLOCK_MAX_TABLES)."""
+
+    code = "too_many_tables"
+
+
+class Forbidden(ShotClockError, PermissionError):
+    """Not from here: a foreign Origin, or over a per-address cap."""
+
+    code = "forbidden"

@@ -11,6 +11,7 @@ __all__ = ["Event", "EVENT_TYPES"]
 EVENT_TYPES = frozenset(
     {
         "table.created",
+        "table.archived",
         "frame.started",
         "frame.ended",
         "clock.started",

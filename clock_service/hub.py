@@ -14,13 +14,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Hub", "Subscriber", "CLOSE_TOO_SLOW", "DEFAULT_QUEUE"]
+__all__ = ["Hub", "Subscriber", "CLOSE_TOO_SLOW", "DEFAULT_QUEUE", "HALL"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_QUEUE = 1024
 # WebSocket close code for a client that could not keep up (application range 4000-4999).
 CLOSE_TOO_SLOW = 4001
+# The hub key of the hall feed (/ws/hall): never a table id (those are [A-Za-z0-9_-]).
+HALL = "*hall"
 
 
 def encode(message: dict[str, Any]) -> str:
@@ -34,6 +36,7 @@ class Subscriber:
         default_factory=lambda: asyncio.Queue(DEFAULT_QUEUE))
     last_seq: int = 0  # the last event seq put in the queue (for the cut-off reason)
     dropped: str | None = None  # why the hub cut this client off
+    close_code: int = CLOSE_TOO_SLOW  # the close code that goes with it
 
     def offer(self, seq: int, text: str) -> bool:
         """Queue a message without waiting; False (and cut off) when the queue is full."""
@@ -89,6 +92,17 @@ class Hub:
         if table_id is None:
             return sum(len(s) for s in self._subs.values())
         return len(self._subs.get(table_id, ()))
+
+    def close_table(self, table_id: str, code: int, reason: str) -> None:
+        """Let go of every client of a table, to be closed with ``code`` and ``reason``
+        after what is already queued for them."""
+        for sub in list(self._subs.pop(table_id, ())):
+            if sub.dropped is None:
+                sub.dropped, sub.close_code = reason, code
+                try:
+                    sub.queue.put_nowait(None)
+                except asyncio.QueueFull:
+                    sub._wake_with_close()
 
     def tables(self) -> list[str]:
         """The tables that have clients now."""

@@ -23,16 +23,18 @@ from clock_service.errors import (
     RuleRefusal,
     StoreError,
     TableExists,
+    TooManyTables,
     UnknownTable,
 )
 from clock_service.events import Event
 from clock_service.health import Health
-from clock_service.hub import Hub, encode
+from clock_service.hub import HALL, Hub, encode
 from clock_service.profile import Profile
-from clock_service.store import Store
+from clock_service.store import ARCHIVE_SEP, Store
 from clock_service.timesource import Timer, TimeSource
 
-__all__ = ["Runtime", "TableRuntime", "TABLE_ID", "Listener", "Publisher", "match_id"]
+__all__ = ["Runtime", "TableRuntime", "TABLE_ID", "Listener", "Publisher", "match_id",
+           "HALL_FIELDS", "MAX_TABLES", "CLOSE_ARCHIVED"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,13 @@ TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 HEARTBEAT_MS = 500.0
 STORE_WAIT_S = 5.0
 STORE_FAULT = "store.write"
+MAX_TABLES = 200
+# WebSocket close code for the clients of a table that was archived (as for no such table).
+CLOSE_ARCHIVED = 4404
+# What the hall feed tells about each table: what a hall card shows, and no more.
+HALL_FIELDS = ("table", "seq", "phase", "timer", "player", "players", "remaining_ms",
+               "limit_ms", "deadline", "server_time", "round", "frame", "fouls",
+               "extensions_left", "whites", "frames_won")
 
 
 def match_id(table_id: str, number: int) -> str:
@@ -66,8 +75,11 @@ class TableRuntime:
 
 
 class Runtime:
-    def __init__(self, store: Store, time: TimeSource, hub: Hub | None = None) -> None:
+    def __init__(self, store: Store, time: TimeSource, hub: Hub | None = None, *,
+                 max_tables: int = MAX_TABLES) -> None:
         self.store = store
+        self.max_tables = max_tables
+        self._archives: dict[str, int] = {}  # archives made per live id (see archive_table)
         self.time = time
         self.hub = hub or Hub()
         self.tables: dict[str, TableRuntime] = {}
@@ -114,7 +126,12 @@ class Runtime:
         self._beat()
         for table in self.tables.values():
             self._schedule(table)
-        if default_table is not None and default_table not in self.tables:
+        if len(self.tables) > self.max_tables:
+            log.warning("the store holds %d live tables, over the limit of %d "
+                        "(SHOTCLOCK_MAX_TABLES): no new table until some are archived",
+                        len(self.tables), self.max_tables)
+        if (default_table is not None and default_table not in self.tables
+                and len(self.tables) < self.max_tables):
             await self.create_table(default_table, ["Player 1", "Player 2"])
 
     async def stop(self) -> None:
@@ -155,9 +172,14 @@ class Runtime:
             "and sent in order when the disk recovers, and lost if the service stops first")
 
     def _faults_changed(self, table_id: str | None) -> None:
-        """Send the clients of the table(s) concerned their current list of faults."""
+        """Send the clients of the table(s) concerned their current list of faults; the
+        hall feed gets every fault."""
         for tid in self.hub.tables() if table_id is None else [table_id]:
-            self.hub.send(tid, encode(self.status_message(tid)))
+            if tid != HALL:
+                self.hub.send(tid, encode(self.status_message(tid)))
+        if self.hub.count(HALL):
+            self.hub.send(HALL, encode({"type": "status", "table": None,
+                                        "faults": self.health.faults()}))
 
     def status_message(self, table_id: str) -> dict[str, Any]:
         return {"type": "status", "table": table_id, "faults": self.health.faults(table_id)}
@@ -181,6 +203,10 @@ class Runtime:
             )
         if table_id in self.tables:
             raise TableExists(f"table {table_id!r} already exists", code="table_exists")
+        if len(self.tables) >= self.max_tables:
+            raise TooManyTables(
+                f"the service keeps at most {self.max_tables} live tables "
+                "(SHOTCLOCK_MAX_TABLES): archive one with DELETE /api/tables/{id} first")
         clock = TableClock(players, timer=timer, profile=Profile.from_partial(profile),
                            first_breaker=first_breaker, race_to=race_to)
         now = self.time.now_ms()
@@ -194,6 +220,74 @@ class Runtime:
         events = [Event("table.created", {"table": table_id, **config}), *clock.open(now)]
         await self._emit(table, events, now, new_table=True)
         return self.state(table_id)
+
+    async def archive_table(self, table_id: str) -> dict[str, Any]:
+        """Take a table out of the hall: its clock stops, its clients are closed (4404), and
+        its events stay in the store under ``<id>~<n>`` (n = 1, 2, ... per live id) for the
+        records, ending with ``table.archived``. The id is free for a new table at once.
+        Returns the archive record once it is durable."""
+        table = self.table(table_id)
+        number = self._archives.get(table_id)
+        if number is None:
+            number = await asyncio.to_thread(self.store.archive_count, table_id)
+            table = self.table(table_id)  # still live after the wait?
+        number += 1
+        self._archives[table_id] = number
+        archive_id = f"{table_id}{ARCHIVE_SEP}{number}"
+        now = self.time.now_ms()
+        events = [Event("table.archived", {"archived_as": archive_id})]
+        published = self._emit(table, events, now)
+        if table.timer is not None:
+            table.timer.cancel()
+            table.timer = None
+        del self.tables[table_id]
+        loop = asyncio.get_running_loop()
+        durable: asyncio.Future[None] = loop.create_future()
+
+        def on_loop(error: BaseException | None) -> None:
+            # After table.archived was published: its clients have it, then the close.
+            self.hub.close_table(table_id, CLOSE_ARCHIVED,
+                                 f"table {table_id} was archived as {archive_id}")
+            if self.hub.count(HALL):
+                self.hub.send(HALL, encode({"type": "removed", "table": table_id,
+                                            "archived_as": archive_id}))
+            if not durable.done():
+                if error is None:
+                    durable.set_result(None)
+                else:
+                    durable.set_exception(error)
+
+        def from_writer(error: BaseException | None) -> None:
+            loop.call_soon_threadsafe(on_loop, error)
+
+        self.store.archive_table(table_id, archive_id, int(now), done=from_writer)
+        try:
+            await asyncio.wait_for(asyncio.shield(asyncio.gather(published, durable)),
+                                   self.store_wait_s)
+        except TimeoutError:
+            raise StoreError(
+                f"table {table_id} was taken out of the hall as {archive_id}, but that is not "
+                f"yet durable: the event store did not confirm it within "
+                f"{self.store_wait_s:g} s; if the service stops first, the table comes back",
+                code="store_unavailable") from None
+        return {"table": table_id, "archived_as": archive_id, "seq": table.seq,
+                "archived_at": int(now)}
+
+    def hall_summary(self, table_id: str) -> dict[str, Any]:
+        """A table as the hall shows it, as of its last published event."""
+        _, state = self.snapshot(table_id)
+        return {key: state.get(key) for key in HALL_FIELDS}
+
+    def _tell_hall(self, table_id: str) -> None:
+        """The hall feed's card of a table, after its events were published."""
+        if self.hub.count(HALL) and table_id in self.tables:
+            self.hub.send(HALL, encode({"type": "table", "table": self.hall_summary(table_id)}))
+
+    def hall_message(self) -> dict[str, Any]:
+        """The first message of the hall feed: every live table, and every fault."""
+        return {"type": "hall", "server_time": self.time.now_ms(),
+                "tables": [self.hall_summary(tid) for tid in sorted(self.tables)],
+                "faults": self.health.faults()}
 
     def state(self, table_id: str) -> dict[str, Any]:
         table = self.table(table_id)
@@ -320,6 +414,7 @@ class Runtime:
                         publisher(table.id, wires, texts)
                     except Exception:  # a broker fault never stops the clock
                         log.exception("table %s: publisher failed", table.id)
+                self._tell_hall(table.id)
             if not durable.done():
                 if error is None:
                     durable.set_result(None)

@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union, get_args
+from collections.abc import Sequence
+from dataclasses import MISSING
+from dataclasses import fields as dataclass_fields
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StringConstraints,
+    create_model,
+)
 
 from clock_service.clock import ALLOWED
-from clock_service.commands import MAX_SET_MS, MAX_TEXT, PRESS_FUTURE_MS, PRESS_STALE_MS
+from clock_service.commands import (
+    BY,
+    COMMANDS,
+    ENVELOPE_FIELDS,
+    MAX_NAME,
+    MAX_SET_MS,
+    MAX_TEXT,
+    PRESS_FUTURE_MS,
+    PRESS_STALE_MS,
+    SAME,
+    Command,
+)
+from clock_service.profile import MAX_MS, Profile
 from clock_service.rules import (
     BALLS,
     GENERAL_FOULS,
@@ -26,7 +53,6 @@ from clock_service.rules import (
 )
 from clock_service.rules import Turn as RulesTurn
 
-Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
 # The command envelope (TEAM convention 1), described once for HTTP and WebSocket.
 AT_DOC = ("when the press (or camera frame) happened at the table, unix ms on the service's "
           "clock (a remote bridge corrects its clock offset). Older than "
@@ -38,29 +64,60 @@ SOURCE_DOC = ("where it came from (console, button, pedal, camera, mqtt ...); re
               "its events")
 
 __all__ = [
-    "CreateTable", "CommandRequest", "MatchState", "RefusedCommand", "TableState", "ErrorBody",
+    "CreateTable", "ProfileIn", "MatchState", "RefusedCommand", "TableState", "ErrorBody",
     "ErrorResponse",
     "WireEvent", "FaultInfo", "HealthResponse", "StatusMessage", "BrightnessRequest",
     "BrightnessResponse",
 ]
 
 
-class CreateTable(BaseModel):
+# Non-blank text of 1..MAX_TEXT characters (commands._text). The models that use it set
+# regex_engine python-re: ``\S`` then means what str.strip() means, so the schema, pydantic and
+# the core agree on what is blank.
+Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT, pattern=r"\S")]
+# Integers are strict everywhere: 1.0 or true is not a player, a count or a time.
+PlayerIndex = Annotated[StrictInt, Field(ge=0, le=1, description="0 or 1")]
+TABLE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
+ARCHIVE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}~[0-9]{1,9}$"
+MAX_SEQ = 2**53  # seqs and cursors: exact in every JSON reader (and in SQLite's 64 bits)
+_Ms = Annotated[StrictInt, Field(ge=1, le=MAX_MS)]
+_Count = Annotated[StrictInt, Field(ge=0, le=MAX_MS)]
+
+
+class ProfileIn(BaseModel):
+    """A partial time profile (12.2-12.7): the fields given replace the rules' defaults, and
+    no other field is accepted. ``floor_ms`` must not be above ``shot_ms`` (12.3): 422
+    ``invalid_profile`` otherwise."""
+
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,32}$", examples=["2"])
-    players: list[str] = Field(min_length=2, max_length=2, examples=[["Ivanov", "Petrov"]])
-    timer: bool = Field(True, description="false: a match without time control (12.1)")
-    profile: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Partial time profile; omitted fields take the rules' defaults "
-        "(shot_ms 35000, full_rounds 2, step_ms 5000, floor_ms 20000, extension_ms 15000, "
-        "extensions_per_frame 1, warnings_ms [10000,5000,4000,3000,2000,1000]).",
-        examples=[{"shot_ms": 30000}],
-    )
-    first_breaker: Literal[0, 1] = Field(0, description="who breaks frame 1 (I3)")
-    race_to: int | None = Field(
-        None, ge=1, description="frames needed to win the match; null: an open-ended match "
+    shot_ms: _Ms = Field(Profile.shot_ms, description="limit of a shot in the first "
+                         "full_rounds rounds (12.2)")
+    full_rounds: _Count = Field(Profile.full_rounds, description="rounds at the full limit")
+    step_ms: _Count = Field(Profile.step_ms, description="less per round after that (12.3)")
+    floor_ms: _Ms = Field(Profile.floor_ms, description="the limit never drops below (12.3)")
+    extension_ms: _Ms = Field(Profile.extension_ms, description="one extension (12.6)")
+    extensions_per_frame: _Count = Field(Profile.extensions_per_frame,
+                                         description="per player per frame (12.5)")
+    warnings_ms: list[_Ms] = Field(list(Profile().warnings_ms), max_length=32,
+                                   description="clock.warning thresholds")
+
+
+class CreateTable(BaseModel):
+    model_config = ConfigDict(extra="forbid", regex_engine="python-re")
+
+    id: str = Field(pattern=TABLE_ID_PATTERN, examples=["2"])
+    players: list[Annotated[str, StringConstraints(min_length=1, max_length=60,
+                                                   pattern=r"\S")]] = Field(
+        min_length=2, max_length=2, examples=[["Ivanov", "Petrov"]],
+        description="two names of 1..60 characters (leading and trailing blanks dropped)")
+    timer: StrictBool = Field(True, description="false: a match without time control (12.1)")
+    profile: ProfileIn | None = Field(
+        None, description="Partial time profile; omitted fields take the rules' defaults.",
+        examples=[{"shot_ms": 30000}])
+    first_breaker: PlayerIndex = Field(0, description="who breaks frame 1 (I3)")
+    race_to: Annotated[StrictInt, Field(ge=1, le=999)] | None = Field(
+        None, description="frames needed to win the match; null: an open-ended match "
         "(frames are counted, nobody wins it)", examples=[3])
     event: str | None = Field(None, min_length=1, max_length=MAX_TEXT,
                               description="the event (tournament) of the first match, for "
@@ -68,22 +125,9 @@ class CreateTable(BaseModel):
     referee: str | None = Field(None, min_length=1, max_length=MAX_TEXT,
                                 description="the referee of the first match, for its protocol")
 
-
-class CommandRequest(BaseModel):
-    """A referee command. Other fields depend on the command (see README)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    command: str = Field(examples=["start"], description=(
-        "start | shot | extension | pause | resume | turn | foul (code? balls? touched_with? "
-        "reason? player? rule?) | hand_back | new_frame (winner?, reason: required "
-        "mid-frame) | undo (by?, reason?) | set_time (remaining_ms, by?, reason?) | result "
-        "(whites_potted?, colour_potted?, call?, route?, legal_break: required on the break, "
-        "referee_foul?) | call (pocket, cushions?, contacts?, shot_type?)"))
-    at: float | None = Field(None, description=AT_DOC, examples=[1_700_000_000_000])
-    by: str = Field("referee", description=BY_DOC + "; for undo and set_time, who corrected "
-                    "(any text)")
-    source: str | None = Field(None, description=SOURCE_DOC, examples=["button"])
+    def partial_profile(self) -> dict[str, Any]:
+        """Only the profile fields the client gave (the core fills in the rest)."""
+        return {} if self.profile is None else self.profile.model_dump(exclude_unset=True)
 
 
 class BrightnessRequest(BaseModel):
@@ -195,6 +239,28 @@ class HealthResponse(BaseModel):
     components: dict[str, dict[str, Any]] = Field(
         description="status of each part, by name (store, hardware, mqtt, camera ...)")
     faults: list[FaultInfo] = Field(description="every current fault, oldest first")
+
+
+class ArchivedTable(BaseModel):
+    """The answer to DELETE /api/tables/{id}."""
+
+    table: str = Field(description="the id it had; free again for a new table")
+    archived_as: str = Field(description="the id its events are kept under: <id>~<n>, n "
+                             "counting the archives of that id from 1", examples=["1~1"])
+    seq: int = Field(description="its last event, table.archived")
+    archived_at: int = Field(description="unix ms")
+
+
+class ArchiveRecord(BaseModel):
+    """An archived table (GET /api/archive)."""
+
+    id: str = Field(description="the archive id, <table>~<n>", examples=["1~1"])
+    table: str = Field(description="the id it had while live")
+    config: dict[str, Any] = Field(description="players, timer, profile, first_breaker, "
+                                   "race_to, as created")
+    seq: int = Field(description="its last event, table.archived")
+    created_at: int = Field(description="unix ms")
+    archived_at: int = Field(description="unix ms")
 
 
 class WireEvent(BaseModel):
@@ -412,6 +478,11 @@ class MatchStartedData(_Closed):
                                "frames)")
 
 
+class TableArchivedData(_Closed):
+    archived_as: str = Field(description="the id its events are kept under now, <id>~<n>: "
+                             "GET /api/archive/{archive_id}/events", examples=["1~1"])
+
+
 class FrameStartedData(_Closed):
     frame: int
     breaker: Player
@@ -598,6 +669,11 @@ class TableCreatedEvent(_EventMessage):
     data: TableCreatedData
 
 
+class TableArchivedEvent(_EventMessage):
+    type: Literal["table.archived"]
+    data: TableArchivedData
+
+
 class FrameStartedEvent(_EventMessage):
     type: Literal["frame.started"]
     data: FrameStartedData
@@ -688,6 +764,61 @@ class TurnEvent(_EventMessage):
     data: TurnData
 
 
+# -- the hall feed (/ws/hall) -----------------------------------------------------------
+
+class HallTable(_Closed):
+    """One table as the hall shows it (runtime.HALL_FIELDS), as of its last event."""
+
+    table: str
+    seq: int
+    phase: Literal["ready", "running", "paused", "expired", "frame_over"]
+    timer: bool
+    player: Player
+    players: list[str]
+    remaining_ms: int | None
+    limit_ms: int | None
+    deadline: float | None = Field(description="unix ms of the expiry while running")
+    server_time: float
+    round: int
+    frame: int
+    fouls: PlayerPair
+    extensions_left: PlayerPair
+    whites: PlayerPair
+    frames_won: PlayerPair
+
+
+class HallMessage(_Closed):
+    """First message of the hall feed: every live table, and every fault."""
+
+    type: Literal["hall"]
+    server_time: UnixMs
+    tables: list[HallTable] = Field(description="sorted by id")
+    faults: list[FaultInfo]
+
+
+class HallTableMessage(_Closed):
+    """A table changed (or was created): its summary now. Newer seq replaces older."""
+
+    type: Literal["table"]
+    table: HallTable
+
+
+class HallRemovedMessage(_Closed):
+    """A table was archived (DELETE /api/tables/{id}): drop its card."""
+
+    type: Literal["removed"]
+    table: str
+    archived_as: str
+
+
+class HallStatusMessage(_Closed):
+    """The faults changed: every current fault (any table), to replace what is shown."""
+
+    type: Literal["status"]
+    table: None = Field(description="always null: the hall gets every fault")
+    faults: list[FaultInfo]
+
+
 class PongMessage(_Closed):
     type: Literal["pong"]
     id: Any = Field(description="the ping's id, echoed")
@@ -721,162 +852,164 @@ class PingMessage(BaseModel):
     client_time: float | None = Field(None, description="the client's clock, echoed")
 
 
-class _CommandEnvelope(_Closed):
-    type: Literal["command"] = Field(
-        "command", description="may be left out when the message has a 'command'")
-    id: Any = Field(None, description="echoed in the ack or error")
-    source: Text | None = Field(None, description=SOURCE_DOC)
-    by: Literal["referee", "camera"] = Field("referee", description=BY_DOC)
-    at: float | None = Field(None, description=AT_DOC)
+# -- commands, derived from the core's registry (clock_service/commands.py) ------------------
+# One model per command in COMMANDS, its fields from the command's dataclass (the envelope
+# ``at``, ``by``, ``source`` included: they are fields of Command): a command another module
+# registers (register_command) appears here, in OpenAPI and in AsyncAPI by itself. The core
+# (parse_command) stays the validator; these models describe exactly what it accepts
+# (tests/test_command_schemas.py and the schemathesis run check that they agree).
+
+# A player's name: 1..MAX_NAME characters once surrounding blanks are dropped (check_players).
+Name = Annotated[str, StringConstraints(
+    pattern=rf"^\s*(?=\S)[\s\S]{{1,{MAX_NAME}}}(?<=\S)\s*$")]
+Names = Annotated[list[Name], Field(min_length=2, max_length=2)]
+
+# A field means the same in every command that has it: its exact type where the dataclass
+# type alone says too little (a player is an int, but only 0 or 1; a pocket a str, but one
+# of six names).
+COMMAND_FIELD_TYPES: dict[str, Any] = {
+    "player": PlayerIndex,
+    "winner": PlayerIndex,
+    "first_breaker": PlayerIndex,
+    "remaining_ms": Annotated[StrictInt, Field(ge=1, le=MAX_SET_MS)],
+    "whites_potted": Annotated[StrictInt, Field(ge=0, le=WHITES)],
+    "race_to": Annotated[StrictInt, Field(ge=1)],
+    "players": Names,
+    "profile": ProfileIn,
+    "call": CallSpec,
+    "route": RouteSpec,
+    "pocket": Pocket,
+    "cushions": list[Cushion],
+    "contacts": list[Annotated[str, Field(pattern=CONTACT_PATTERN)]],
+    "shot_type": ShotType,
+    "code": GeneralFoulCode,
+    "balls": list[OffTableBall],
+    "touched_with": TouchedWith,
+    "referee_foul": Text | GeneralFoulSpec,
+    "at": StrictInt | StrictFloat,
+    "by": Literal[BY],  # a command that declares its own ``by`` takes any text (see below)
+}
+COMMAND_FIELD_DOCS: dict[str, str] = {
+    "at": AT_DOC,
+    "by": BY_DOC,
+    "source": SOURCE_DOC,
+    "player": "default: the player at the table",
+    "winner": "who won the frame; left out or null: nobody",
+    "rule": "default 10.1",
+    "remaining_ms": "the remaining time to set, ms",
+    "legal_break": "the break only; left out: legal",
+    "whites_potted": "whites potted on this shot",
+    "cushions": "the coloured ball's cushions, in order",
+    "contacts": "ball-to-ball contacts 'striker>struck', in order (balls: cue, colour, "
+                "white1..white7)",
+    "race_to": "frames to win; null: open-ended",
+    "event": "for the protocol's header",
+    "referee": "for the protocol's header",
+}
+# Fields of the message that are not the command's (commands.ENVELOPE_FIELDS besides
+# ``command``): name -> (type, description). A name the core adds without an entry here
+# is documented as any JSON value.
+MESSAGE_FIELDS: dict[str, tuple[Any, str]] = {
+    "id": (Any, "echoed in the WebSocket ack or error"),
+}
 
 
-class StartCommand(_CommandEnvelope):
-    """Balls at rest: the clock counts (I15); in expired, the opponent accepts (10.4)."""
-
-    command: Literal["start"]
-
-
-class ShotCommand(_CommandEnvelope):
-    """Cue tip on the cue ball in time: the clock stops, the next limit shows (I15)."""
-
-    command: Literal["shot"]
-
-
-class ExtensionCommand(_CommandEnvelope):
-    """Extra time for the player at the table, once per frame (12.5-12.7)."""
-
-    command: Literal["extension"]
-    player: Player | None = Field(None, description="who asks (a player's own extension "
-                                  "button): refused with not_at_table unless at the table")
+def _hint_type(hint: Any) -> Any:
+    """A JSON type for a dataclass field's type hint (None handled by the caller)."""
+    if hint is str:
+        return Text
+    if hint is bool:
+        return StrictBool
+    if hint is int:
+        return StrictInt
+    if hint is float:
+        return StrictInt | StrictFloat
+    origin = get_origin(hint)
+    if origin in (list, tuple, Sequence):
+        (item, *_) = get_args(hint) or (Any,)
+        return list[_hint_type(item)]  # type: ignore[misc]
+    return dict[str, Any]
 
 
-class PauseCommand(_CommandEnvelope):
-    command: Literal["pause"]
+def _field_annotation(cls: type[Command], name: str, hint: Any) -> tuple[Any, bool]:
+    """(type, whether it may be left out without a default: the core's SAME)."""
+    args = get_args(hint) if get_origin(hint) in (Union, UnionType) else (hint,)
+    same = any(getattr(a, "__name__", "") == "_Same" for a in args)
+    optional = type(None) in args
+    rest = [a for a in args if a is not type(None) and getattr(a, "__name__", "") != "_Same"]
+    own = name in cls.__dict__.get("__annotations__", {})
+    if name == "by" and own:  # a correction names who made it: any short text
+        base: Any = Text
+    else:
+        base = COMMAND_FIELD_TYPES.get(name) or _hint_type(rest[0])
+    return (base | None if optional else base), same
 
 
-class ResumeCommand(_CommandEnvelope):
-    command: Literal["resume"]
+def _command_model(cls: type[Command], *, websocket: bool) -> type[BaseModel]:
+    hints = get_type_hints(cls)
+    definitions: dict[str, Any] = {
+        "command": (Literal[cls.name], Field(description=f"the command: {cls.name}")),
+    }
+    if websocket:
+        definitions["type"] = (Literal["command"], Field(
+            "command", description="may be left out when the message has a 'command'"))
+    for name in sorted(ENVELOPE_FIELDS - {"command"}):
+        kind, doc = MESSAGE_FIELDS.get(name, (Any, "any JSON value"))
+        definitions[name] = (kind, Field(None, description=doc))
+    for f in dataclass_fields(cls):
+        if not f.init:
+            continue
+        annotation, same = _field_annotation(cls, f.name, hints[f.name])
+        info: dict[str, Any] = {"description": COMMAND_FIELD_DOCS.get(f.name)}
+        if same or f.default is SAME:  # left out: as before (no JSON default to show)
+            info["default_factory"] = lambda: None
+            info["description"] = "left out: as before" + (
+                f"; {info['description']}" if info["description"] else "")
+        elif f.default is not MISSING:
+            info["default"] = f.default
+        elif f.default_factory is not MISSING:
+            info["default"] = f.default_factory()
+        if isinstance(info.get("default"), tuple):
+            info["default"] = list(info["default"])
+        definitions[f.name] = (annotation, Field(**info))
+    words = "".join(part.capitalize() for part in cls.name.split("_"))
+    model: type[BaseModel] = create_model(
+        f"{'Ws' if websocket else ''}{words}Command",
+        __config__=ConfigDict(extra="forbid", regex_engine="python-re"),
+        __doc__=" ".join((cls.__doc__ or f"The {cls.name} command.").split()),
+        **definitions,
+    )
+    return model
 
 
-class TurnCommand(_CommandEnvelope):
-    """The turn passes to the opponent: a new visit."""
-
-    command: Literal["turn"]
-
-
-class FoulCommand(_CommandEnvelope):
-    """A foul the referee saw that is not a shot's result (9, 10.1; D10): a code, or free
-    text (code other), or free text with the rule it breaks."""
-
-    command: Literal["foul"]
-    reason: Text | None = Field(None, description="free text: the foul when there is no "
-                                "code; a note otherwise")
-    player: Player | None = Field(None, description="default: the player at the table; for "
-                                  "out_of_turn the other one")
-    rule: Text | None = Field(None, description="only with a free-text reason and no code "
-                              "(default 9)")
-    code: GeneralFoulCode | None = None
-    balls: list[OffTableBall] = Field(default_factory=list,
-                                      description="ball_off_table: the balls off the table")
-    touched_with: TouchedWith | None = Field(None, description="touched_ball: with what")
+def command_models(*, websocket: bool = False) -> dict[str, type[BaseModel]]:
+    """Command name -> its request model, for every command in the registry now."""
+    return {name: _command_model(cls, websocket=websocket)
+            for name, cls in sorted(COMMANDS.items())}
 
 
-class HandBackCommand(_CommandEnvelope):
-    """After a foul the opponent hands the turn back (10.4)."""
-
-    command: Literal["hand_back"]
-
-
-class NewMatchCommand(_CommandEnvelope):
-    """A new match on the table (not while a shot is timed); the previous one stays on
-    record. Fields left out keep the previous match's, except event and referee."""
-
-    command: Literal["new_match"]
-    players: list[Annotated[str, Field(min_length=1, max_length=60)]] | None = Field(
-        None, min_length=2, max_length=2, description="left out: the same players")
-    timer: bool | None = Field(None, description="left out: as before")
-    profile: dict[str, Any] | None = Field(
-        None, description="partial, over the rules' defaults; left out: as before")
-    race_to: int | None = Field(None, ge=1, description="left out: as before; null: open-ended")
-    first_breaker: Player | None = Field(None, description="left out: as before")
-    event: Text | None = Field(None, description="for the protocol's header")
-    referee: Text | None = Field(None, description="for the protocol's header")
-    reason: Text | None = Field(None, description="why the match in play is left unfinished "
-                                "(needed unless it is over, or open-ended between frames: "
-                                "422 missing_reason)")
+def command_union(*, websocket: bool = False) -> Any:
+    """A discriminated union (on ``command``) of every command's model."""
+    models = tuple(command_models(websocket=websocket).values())
+    return Annotated[Union[models], Field(discriminator="command")]  # noqa: UP007
 
 
-class NewFrameCommand(_CommandEnvelope):
-    """End the frame (for winner, or nobody) and start the next. Ending a frame in progress
-    is a referee decision outside the rules: it needs a reason (D9)."""
-
-    command: Literal["new_frame"]
-    winner: Player | None = None
-    reason: Text | None = Field(None, description="required while the frame is in progress "
-                                "(422 missing_reason); carried by frame.ended")
-
-
-class UndoCommand(_CommandEnvelope):
-    """Take back the last step (a command or an expiry)."""
-
-    command: Literal["undo"]
-    by: Text = "referee"  # type: ignore[assignment]  # a correction names who made it
-    reason: Text | None = None
+def command_message() -> type[RootModel[Any]]:
+    """The WebSocket command message, as one root model (AsyncAPI, contract test)."""
+    base: Any = RootModel[command_union(websocket=True)]  # type: ignore[misc]
+    message: type[RootModel[Any]] = create_model(
+        "CommandMessage", __base__=base,
+        __doc__="A referee command; needs the referee token when the service has one.")
+    return message
 
 
-class SetTimeCommand(_CommandEnvelope):
-    """Set the remaining time of the current shot."""
-
-    command: Literal["set_time"]
-    remaining_ms: int = Field(ge=1, le=MAX_SET_MS)
-    by: Text = "referee"  # type: ignore[assignment]  # a correction names who made it
-    reason: Text | None = None
-
-
-class ResultCommand(_CommandEnvelope):
-    """What the shot just played did (sections 3-11); after shot, in ready."""
-
-    command: Literal["result"]
-    whites_potted: int = Field(0, ge=0, le=WHITES)
-    colour_potted: bool = False
-    call: CallSpec | None = None
-    route: RouteSpec | None = None
-    legal_break: bool | None = Field(None, description="required on the break (4.2): was it "
-                                     "legal; left out on the break: 422 missing_legal_break; "
-                                     "after the break: 422 legal_break_after_break")
-    referee_foul: Text | GeneralFoulSpec | None = Field(
-        None, description="a general foul seen on this shot (9; D10): free text, or "
-        "{code, balls?, touched_with?, text?}; out_of_turn goes with the foul command")
-
-
-class CallCommand(_CommandEnvelope):
-    """The strict call, announced before the shot (7.1-7.2): while the player is at the
-    table (ready, running, paused), not on the break (4.4) and not after shot; the next
-    result is judged against it."""
-
-    command: Literal["call"]
-    pocket: Pocket
-    cushions: list[Cushion] = Field(default_factory=list,
-                                    description="the coloured ball's cushions, in order")
-    contacts: list[Annotated[str, Field(pattern=CONTACT_PATTERN)]] = Field(
-        default_factory=list, description="ball-to-ball contacts 'striker>struck', in order; "
-        "(balls: cue, colour, white1..white7)")
-    shot_type: ShotType = ShotType.NORMAL
-
-
-class CommandMessage(RootModel[Annotated[
-    StartCommand | ShotCommand | ExtensionCommand | PauseCommand | ResumeCommand | TurnCommand
-    | FoulCommand | HandBackCommand | NewFrameCommand | UndoCommand | SetTimeCommand
-    | ResultCommand | CallCommand | NewMatchCommand,
-    Field(discriminator="command"),
-]]):
-    """A referee command; needs the referee token when the service has one."""
+CommandMessage = command_message()
 
 
 __all__ += [
     "TimeProfile", "WsMatchState", "WsTableState", "WsErrorBody", "CallSpec", "RouteSpec",
     "ShotReport", "FoulRecord", "RespotInstruction", "ShotOutcome",
-    "TableCreatedData", "MatchStartedData", "MatchStartedEvent", "NewMatchCommand",
+    "TableCreatedData", "MatchStartedData", "MatchStartedEvent",
     "FrameStartedData", "FrameEndedData", "MatchEndedData", "ShotResultData",
     "RespotData", "ClockRunData", "ClockStoppedData", "ClockPausedData", "ClockExtendedData",
     "ClockWarningData", "ClockExpiredData", "ClockCorrectedData", "CorrectionUndoneData",
@@ -885,10 +1018,13 @@ __all__ += [
     "ClockResumedEvent", "ClockStoppedEvent", "ClockPausedEvent", "ClockExtendedEvent",
     "ClockWarningEvent", "ClockExpiredEvent", "ClockCorrectedEvent", "CorrectionUndoneEvent",
     "FoulEvent", "TurnEvent", "PongMessage", "AckMessage", "ErrorMessage", "PingMessage",
-    "StartCommand", "ShotCommand", "ExtensionCommand", "PauseCommand", "ResumeCommand",
-    "TurnCommand", "FoulCommand", "HandBackCommand", "NewFrameCommand", "UndoCommand",
-    "SetTimeCommand", "ResultCommand", "CommandMessage", "CallCommand", "CallAnnouncedData",
-    "CallAnnouncedEvent", "CallVerdictSpec", "GeneralFoulSpec", "BreachRecord",
+    "CallAnnouncedData", "CallAnnouncedEvent", "CallVerdictSpec", "GeneralFoulSpec",
+    "BreachRecord",
+    "StatusMessage", "TableArchivedData", "TableArchivedEvent", "HallTable", "HallMessage",
+    "HallTableMessage", "HallRemovedMessage", "HallStatusMessage", "Text", "PlayerIndex",
+    "COMMAND_FIELD_TYPES", "MESSAGE_FIELDS", "TABLE_ID_PATTERN", "ARCHIVE_ID_PATTERN", "MAX_SEQ",
+    "ArchiveRecord", "ArchivedTable",
+    "command_models", "command_union", "command_message", "CommandMessage",
 ]
 
 

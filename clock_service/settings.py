@@ -56,6 +56,10 @@ def _default_table(raw: str | None) -> str | None:
         return Settings.default_table
     raw = raw.strip()
     return None if raw in ("", "none") else raw
+def _env_list(name: str) -> tuple[str, ...]:
+    """A comma- or space-separated list."""
+    raw = os.environ.get(name) or ""
+    return tuple(item for item in raw.replace(",", " ").split() if item)
 
 
 @dataclass(frozen=True)
@@ -73,11 +77,42 @@ class Settings:
     # drops the connection (a dead client is let go even when nothing is being sent).
     ws_ping_s: float = 20.0
     max_message_bytes: int = 16_384  # HTTP bodies and WebSocket messages
-    # Commands a second per client address (HTTP) or per WebSocket; 0: no limit. See limits.py.
+    # Commands a second per client address, HTTP and every WebSocket of that address
+    # together; 0: no limit. See limits.py.
     command_rate: int = 20
-    command_burst: int = 60
+    command_burst: int = 20
     # mqtt://[user:pass@]host:port/<hall>: publish every table on a broker (README "MQTT").
     mqtt_url: str | None = None
+    # Reads (GET /api/..., WebSocket connections) per client address: tokens a second, a
+    # read of many events costs more than one token; 0: no limit. See limits.py.
+    read_rate: int = 20
+    read_burst: int = 60
+    # WebSocket messages of any kind (commands, pings, junk) per client address, all its
+    # sockets together; a socket over it is closed (1008). 0: no limit. See limits.py.
+    message_rate: int = 50
+    message_burst: int = 100
+    # WebSocket handshakes a second from everyone together: a burst of connections (from
+    # many addresses) is a burst of work on the clock's loop. Refused: retry (pages back
+    # off with jitter). 0: no limit.
+    handshake_rate: int = 50
+    handshake_burst: int = 25
+    # Connections (TCP, HTTP and WebSocket) in all and per client address; connections
+    # over either are closed at once, before they hold anything. See serving.py.
+    max_connections: int = 1000
+    max_connections_per_address: int = 64
+    max_sockets_per_address: int = 32  # WebSockets per client address (after proxies)
+    # A request's headers and body must arrive within this many seconds of its first byte
+    # (slowloris); an idle keep-alive connection is closed after keep_alive_s.
+    request_timeout_s: float = 5.0
+    keep_alive_s: float = 5.0
+    max_replays: int = 4  # ?since= replays streaming from the store at once
+    max_tables: int = 200  # live (not archived) tables
+    # Addresses (or networks) of reverse proxies whose X-Forwarded-For is believed.
+    trusted_proxies: tuple[str, ...] = ()
+    # Origins besides the service's own that may command and open WebSockets.
+    allowed_origins: tuple[str, ...] = ()
+    # Listen on a non-loopback address without a referee token (shotclock serve --open).
+    open: bool = False
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
@@ -97,5 +132,22 @@ class Settings:
             mqtt_url=env.get("SHOTCLOCK_MQTT_URL") or None,
             # "" (or "none"): no default table, e.g. a hall where every table has its own Pi.
             default_table=_default_table(env.get("SHOTCLOCK_DEFAULT_TABLE")),
+            read_rate=_env_int("SHOTCLOCK_READ_RATE", cls.read_rate),
+            read_burst=_env_int("SHOTCLOCK_READ_BURST", cls.read_burst),
+            message_rate=_env_int("SHOTCLOCK_MESSAGE_RATE", cls.message_rate),
+            message_burst=_env_int("SHOTCLOCK_MESSAGE_BURST", cls.message_burst),
+            handshake_rate=_env_int("SHOTCLOCK_HANDSHAKE_RATE", cls.handshake_rate),
+            handshake_burst=_env_int("SHOTCLOCK_HANDSHAKE_BURST", cls.handshake_burst),
+            max_connections=_env_int("SHOTCLOCK_MAX_CONNECTIONS", cls.max_connections),
+            max_connections_per_address=_env_int("SHOTCLOCK_MAX_CONNECTIONS_PER_ADDRESS",
+                                                 cls.max_connections_per_address),
+            max_sockets_per_address=_env_int("SHOTCLOCK_MAX_SOCKETS_PER_ADDRESS",
+                                             cls.max_sockets_per_address),
+            request_timeout_s=_env_float("SHOTCLOCK_REQUEST_TIMEOUT_S", cls.request_timeout_s),
+            keep_alive_s=_env_float("SHOTCLOCK_KEEP_ALIVE_S", cls.keep_alive_s),
+            max_replays=_env_int("SHOTCLOCK_MAX_REPLAYS", cls.max_replays),
+            max_tables=_env_int("SHOTCLOCK_MAX_TABLES", cls.max_tables),
+            trusted_proxies=_env_list("SHOTCLOCK_TRUSTED_PROXIES"),
+            allowed_origins=_env_list("SHOTCLOCK_ALLOWED_ORIGINS"),
         )
         return replace(settings, **{k: v for k, v in overrides.items() if v is not None})

@@ -7,7 +7,18 @@ into the next commit, so a slow disk costs latency, never throughput or the cloc
 The event loop never waits on SQLite: it enqueues and is called back when it is durable.
 
 Reads (start-up, replay for ``?since=``) use their own connections; WAL lets them run
-beside the writer.
+beside the writer. Reads for clients return the stored JSON text as it is (never decoded
+and encoded again) and are meant to run off the event loop (``asyncio.to_thread``).
+
+One store, one writer: ``open`` takes an exclusive ``flock`` on ``<db>.lock`` and holds it
+until the process ends, so a second service on the same file refuses to start
+(``StoreLocked``) instead of interleaving two clocks' histories; and it runs
+``PRAGMA quick_check`` first (``StoreCorrupt``), so a damaged file is reported at start
+rather than as a 500 on the table that hits the bad page.
+
+Archived tables (``DELETE /api/tables/{id}``) keep their events under the archive id
+``<id>~<n>`` (n counts the archives of that id from 1): the live id is free for a new
+table, and an archived table's events stay addressable for the records.
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -25,10 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clock_service.errors import StoreError
+from clock_service.errors import StoreCorrupt, StoreError, StoreLocked
 from clock_service.reports.index import ensure_index, index_ops
 
-__all__ = ["Store", "StoredTable"]
+__all__ = ["Store", "StoredTable", "ArchivedTable", "ARCHIVE_SEP"]
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +70,21 @@ CREATE TABLE IF NOT EXISTS published (
     seq      INTEGER NOT NULL,
     PRIMARY KEY (target, table_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS archive (
+    id          TEXT PRIMARY KEY,
+    table_id    TEXT NOT NULL,
+    config      TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL,
+    archived_at INTEGER NOT NULL
+);
 """
 # ``published``: per MQTT target (broker and hall) and table, the last seq the broker
 # acknowledged, with every seq before it (clock_service/mqtt/feed.py). It may lag behind
 # (a restart then publishes a few events again: consumers drop them by seq), never lead.
+# ``archive``: archived tables (DELETE /api/tables/{id}); their events are under ``id``.
+# An archived table's id: the live id, this separator, and a count (never a live id).
+ARCHIVE_SEP = "~"
 
 # Backoff between attempts to commit on a failing disk.
 RETRY_MIN_S = 0.05
@@ -76,6 +99,28 @@ class StoredTable:
     config: dict[str, Any]
     core: dict[str, Any]
     seq: int
+
+
+@dataclass(frozen=True)
+class ArchivedTable:
+    id: str  # the archive id, <table>~<n>: where its events are now
+    table: str  # the id it had while live
+    config: dict[str, Any]
+    seq: int
+    created_at: int
+    archived_at: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "table": self.table, "config": self.config, "seq": self.seq,
+                "created_at": self.created_at, "archived_at": self.archived_at}
+
+
+@dataclass
+class _Archive:
+    table_id: str
+    archive_id: str
+    archived_at: int
+    done: Callable[[BaseException | None], None] | None
 
 
 @dataclass
@@ -142,11 +187,61 @@ class Store:
         # succeed again (None); the runtime turns it into the store fault.
         self.on_trouble: Callable[[BaseException | None], None] | None = None
         self.failing_since: float | None = None  # time.time() of the first failed attempt
+        self._lock_fd: int | None = None
+        self._checked = False
 
     # -- lifecycle -----------------------------------------------------------------------
+    @property
+    def lock_path(self) -> str:
+        return self.path + ".lock"
+
+    def lock(self) -> None:
+        """Take the store for this process (held until it ends); ``StoreLocked`` if another
+        process has it. The lock file records the holder's pid, for the message."""
+        if self._lock_fd is not None or self.path == ":memory:":
+            return
+        import fcntl
+
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise StoreLocked(
+                f"the event store {self.path} is in use by another shotclock process "
+                f"(pid {holder}); two services on one store would mix two clocks' "
+                "histories: stop the other one, or give this one its own --db") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._lock_fd = fd
+
+    def check(self) -> None:
+        """``PRAGMA quick_check``; ``StoreCorrupt`` with SQLite's findings if it fails."""
+        if self._checked or self.path == ":memory:" or not Path(self.path).exists():
+            self._checked = True
+            return
+        try:
+            conn = _connect(self.path)
+            try:
+                rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            rows = [str(exc)]
+        if rows != ["ok"]:
+            raise StoreCorrupt(
+                f"the event store {self.path} failed its integrity check "
+                f"(PRAGMA quick_check: {'; '.join(rows)}): restore it from a backup, or move "
+                "it aside to start with an empty store")
+        self._checked = True
+
     def open(self) -> None:
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        if self._thread is not None:
+            return
+        self.lock()
+        self.check()
         try:
             conn = _connect(self.path)
             conn.execute("PRAGMA journal_mode=WAL")
@@ -164,13 +259,16 @@ class Store:
         self._thread.start()
 
     def close(self) -> None:
-        """Write everything queued, then stop the writer."""
+        """Write everything queued, then stop the writer and let go of the store."""
         if self._thread is not None:
             self._closing = True
             self._queue.put(_STOP)
             self._thread.join(timeout=30)
             self._thread = None
             self._writer.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = None
 
     # -- writes (any thread; ``done`` is called from the writer thread) ----------------------
     def create_table(
@@ -192,6 +290,12 @@ class Store:
         rows, core_text = _encode(table_id, events, core, texts)
         self._queue.put(_Write(table_id, rows, core_text, seq, done,
                                index=index_ops(table_id, events)))
+
+    def archive_table(self, table_id: str, archive_id: str, archived_at: int,
+                      done: Callable[[BaseException | None], None] | None = None) -> None:
+        """Move a table out of the live set: its row to ``archive`` and its events under
+        ``archive_id``, in one transaction, after every write queued before it."""
+        self._queue.put(_Archive(table_id, archive_id, archived_at, done))
 
     def heartbeat(self, alive_at_ms: float) -> None:
         """Record that the service is alive (for recovery of running clocks)."""
@@ -218,7 +322,7 @@ class Store:
                 continue
             error = self._commit_until_done(conn, batch)
             for item in batch:
-                if isinstance(item, _Write) and item.done is not None:
+                if isinstance(item, _Write | _Archive) and item.done is not None:
                     try:
                         item.done(error)
                     except Exception:
@@ -284,6 +388,12 @@ class Store:
             if isinstance(item, _Published):
                 published[(item.target, item.table_id)] = item.seq
                 continue
+            if isinstance(item, _Archive):
+                self._archive(conn, item)
+                cores.pop(item.table_id, None)
+                for key in [k for k in published if k[1] == item.table_id]:
+                    del published[key]  # acknowledged seqs of the archived log
+                continue
             if item.config is not None:
                 conn.execute(
                     "INSERT INTO tables (id, config, core, seq, created_at) VALUES (?,?,?,?,?)",
@@ -311,6 +421,21 @@ class Store:
                 (repr(float(alive)),),
             )
         conn.execute("COMMIT")
+
+    @staticmethod
+    def _archive(conn: sqlite3.Connection, item: _Archive) -> None:
+        conn.execute(
+            "INSERT INTO archive (id, table_id, config, seq, created_at, archived_at) "
+            "SELECT ?, id, config, seq, created_at, ? FROM tables WHERE id = ?",
+            (item.archive_id, item.archived_at, item.table_id))
+        conn.execute("DELETE FROM tables WHERE id = ?", (item.table_id,))
+        conn.execute("UPDATE events SET table_id = ? WHERE table_id = ?",
+                     (item.archive_id, item.table_id))
+        # Its matches go with its events (reports: match ids become <archive id>.<n>); what
+        # MQTT targets acknowledged was of the old log: a new table of this id starts at 0.
+        conn.execute("UPDATE matches SET table_id = ? WHERE table_id = ?",
+                     (item.archive_id, item.table_id))
+        conn.execute("DELETE FROM published WHERE table_id = ?", (item.table_id,))
 
     # -- reads (any thread) -------------------------------------------------------------------
     def _reader(self) -> sqlite3.Connection:
@@ -346,14 +471,46 @@ class Store:
         ).fetchall()
         return [json.loads(r[0]) for r in rows]
 
-    def event_texts(self, table_id: str, since: int, until: int,
+    def event_texts(self, table_id: str, since: int, until: int | None = None,
                     limit: int = 1000) -> list[tuple[int, str]]:
-        """(seq, stored JSON) of the events with ``since < seq <= until``, in order: the
-        exact text the clients got, for a publisher that sends it on unchanged."""
+        """(seq, stored JSON) of a table's events with ``since < seq <= until``, in order:
+        sent to clients as they are (no decode, no encode)."""
+        upper = until if until is not None else 2**62
         rows = self._reader().execute(
             "SELECT seq, body FROM events WHERE table_id = ? AND seq > ? AND seq <= ? "
-            "ORDER BY seq LIMIT ?", (table_id, since, until, limit)).fetchall()
+            "ORDER BY seq LIMIT ?",
+            (table_id, since, upper, limit),
+        ).fetchall()
         return [(int(r[0]), str(r[1])) for r in rows]
+
+    def events_json(self, table_id: str, since: int, limit: int) -> bytes:
+        """A page of events as one JSON array, built from the stored text."""
+        texts = [text for _, text in self.event_texts(table_id, since, None, limit)]
+        return ("[" + ",".join(texts) + "]").encode()
+
+    def archived(self, table_id: str | None = None, after: str = "",
+                 limit: int = 100) -> list[ArchivedTable]:
+        """Archived tables by archive id (all, or the archives of one live id)."""
+        where, args = "id > ?", [after]
+        if table_id is not None:
+            where += " AND table_id = ?"
+            args.append(table_id)
+        rows = self._reader().execute(
+            f"SELECT id, table_id, config, seq, created_at, archived_at FROM archive "
+            f"WHERE {where} ORDER BY id LIMIT ?", (*args, limit)).fetchall()
+        return [ArchivedTable(r[0], r[1], json.loads(r[2]), r[3], r[4], r[5]) for r in rows]
+
+    def archive_record(self, archive_id: str) -> ArchivedTable | None:
+        row = self._reader().execute(
+            "SELECT id, table_id, config, seq, created_at, archived_at FROM archive "
+            "WHERE id = ?", (archive_id,)).fetchone()
+        return None if row is None else ArchivedTable(row[0], row[1], json.loads(row[2]),
+                                                      row[3], row[4], row[5])
+
+    def archive_count(self, table_id: str) -> int:
+        row = self._reader().execute(
+            "SELECT count(*) FROM archive WHERE table_id = ?", (table_id,)).fetchone()
+        return int(row[0])
 
     def published(self, target: str) -> dict[str, int]:
         """Per table, the last seq the broker ``target`` acknowledged (see mark_published)."""

@@ -41,6 +41,7 @@ import sys
 from collections import deque
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from clock_service.commands import PRESS_STALE_MS
 from clock_service.timesource import RealTime, Timer
@@ -179,6 +180,9 @@ class RemoteBridge:
         subprotocols = [f"bearer.{self.token}"] if self.token else None
         self.driver.set_offline(True)  # until the first snapshot: nothing here is the truth
         watchdog = asyncio.create_task(self._link_watchdog())
+        # The service's own origin: a socket without Origin (or the token) is read-only.
+        split = urlsplit(self.url)
+        origin = f"{'https' if split.scheme == 'wss' else 'http'}://{split.netloc}"
         try:
             while True:
                 url = self.url if self.last_seq is None else f"{self.url}?since={self.last_seq}"
@@ -186,6 +190,7 @@ class RemoteBridge:
                     # WebSocket pings too (1 s, 1.5 s timeout): a half-open TCP connection
                     # is dropped within 2.5 s even if the application ping were stuck.
                     async with connect(url, subprotocols=subprotocols,  # type: ignore[arg-type]
+                                       origin=origin,  # type: ignore[arg-type]
                                        open_timeout=3, ping_interval=1.0, ping_timeout=1.5,
                                        max_size=2**20) as ws:
                         self.connects += 1

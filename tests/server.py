@@ -51,7 +51,8 @@ def http(method: str, url: str, body: Any = None, token: str | None = None,
 class ServerProcess:
     def __init__(self, db: Path, *, port: int | None = None, env: dict[str, str] | None = None,
                  log: Path | None = None, subcommand: str = "serve",
-                 log_level: str = "warning") -> None:
+                 log_level: str = "warning", nofile: int | None = None,
+                 args: list[str] | None = None) -> None:
         self.subcommand = subcommand  # "serve", or "hall" (the MQTT mirror)
         self.log_level = log_level
         self.db = Path(db)
@@ -59,6 +60,8 @@ class ServerProcess:
         self.env = {**os.environ, "SHOTCLOCK_DISPLAY": "none", **(env or {})}
         self.log = log or self.db.with_suffix(".log")
         self.proc: subprocess.Popen[bytes] | None = None
+        self.nofile = nofile  # a hard limit on the server's open files (a Pi's 1024, say)
+        self.args = args or []
 
     @property
     def url(self) -> str:
@@ -68,12 +71,29 @@ class ServerProcess:
     def ws_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}"
 
+    @property
+    def origin(self) -> Any:
+        """The service's own origin, as its pages send it (a WebSocket client without
+        Origin and without the token is read-only)."""
+        from websockets.typing import Origin
+
+        return Origin(self.url)
+
     def start(self, timeout: float = 20.0) -> ServerProcess:
         out = open(self.log, "ab")  # noqa: SIM115 - owned by the process
+        nofile = self.nofile
+
+        def limit_files() -> None:
+            if nofile is not None:
+                import resource
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "clock_service.cli", self.subcommand, "--host", "127.0.0.1",
-             "--port", str(self.port), "--db", str(self.db), "--log-level", self.log_level],
+             "--port", str(self.port), "--db", str(self.db), "--log-level", self.log_level,
+             *self.args],
             cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+            preexec_fn=limit_files if nofile is not None else None,
         )
         out.close()
         deadline = time.monotonic() + timeout
@@ -123,6 +143,9 @@ class ServerProcess:
 
     def post(self, path: str, body: Any, token: str | None = None) -> tuple[int, Any]:
         return http("POST", self.url + path, body, token=token)
+
+    def delete(self, path: str, token: str | None = None) -> tuple[int, Any]:
+        return http("DELETE", self.url + path, token=token)
 
     def command(self, table: str, command: str, token: str | None = None,
                 **fields: Any) -> tuple[int, Any]:

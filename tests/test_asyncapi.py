@@ -25,21 +25,21 @@ from websockets.typing import Subprotocol
 from clock_service.asyncapi import (
     CLIENT_MESSAGES,
     DEFAULT_PATH,
+    HALL_MESSAGES,
     MQTT_MESSAGES,
     SERVER_MESSAGES,
     build_asyncapi,
     render,
 )
-from clock_service.commands import COMMANDS
+from clock_service.commands import COMMANDS, ENVELOPE_FIELDS
 from clock_service.events import EVENT_TYPES
-from clock_service.schemas import CommandMessage
 from tests.server import ServerProcess
 
 TOKEN = "t0ken"
 # A short profile: 600 ms shots, warnings at 300 and 150 ms.
 SHORT = {"shot_ms": 600, "full_rounds": 1, "step_ms": 100, "floor_ms": 400,
          "extension_ms": 300, "warnings_ms": [300, 150]}
-ENVELOPE = {"type", "id", "command"}  # the rest (at, by, source) is on Command itself
+ENVELOPE = {"type", *ENVELOPE_FIELDS}  # the rest (at, by, source) is on Command itself
 
 
 def test_the_committed_document_is_up_to_date() -> None:
@@ -51,12 +51,14 @@ def test_the_document_covers_every_event_type_and_command() -> None:
     document = build_asyncapi()
     messages = document["components"]["messages"]
     assert set(SERVER_MESSAGES) == {"snapshot", "status", "pong", "ack", "error", *EVENT_TYPES}
-    assert set(messages) == set(SERVER_MESSAGES) | set(CLIENT_MESSAGES) | set(MQTT_MESSAGES)
-    for name, model in {**SERVER_MESSAGES, **CLIENT_MESSAGES, **MQTT_MESSAGES}.items():
+    assert set(messages) == (set(SERVER_MESSAGES) | set(CLIENT_MESSAGES) | set(MQTT_MESSAGES)
+                             | set(HALL_MESSAGES))
+    for name, model in {**SERVER_MESSAGES, **CLIENT_MESSAGES, **MQTT_MESSAGES,
+                        **HALL_MESSAGES}.items():
         assert messages[name]["payload"] == {"$ref": f"#/components/schemas/{model.__name__}"}
         assert model.__name__ in document["components"]["schemas"]
     # The command union has exactly the core's commands, each with the dataclass's fields.
-    union = get_args(CommandMessage.model_fields["root"].annotation)
+    union = get_args(CLIENT_MESSAGES["command"].model_fields["root"].annotation)
     models = {get_args(m.model_fields["command"].annotation)[0]: m for m in union}
     assert set(models) == set(COMMANDS)
     for name, model in models.items():
@@ -240,6 +242,14 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
             assert replay[-1]["data"]["reason"] == "restart"
             refused = rec.command("pause")[-1]
             assert (refused["status"], refused["error"]["code"]) == (401, "unauthorized")
+            # Archived: table.archived is its last event, then the close (4404).
+            status, archived = server.delete("/api/tables/r", TOKEN)
+            assert status == 200 and archived["archived_as"] == "r~1", archived
+            last = rec.until(lambda m: m["type"] == "table.archived")[-1]
+            assert last["data"] == {"archived_as": "r~1"}
+            with pytest.raises(ConnectionClosed) as gone:
+                rec.receive()
+            assert gone.value.rcvd is not None and gone.value.rcvd.code == 4404
             raw += rec.raw
 
         # Connect errors: unknown table (error, then 4404), wrong token (refused: 403).

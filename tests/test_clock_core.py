@@ -5,6 +5,9 @@ Every timing rule of SPEC "Timing semantics" has a case here; rule numbers in th
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import pytest
 
 from clock_service.clock import ALLOWED, PHASES, TableClock, round_of_visit
@@ -580,6 +583,31 @@ def test_recover_running_clock(alive_at: float, expected: tuple[str, int]) -> No
     assert (restored.phase, restored.remaining_ms(T0 + 600_000)) == expected
 
 
+@pytest.mark.parametrize("fraction", [0.001, 0.4, 0.7, 0.999])
+@pytest.mark.parametrize(
+    ("steps", "had"),
+    [([], 35000),                                            # start
+     ([(Extension(), 300)], 34700 + 15000),                  # extension while running
+     ([(SetTime(remaining_ms=20000), 300)], 20000),           # set_time while running
+     ([(Pause(), 300), (Resume(), 900)], 34700)],             # resume
+    ids=["start", "extension", "set_time", "resume"])
+def test_recovery_never_gives_back_more_than_the_shot_had(
+        fraction: float, steps: list[tuple[Any, int]], had: int) -> None:
+    """The last stored event's ``at`` is whole ms, rounded down below the instant the
+    deadline was set: recovering from it must not add that fraction (1201 of 1200 ms)."""
+    clock = new_clock()
+    start = T0 + fraction
+    clock.handle(Start(), start)
+    last = start
+    for command, offset in steps:
+        last = start + offset
+        clock.handle(command, last)
+    restored = TableClock.from_dict(clock.to_dict())
+    events = restored.recover(math.floor(last), now=last + 60_000)
+    assert [e.type for e in events] == ["clock.paused"]
+    assert restored.remaining_ms(last + 60_000) == had
+
+
 def test_serialisation_round_trip_keeps_everything() -> None:
     clock = new_clock()
     clock.handle(Start(), T0)
@@ -606,12 +634,20 @@ def test_serialisation_round_trip_keeps_everything() -> None:
         ({"command": "set_time", "remaining_ms": 0}, "invalid_field"),
         ({"command": "new_frame", "winner": 5}, "invalid_field"),
         ({"command": "foul", "reason": "x" * 201}, "invalid_field"),
+        # A float where an integer belongs (1.0 == 1, but it is no list index: was a 500).
+        ({"command": "foul", "reason": "x", "player": 1.0}, "invalid_field"),
+        ({"command": "new_frame", "winner": 0.0}, "invalid_field"),
+        ({"command": "set_time", "remaining_ms": 1000.0}, "invalid_field"),
+        ({"command": "result", "whites_potted": 1.0}, "bad_count"),
     ],
 )
 def test_malformed_commands_are_refused_with_a_code(payload: dict, code: str) -> None:
     with pytest.raises(InvalidCommand) as info:
         parse_command(payload)
     assert info.value.code == code
+    field = next((k for k in payload if k != "command"), None)
+    if code != "unknown_field" and field is not None and len(payload) == 2:
+        assert field in str(info.value)  # the message names the field
 
 
 def test_parse_command_accepts_the_envelope_fields() -> None:

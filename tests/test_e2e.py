@@ -152,7 +152,7 @@ def test_bad_input_gets_clear_errors_and_changes_nothing(server: ServerProcess) 
     before = server.get("/api/tables/e2e")
     cases = [
         ({"command": "fly"}, 422, "unknown_command"),
-        ({"cmd": "start"}, 422, "invalid_request"),
+        ({"cmd": "start"}, 422, "missing_field"),
         ({"command": "foul"}, 422, "missing_field"),
         ({"command": "set_time", "remaining_ms": "ten"}, 422, "invalid_field"),
         ({"command": "shot"}, 409, "not_running"),
@@ -166,7 +166,7 @@ def test_bad_input_gets_clear_errors_and_changes_nothing(server: ServerProcess) 
     status, got = server.post("/api/tables/nope/commands", {"command": "start"})
     assert (status, got["error"]["code"]) == (404, "unknown_table")
     status, got = http("POST", server.url + "/api/tables/e2e/commands", None)
-    assert status == 422
+    assert (status, got["error"]["code"]) == (400, "invalid_json")  # no body: not JSON
     for body, code in [
         ({"id": "x", "players": ["A"]}, "invalid_request"),
         ({"id": "bad id!", "players": ["A", "B"]}, "invalid_request"),
@@ -213,7 +213,7 @@ def test_referee_token_guards_commands_not_reading(tmp_path: Path) -> None:
 
 
 def test_websocket_ping_and_errors_keep_the_connection_usable(server: ServerProcess) -> None:
-    with connect(f"{server.ws_url}/ws/tables/1") as ws:
+    with connect(f"{server.ws_url}/ws/tables/1", origin=server.origin) as ws:
         receive(ws)
         ws.send("not json")
         assert receive(ws)["error"]["code"] == "invalid_json"

@@ -160,6 +160,11 @@ class HallRuntime(Runtime):
             f"the hall mirrors the tables of hall {self.target.hall!r}; create table "
             f"{table_id!r} on the service of its own Pi (POST /api/tables there)")
 
+    async def archive_table(self, table_id: str) -> dict[str, Any]:
+        raise HallReadOnly(
+            f"the hall mirrors the tables of hall {self.target.hall!r}; archive table "
+            f"{table_id!r} on the service of its own Pi (DELETE /api/tables/{table_id} there)")
+
     async def command(self, table_id: str, command: Command) -> dict[str, Any]:
         """Forward the command to the table's own service over MQTT; its reply is ours.
         Answers once the hall's mirror holds the command's events (read your writes)."""
@@ -432,6 +437,7 @@ class HallRuntime(Runtime):
         table.published_state = state
         table.clock.last = state
         self.hub.publish(table_id, wires, texts)
+        self._tell_hall(table_id)  # the /ws/hall feed (api.HallSession)
         for publisher in self.publishers:
             try:
                 publisher(table_id, wires, texts)

@@ -53,9 +53,10 @@ async def press(http: httpx.AsyncClient, table: str, rng: random.Random,
             await asyncio.sleep(rng.uniform(0.0, 0.05))
 
 
-async def ws_press(url: str, rng: random.Random, acked: dict[str, int], table: str) -> None:
+async def ws_press(url: str, rng: random.Random, acked: dict[str, int], table: str,
+                   origin: str) -> None:
     with contextlib.suppress(websockets.ConnectionClosed, OSError):
-        async with websockets.connect(url, ping_interval=None) as ws:
+        async with websockets.connect(url, ping_interval=None, origin=origin) as ws:
             decode(await ws.recv())
             while True:
                 await ws.send(json.dumps({"command": rng.choice(["start", "pause", "resume"])}))
@@ -87,7 +88,7 @@ async def test_sigkill_under_load_loses_nothing_acknowledged(tmp_path: Path) -> 
                                                              seen[table])))
                     tasks.append(asyncio.ensure_future(press(http, table, rng, acked)))
                 tasks.append(asyncio.ensure_future(ws_press(f"{server.ws_url}/ws/tables/c1",
-                                                            rng, acked, "c1")))
+                                                            rng, acked, "c1", server.origin)))
                 await asyncio.sleep(rng.uniform(0.8, 2.0))
                 server.kill()  # mid-flight: commands and fsyncs in progress
                 await asyncio.sleep(0.2)

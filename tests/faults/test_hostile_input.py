@@ -122,7 +122,7 @@ def test_websocket_messages_never_kill_the_session(
         server: ServerProcess, client: httpx.Client, messages: list[Any]) -> None:
     # Over the frame limit the server closes with 1009 by design: that case has its own test.
     assume(all(len(m if isinstance(m, bytes) else m.encode()) < 16_000 for m in messages))
-    with connect(f"{server.ws_url}/ws/tables/f") as ws:
+    with connect(f"{server.ws_url}/ws/tables/f", origin=server.origin) as ws:
         assert json.loads(ws.recv(timeout=5))["type"] == "snapshot"
         for message in messages:
             before = snapshot(client)
@@ -228,12 +228,13 @@ def test_command_rate_is_limited(guarded: ServerProcess) -> None:
         assert limited.json()["error"]["code"] == "rate_limited"
         assert int(limited.headers["retry-after"]) >= 1
         assert http.get("/api/tables/r").status_code == 200  # reads are not limited
-    with connect(f"{guarded.ws_url}/ws/tables/r", subprotocols=["bearer.s3cret"]) as ws:  # type: ignore[list-item]
-        ws.recv(timeout=5)
-        replies = [ws_answer(ws, '{"type": "command", "command": "turn"}') for _ in range(12)]
-        assert [r["type"] for r in replies[:5]] == ["ack"] * 5
-        assert any(r.get("status") == 429 and r["error"]["code"] == "rate_limited"
-                   for r in replies[5:])
+    # The same address's sockets share its bucket (limits.py, issue 11 point 9): spent by
+    # the HTTP burst above, a new socket gets no fresh one, nor does a reconnect.
+    for _ in range(2):
+        with connect(f"{guarded.ws_url}/ws/tables/r", subprotocols=["bearer.s3cret"]) as ws:  # type: ignore[list-item]
+            ws.recv(timeout=5)
+            reply = ws_answer(ws, '{"type": "command", "command": "turn"}')
+            assert reply.get("status") == 429 and reply["error"]["code"] == "rate_limited"
 
 
 def test_server_survived(server: ServerProcess, tmp_path: Path) -> None:

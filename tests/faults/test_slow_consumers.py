@@ -67,7 +67,8 @@ async def hammer(server: ServerProcess, table_id: str, until: Any, seconds: floa
         # close_timeout: these sockets stop reading once the hammer stops, so the server's
         # close frame may sit behind a full buffer; don't wait 10 s each for it.
         ws = await websockets.connect(f"{server.ws_url}/ws/tables/{table_id}",
-                                      ping_interval=None, close_timeout=0.5)
+                                      ping_interval=None, close_timeout=0.5,
+                                      origin=server.origin)
         decode(await ws.recv())
         sockets.append(ws)
 

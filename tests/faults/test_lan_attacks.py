@@ -1,0 +1,193 @@
+"""Issue 11: a hostile device on the hall's network cannot touch the clock.
+
+A canary table expires a shot every 0.7 s or so while each attack runs for a few seconds
+from another address; only gross failures are asserted here (an expiry more than 100 ms
+later than a bare asyncio loop in its own process woke for the same deadline, the server
+growing by 200 MB, /api/health not answering in time). The real figures,
+with 10-20 s attacks, come from ``make bench`` (bench/bench.py --attacks, bench/README.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.faults.attack import (
+    TOKEN,
+    Canary,
+    close_all,
+    command_flood,
+    fill_store,
+    half_open,
+    read_flood,
+    socket_flood,
+    stalled_websockets,
+    still_open,
+)
+from tests.server import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+ATTACK_S = 3.0
+LONG_EVENTS = 15_000  # a long table: a day of corrections (about 25 MB of stored events)
+# Loose on purpose (a shared 2-core machine): a failure here is gross, not a figure.
+MAX_LATE_MS = 100.0
+MAX_GROWTH_MB = 200.0
+MAX_HEALTH_MS = 1500.0
+
+
+def favour(pid: int) -> None:
+    """Run the server ahead of the machine's other work, as on its own Pi (the unit can say
+    Nice=): on a shared 2-core box every job's CPU would otherwise show up as lateness of
+    whatever the server does, attack or not. Needs root (CI); elsewhere the test runs at
+    normal priority."""
+    for task in Path(f"/proc/{pid}/task").iterdir():  # every thread: one of them may hold
+        with contextlib.suppress(OSError, ValueError):  # the GIL the loop is waiting for
+            os.setpriority(os.PRIO_PROCESS, int(task.name), -10)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    db = tmp_path_factory.mktemp("lan") / "lan.db"
+    asyncio.run(fill_store(db, "long", LONG_EVENTS))
+    # The limits at their defaults, a token, and a Pi's descriptor limit (600 here).
+    proc = ServerProcess(db, env={"SHOTCLOCK_REFEREE_TOKEN": TOKEN,
+                                  "SHOTCLOCK_REQUEST_TIMEOUT_S": "2"}, nofile=600).start()
+    assert proc.proc is not None
+    favour(proc.proc.pid)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture
+async def canary(server: ServerProcess) -> AsyncIterator[Canary]:
+    assert server.proc is not None
+    bird = Canary(server.url, server.proc.pid)
+    await bird.start()
+    await asyncio.sleep(1.0)  # a few quiet expiries first
+    bird.new_window()
+    try:
+        yield bird
+    finally:
+        await bird.stop()
+
+
+def assert_unharmed(window: dict[str, Any], rss_before: float) -> None:
+    assert window["expiries"] >= 2, window  # the canary kept expiring
+    # Beyond what the machine itself did to a bare loop woken at the same deadlines (other
+    # work on a shared box stalls both; the attack is only on the server).
+    assert window["late_max_ms"] < MAX_LATE_MS + (window["bare_max_ms"] or 0.0), window
+    assert window["health_failures"] == 0 and window["health_max_ms"] < MAX_HEALTH_MS, window
+    assert window["rss_peak_mb"] - rss_before < MAX_GROWTH_MB, window
+
+
+def rss_mb(server: ServerProcess) -> float:
+    import psutil
+
+    assert server.proc is not None
+    return float(psutil.Process(server.proc.pid).memory_info().rss / 2**20)
+
+
+async def test_replay_flood_streams_in_bounded_batches(server: ServerProcess,
+                                                       canary: Canary) -> None:
+    """Point 1: clients that ask for the whole history (?since=0) and never read hold no
+    memory and cannot stall the loop; they are cut off (4001) by the send timeout."""
+    before = rss_mb(server)
+    stalled: list[Any] = []
+    for i in range(4):  # 4 addresses x 20: the per-address socket cap is not what stops it
+        stalled += await asyncio.to_thread(stalled_websockets, server.port,
+                                           "/ws/tables/long?since=0", 20, f"127.0.0.{10 + i}")
+    assert len(stalled) == 80
+    await asyncio.sleep(ATTACK_S)
+    window = canary.new_window().summary()
+    close_all(stalled)
+    assert_unharmed(window, before)
+
+
+async def test_heavy_reads_do_not_stall_the_clock(server: ServerProcess, canary: Canary) -> None:
+    """Point 2: four loops reading the biggest pages of a long log and the table list are
+    read off the loop, paginated and rate-limited (429) per address."""
+    before = rss_mb(server)
+    started = time.monotonic()
+    statuses = await read_flood(server.url, ["/api/tables/long/events?since=0&limit=10000",
+                                             "/api/tables?limit=10000"], ATTACK_S, "127.0.0.20")
+    took = time.monotonic() - started
+    window = canary.new_window().summary()
+    # The address's read bucket (60 + 20/s): a full page of events costs 5, of tables 3.
+    assert statuses.get(200, 0) <= (60 + 20 * took) / 3 + 1, statuses
+    assert 500 not in statuses and 0 not in statuses, statuses
+    assert_unharmed(window, before)
+    # A full page is at most 1000 events, however many are asked for.
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        page = await http.get("/api/tables/long/events", params={"since": 0, "limit": 10_000})
+    assert page.status_code == 200 and len(page.json()) == 1000
+
+
+async def test_slowloris_and_descriptor_exhaustion(server: ServerProcess,
+                                                   canary: Canary) -> None:
+    """Point 3: 800 half-open connections from 4 addresses against a server allowed 600
+    open files: the per-address cap closes most at once, the request timeout the rest
+    within seconds, and a normal request from elsewhere is answered all along."""
+    before = rss_mb(server)
+    sources = [f"127.0.0.{30 + i}" for i in range(4)]
+    held = await asyncio.to_thread(half_open, server.port, 800, sources)
+    for _ in range(10):  # the server closes the ones over the cap as it accepts them
+        open_now = await asyncio.to_thread(still_open, held)
+        if open_now <= 4 * 64:  # SHOTCLOCK_MAX_CONNECTIONS_PER_ADDRESS
+            break
+        await asyncio.sleep(0.1)
+    assert open_now <= 4 * 64, open_now
+    async with httpx.AsyncClient(base_url=server.url, timeout=2) as http:
+        started = time.monotonic()
+        answered = (await http.get("/api/tables/canary")).status_code
+        took = time.monotonic() - started
+    assert answered == 200 and took < 1.0, (answered, took)
+    await asyncio.sleep(2.5)  # SHOTCLOCK_REQUEST_TIMEOUT_S=2: the slow requests are closed
+    assert await asyncio.to_thread(still_open, held) == 0
+    window = canary.new_window().summary()
+    close_all(held)
+    assert_unharmed(window, before)
+
+
+async def test_socket_flood_is_capped_per_address(server: ServerProcess, canary: Canary) -> None:
+    """Point 3: one address may hold SHOTCLOCK_MAX_SOCKETS_PER_ADDRESS (32) WebSockets."""
+    before = rss_mb(server)
+    result = await socket_flood(server.ws_url, "/ws/tables/canary", 60, ATTACK_S / 2,
+                                "127.0.0.40")
+    window = canary.new_window().summary()
+    assert result["opened"] <= 32 and result["refused"] >= 28, result
+    assert_unharmed(window, before)
+
+
+async def test_command_rate_is_one_bucket_per_address(server: ServerProcess,
+                                                      canary: Canary) -> None:
+    """Point 9: 20 sockets of one address (with the token), ten commands in flight each,
+    share its 20/s (burst 20); past 50 messages a second (burst 100) its sockets are
+    closed: answering a flood costs the loop even when every answer is a refusal."""
+    before = rss_mb(server)
+    async with httpx.AsyncClient(base_url=server.url,
+                                 headers={"authorization": f"Bearer {TOKEN}"}) as http:
+        await http.post("/api/tables", json={"id": "flood", "players": ["A", "B"]})
+    result = await command_flood(server.ws_url, "flood", TOKEN, 20, ATTACK_S, "127.0.0.50",
+                                 server.url)
+    await asyncio.sleep(max(0.0, ATTACK_S - result["seconds"]))
+    window = canary.new_window().summary()
+    # 20 saved up plus 20 a second, and a little for the clock's granularity.
+    assert result["accepted"] <= 20 + 20 * result["seconds"] + 5, result
+    assert result["limited"] > result["accepted"], result
+    assert result["closed"] > 0, result  # over the message rate
+    assert_unharmed(window, before)
+
+
+def test_the_long_table_is_intact(server: ServerProcess, tmp_path: Path) -> None:
+    assert server.get("/api/tables/long")["seq"] == LONG_EVENTS
