@@ -7,7 +7,7 @@ Documented values (``Settings``, overridable by environment):
   read in full; a bigger WebSocket message gets an ``error`` reply (uvicorn's
   ``ws_max_size`` closes the connection on a frame above it).
 - ``command_rate`` / ``command_burst`` (``SHOTCLOCK_COMMAND_RATE``, default 20 per second;
-  ``SHOTCLOCK_COMMAND_BURST``, default 20): ONE token bucket per client address for its
+  ``SHOTCLOCK_COMMAND_BURST``, default 60): ONE token bucket per client address for its
   HTTP writes (``POST``/``PUT``/``PATCH``/``DELETE`` under ``/api/``) and the commands of
   all its WebSockets together: more sockets or reconnecting gain nothing. A referee
   presses a few buttons a second at most; a hall of tables behind one NAT address stays

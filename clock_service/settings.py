@@ -80,7 +80,7 @@ class Settings:
     # Commands a second per client address, HTTP and every WebSocket of that address
     # together; 0: no limit. See limits.py.
     command_rate: int = 20
-    command_burst: int = 20
+    command_burst: int = 60
     # mqtt://[user:pass@]host:port/<hall>: publish every table on a broker (README "MQTT").
     mqtt_url: str | None = None
     # Reads (GET /api/..., WebSocket connections) per client address: tokens a second, a

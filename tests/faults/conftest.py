@@ -20,7 +20,8 @@ SHORT_PROFILE = {"shot_ms": 1500, "floor_ms": 1000, "full_rounds": 100, "extensi
 
 
 def start_server(tmp: Path, **env: str) -> ServerProcess:
-    base = {"SHOTCLOCK_COMMAND_RATE": "0", "SHOTCLOCK_READ_RATE": "0", "SHOTCLOCK_REFEREE_TOKEN": ""}
+    base = {"SHOTCLOCK_COMMAND_RATE": "0", "SHOTCLOCK_READ_RATE": "0", "SHOTCLOCK_MESSAGE_RATE": "0",
+            "SHOTCLOCK_HANDSHAKE_RATE": "0", "SHOTCLOCK_REFEREE_TOKEN": ""}
     return ServerProcess(tmp / "faults.db", env={**base, **env}).start()
 
 
