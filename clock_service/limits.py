@@ -17,7 +17,7 @@ Documented values (``Settings``, overridable by environment):
   ``SHOTCLOCK_READ_BURST`` default 60): a second bucket per address for ``GET /api/...``
   and WebSocket connections. A read costs one token plus one per 250 events (or 100
   tables) it may return, so a client paging through a long log at full size gets about
-  four pages a second. Over it: 429 with ``Retry-After``; a WebSocket handshake is refused.
+  four pages a second; a table's state or the health costs a quarter (80 a second). Over it: 429 with ``Retry-After``; a WebSocket handshake is refused.
 - ``message_rate`` / ``message_burst`` (``SHOTCLOCK_MESSAGE_RATE`` default 50 a second,
   ``SHOTCLOCK_MESSAGE_BURST`` default 100): every WebSocket message (command, ping or junk)
   of an address, all its sockets together. Answering costs the server CPU even when the
@@ -297,12 +297,15 @@ def _json_error(status: int, code: str, message: str,
 
 
 def read_cost(path: str, query_string: bytes) -> float:
-    """Tokens a read costs: one, plus one per EVENTS_PER_TOKEN events (TABLES_PER_TOKEN
-    tables) it may return."""
+    """Tokens a read costs: a quarter for one small answer from memory (a table's state,
+    the health), one plus one per EVENTS_PER_TOKEN events (TABLES_PER_TOKEN tables) a
+    list may return."""
     if path.endswith("/events"):
         per, default = EVENTS_PER_TOKEN, MAX_EVENTS_PAGE
     elif path.rstrip("/") == "/api/tables":
         per, default = TABLES_PER_TOKEN, MAX_TABLES_PAGE
+    elif path == "/api/health" or (path.startswith("/api/tables/") and path.count("/") == 3):
+        return 0.25
     else:
         return 1.0
     try:

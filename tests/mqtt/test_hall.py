@@ -32,7 +32,10 @@ class Hall:
     def __init__(self, workdir: Path) -> None:
         need_mosquitto()
         self.broker = Broker(workdir, users=ROLES, acl=ACL.read_text()).start()
-        common = {"SHOTCLOCK_REFEREE_TOKEN": TOKEN, "SHOTCLOCK_DEFAULT_TABLE": ""}
+        # READ_RATE 0: these tests compare whole logs in tight loops, faster than the
+        # per-address read limit lets a client (clock_service/limits.py).
+        common = {"SHOTCLOCK_REFEREE_TOKEN": TOKEN, "SHOTCLOCK_DEFAULT_TABLE": "",
+                  "SHOTCLOCK_READ_RATE": "0"}
         self.table = ServerProcess(workdir / "table.db", env={
             **common, "SHOTCLOCK_MQTT_URL": self.broker.url("h", "table", ROLES["table"])})
         self.hall = ServerProcess(workdir / "hall.db", subcommand="hall", env={
