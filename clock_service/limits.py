@@ -17,7 +17,8 @@ Documented values (``Settings``, overridable by environment):
   ``SHOTCLOCK_READ_BURST`` default 60): a second bucket per address for ``GET /api/...``
   and WebSocket connections. A read costs one token plus one per 250 events (or 100
   tables) it may return, so a client paging through a long log at full size gets about
-  four pages a second; a table's state or the health costs a quarter (80 a second). Over it: 429 with ``Retry-After``; a WebSocket handshake is refused.
+  four pages a second; a table's state or the health costs a quarter (80 a second). Over
+  it: 429 with ``Retry-After``; a WebSocket handshake is refused.
 - ``message_rate`` / ``message_burst`` (``SHOTCLOCK_MESSAGE_RATE`` default 50 a second,
   ``SHOTCLOCK_MESSAGE_BURST`` default 100): every WebSocket message (command, ping or junk)
   of an address, all its sockets together. Answering costs the server CPU even when the
