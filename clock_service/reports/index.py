@@ -15,8 +15,8 @@ A match opens with ``table.created`` (number 1) or ``match.started`` (``new_matc
 next number; the previous match ends with the event before it). ``frame.*``,
 ``match.ended`` and ``correction.undone`` (an undo may take a frame or the match's end
 back) refresh its score and status from the state the event carries. ``table.archived``
-(``DELETE /api/tables/{id}``) closes the table's current match; the store moves the
-table's events and its matches to the archive id in one transaction (:func:`archive_ops`),
+(``DELETE /api/tables/{id}``) closes the table's current match; the store then moves the
+table's events and its matches to the archive id in one transaction (``Store._archive``),
 so an archived table's matches stay addressable as ``<archive id>.<number>``.
 """
 
@@ -30,7 +30,6 @@ from typing import Any
 __all__ = [
     "INDEX_VERSION", "SCHEMA", "INDEXED_TYPES", "index_ops", "ensure_index", "rebuild_index",
     "list_matches", "list_matches_json", "match_row", "MAX_PAGE", "split_match_id",
-    "archive_ops",
 ]
 
 INDEX_VERSION = "3"
@@ -117,11 +116,6 @@ def index_ops(table_id: str, events: Iterable[Mapping[str, Any]]) -> list[Op]:
             json.dumps(list(summary.get("score") or [0, 0])), int(state.get("frame") or 0),
             summary.get("winner"), over, over, at, table_id, summary.get("number"), table_id)))
     return ops
-
-
-def archive_ops(table_id: str, archive_id: str) -> list[Op]:
-    """The table's matches follow its events to the archive id (same transaction)."""
-    return [("UPDATE matches SET table_id = ? WHERE table_id = ?", (archive_id, table_id))]
 
 
 def rebuild_index(conn: sqlite3.Connection) -> int:

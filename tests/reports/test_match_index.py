@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from clock_service.commands import NewFrame, NewMatch, Result, Undo
-from clock_service.reports.index import MAX_PAGE, SCHEMA, archive_ops, index_ops, list_matches
+from clock_service.reports.index import MAX_PAGE, SCHEMA, index_ops, list_matches
 from clock_service.store import Store
 from tests.reports.helpers import EARLY_POT, Table
 
@@ -89,21 +89,22 @@ def test_a_missing_or_stale_index_is_rebuilt_from_the_log_the_same(tmp_path: Pat
 
 
 def test_archiving_moves_the_matches_with_the_events(tmp_path: Path) -> None:
-    """DELETE /api/tables/{id} (lan, issue 11) ends with table.archived and moves the
-    table's events to its archive id: the matches follow, closed."""
+    """DELETE /api/tables/{id} (lan, issue 11) ends the log with table.archived, then the
+    store moves the table's events and matches to its archive id in one transaction: the
+    matches stay addressable there, the current one closed, and a rebuild agrees."""
     db = play(tmp_path)
     store = Store(db)
     store.open()
     last = {"type": "table.archived", "seq": 9999, "at": 1, "table": "b",
             "data": {"archived_as": "b~1"}}
     store.append("b", [last], None, 9999)
+    store.archive_table("b", "b~1", archived_at=1)
     store.close()
     with sqlite3.connect(db) as conn:
-        for sql, params in archive_ops("b", "b~1"):
-            conn.execute(sql, params)
-        conn.execute("UPDATE events SET table_id = 'b~1' WHERE table_id = 'b'")
         page, _ = list_matches(conn, table="b~1")
+        gone, _ = list_matches(conn, table="b")
     assert [(m["id"], m["status"], m["end_seq"]) for m in page] == [("b~1.1", "closed", 9999)]
+    assert gone == []
     live = rows(db)
     with sqlite3.connect(db) as conn:
         conn.execute("DROP TABLE matches")

@@ -89,6 +89,22 @@ async def _scenario(db: Path) -> dict[str, Any]:
             out["bad_cursor"] = await client.get("/api/matches?after=m.9")
             out["too_many"] = await client.get("/api/matches?limit=201")
             out["unknown_report"] = await client.get("/report?match=m.9")
+
+            # Archived (lan, issue 11): the matches follow the events to m~1 and stay
+            # addressable; a new table m starts its own match 1.
+            archived = await client.delete("/api/tables/m")
+            assert archived.status_code == 200, archived.text
+            out["archived_as"] = archived.json()["archived_as"]
+            out["archived_list"] = (await client.get(
+                f"/api/matches?table={out['archived_as']}")).json()
+            out["archived_1"] = (await client.get(
+                f"/api/matches/{out['archived_as']}.1")).json()
+            out["archived_report"] = await client.get(
+                f"/report?match={out['archived_as']}.1&lang=en")
+            created = await client.post("/api/tables", json={"id": "m",
+                                                             "players": ["New", "Pair"]})
+            assert created.status_code == 201, created.text
+            out["new_m_1"] = (await client.get("/api/matches/m.1")).json()
     return out
 
 
@@ -206,6 +222,21 @@ def test_errors_are_json_with_a_code(played: dict[str, Any], name: str, status: 
                                      code: str) -> None:
     reply = played[name]
     assert (reply.status_code, reply.json()["error"]["code"]) == (status, code)
+
+
+def test_an_archived_tables_matches_stay_on_record(played: dict[str, Any]) -> None:
+    archive = played["archived_as"]
+    assert archive == "m~1"
+    listed = played["archived_list"]["matches"]
+    assert [(m["id"], m["status"]) for m in listed] == [("m~1.2", "closed"), ("m~1.1", "over")]
+    moved = played["archived_1"]
+    for key in ("players_stats", "score", "winner", "log_sha256", "start_seq", "last_seq"):
+        assert moved[key] == played["match_1"][key], key
+    assert (moved["id"], moved["table"]) == ("m~1.1", "m~1")
+    assert played["archived_report"].status_code == 200
+    assert "2 : 1" in played["archived_report"].text
+    assert (played["new_m_1"]["players"], played["new_m_1"]["frames"][0]["shots"]) == (
+        ["New", "Pair"], [])
 
 
 # -- the CSV ------------------------------------------------------------------------------------
