@@ -31,35 +31,28 @@ EXIT_STORE_LOCKED = 75  # EX_TEMPFAIL: another process serves this store (retry 
 EXIT_STORE_CORRUPT = 65  # EX_DATAERR: the store failed PRAGMA quick_check
 
 
-def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
+def _refuse_exposed(settings: Any, prog: str) -> int | None:
+    """Refuse (exit 78) a non-loopback address without a referee token unless --open."""
+    from clock_service.serving import is_loopback
 
-    from clock_service.api import create_app
-    from clock_service.errors import StoreCorrupt, StoreLocked
-    from clock_service.serving import (
-        install_redactor,
-        is_loopback,
-        raise_open_files,
-        uvicorn_config,
-    )
-    from clock_service.settings import Settings
-    from clock_service.store import Store
-
-    settings = Settings.from_env(host=args.host, port=args.port, db=args.db,
-                                 display=args.display, open=args.open or None)
-    install_redactor(settings.referee_token)
-    exposed = not is_loopback(settings.host)
-    if exposed and not settings.referee_token:
-        if not settings.open:
-            print(f"shotclock: refusing to listen on {settings.host} without a referee token: "
-                  "anyone on the network could run every clock. Set SHOTCLOCK_REFEREE_TOKEN, "
-                  "listen on 127.0.0.1, or pass --open to accept that risk.",
-                  file=sys.stderr, flush=True)
-            return EXIT_REFUSED
-        print(f"shotclock: WARNING: --open: listening on {settings.host} with NO referee "
-              "token: anyone who can reach this address controls every clock.",
+    if is_loopback(settings.host) or settings.referee_token:
+        return None
+    if not settings.open:
+        print(f"{prog}: refusing to listen on {settings.host} without a referee token: "
+              "anyone on the network could run every clock. Set SHOTCLOCK_REFEREE_TOKEN, "
+              "listen on 127.0.0.1, or pass --open to accept that risk.",
               file=sys.stderr, flush=True)
-    store = Store(settings.db)
+        return EXIT_REFUSED
+    print(f"{prog}: WARNING: --open: listening on {settings.host} with NO referee "
+          "token: anyone who can reach this address controls every clock.",
+          file=sys.stderr, flush=True)
+    return None
+
+
+def _locked_store(store: Any) -> Any:
+    """The store, locked for this process and checked; or the exit code (75, 65)."""
+    from clock_service.errors import StoreCorrupt, StoreLocked
+
     try:
         store.lock()  # held until the process ends
         store.check()
@@ -69,6 +62,30 @@ def _serve(args: argparse.Namespace) -> int:
     except StoreCorrupt as exc:
         print(f"shotclock: {exc.message}", file=sys.stderr, flush=True)
         return EXIT_STORE_CORRUPT
+    return store
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from clock_service.api import create_app
+    from clock_service.serving import (
+        install_redactor,
+        raise_open_files,
+        uvicorn_config,
+    )
+    from clock_service.settings import Settings
+    from clock_service.store import Store
+
+    settings = Settings.from_env(host=args.host, port=args.port, db=args.db,
+                                 display=args.display, open=args.open or None)
+    install_redactor(settings.referee_token)
+    refused = _refuse_exposed(settings, "shotclock")
+    if refused is not None:
+        return refused
+    store = _locked_store(Store(settings.db))
+    if isinstance(store, int):
+        return store
     soft, _ = raise_open_files()
     if 0 < soft < settings.max_connections + FILES_BESIDES_CONNECTIONS:
         # The caps, not the kernel, must say no: a refused accept() (EMFILE) stalls everyone.
@@ -314,7 +331,8 @@ def _hall(args: argparse.Namespace) -> int:
     from clock_service.settings import Settings
     from clock_service.store import Store
 
-    settings = Settings.from_env(host=args.host, port=args.port, mqtt_url=args.mqtt)
+    settings = Settings.from_env(host=args.host, port=args.port, mqtt_url=args.mqtt,
+                                 open=args.open or None)
     # The hall's own store: not a table service's (a hall server may run one too).
     settings = dataclasses.replace(settings, default_table=None, display="none",
                                    db=args.db or os.environ.get("SHOTCLOCK_HALL_DB",
@@ -323,13 +341,22 @@ def _hall(args: argparse.Namespace) -> int:
         raise SystemExit("shotclock hall: needs the broker: --mqtt mqtt://[user:pass@]host:port"
                          "/<hall> (or SHOTCLOCK_MQTT_URL)")
     target = _broker_target(settings.mqtt_url)
+    from clock_service.serving import install_redactor, uvicorn_config
+
+    install_redactor(settings.referee_token)
+    # Commands to the hall go on to the tables: the same refusal as serve's.
+    refused = _refuse_exposed(settings, "shotclock hall")
+    if refused is not None:
+        return refused
+    # The mirror can be fetched again from the tables: no fsync per commit (lag).
+    store = _locked_store(Store(settings.db, synchronous="NORMAL"))
+    if isinstance(store, int):
+        return store
 
     def mirror(settings_: Any, time: Any) -> Any:
         from clock_service.mqtt.hall import HallRuntime
 
-        # The mirror can be fetched again from the tables: no fsync per commit (lag).
-        return HallRuntime(Store(settings_.db, synchronous="NORMAL"), time,
-                           Hub(settings_.ws_queue), target, settings_)
+        return HallRuntime(store, time, Hub(settings_.ws_queue), target, settings_)
 
     app = create_app(settings, runtime_factory=mirror)
     base = f"http://{settings.host}:{settings.port}"
@@ -337,8 +364,6 @@ def _hall(args: argparse.Namespace) -> int:
           f"  (store: {settings.db})\n  hall view  {base}/\n  API        {base}/docs",
           file=sys.stderr, flush=True)
     # The same connection caps, request timeout and token-free logs as ``serve``.
-    from clock_service.serving import install_redactor, uvicorn_config
-
     config = uvicorn_config(app, settings, log_level=args.log_level,
                             access_log=args.access_log)
     server = uvicorn.Server(config)
@@ -526,6 +551,8 @@ def main(argv: list[str] | None = None) -> int:
     hall.add_argument("--db", default=None,
                       help="the hall's SQLite file (default SHOTCLOCK_HALL_DB or var/hall.db)")
     hall.add_argument("--access-log", action="store_true", help="log every HTTP request")
+    hall.add_argument("--open", action="store_true",
+                      help="allow a non-loopback --host without SHOTCLOCK_REFEREE_TOKEN")
     hall.add_argument("--log-level", default="info",
                       choices=["critical", "error", "warning", "info", "debug"])
     sub.add_parser("blank", help="turn the configured table display off and the buzzer "

@@ -198,3 +198,29 @@ def test_a_table_that_starts_a_new_log_is_not_mixed_into_the_old_one(hall: Hall)
     assert hall.table.command("7", "start", token=TOKEN)[0] == 200
     time.sleep(0.5)
     assert hall.hall.get("/api/tables/7/events?since=0") == before
+
+
+def test_the_hall_refuses_what_serve_refuses(tmp_path: Path) -> None:
+    """A hall forwards commands to the tables: on a non-loopback address it wants a referee
+    token (or --open), like serve (exit 78); and its store is its own (exit 75)."""
+    import os
+    import subprocess
+    import sys
+
+    from clock_service.cli import EXIT_REFUSED, EXIT_STORE_LOCKED
+    from clock_service.store import Store
+
+    env = {k: v for k, v in os.environ.items() if k != "SHOTCLOCK_REFEREE_TOKEN"}
+    base = [sys.executable, "-m", "clock_service.cli", "hall", "--mqtt",
+            "mqtt://127.0.0.1:1/h", "--db", str(tmp_path / "hall.db")]
+    refused = subprocess.run([*base, "--host", "0.0.0.0"], env=env, capture_output=True,
+                             text=True, timeout=60)
+    assert refused.returncode == EXIT_REFUSED, refused.stderr
+    assert "without a referee token" in refused.stderr
+    holder = Store(tmp_path / "hall.db")
+    holder.lock()
+    try:
+        locked = subprocess.run(base, env=env, capture_output=True, text=True, timeout=60)
+        assert locked.returncode == EXIT_STORE_LOCKED, locked.stderr
+    finally:
+        holder.close()
