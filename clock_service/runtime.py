@@ -246,11 +246,7 @@ class Runtime:
 
         def on_loop(error: BaseException | None) -> None:
             # After table.archived was published: its clients have it, then the close.
-            self.hub.close_table(table_id, CLOSE_ARCHIVED,
-                                 f"table {table_id} was archived as {archive_id}")
-            if self.hub.count(HALL):
-                self.hub.send(HALL, encode({"type": "removed", "table": table_id,
-                                            "archived_as": archive_id}))
+            self._archived(table_id, archive_id)
             if not durable.done():
                 if error is None:
                     durable.set_result(None)
@@ -272,6 +268,14 @@ class Runtime:
                 code="store_unavailable") from None
         return {"table": table_id, "archived_as": archive_id, "seq": table.seq,
                 "archived_at": int(now)}
+
+    def _archived(self, table_id: str, archive_id: str) -> None:
+        """The table's archive is durable: close its clients, tell the hall feed."""
+        self.hub.close_table(table_id, CLOSE_ARCHIVED,
+                             f"table {table_id} was archived as {archive_id}")
+        if self.hub.count(HALL):
+            self.hub.send(HALL, encode({"type": "removed", "table": table_id,
+                                        "archived_as": archive_id}))
 
     def hall_summary(self, table_id: str) -> dict[str, Any]:
         """A table as the hall shows it, as of its last published event."""

@@ -44,7 +44,8 @@ class Broker:
             f"user {getpass.getuser()}",
             "persistence false",
             f"log_dest file {self.log}",
-            "log_type error warning notice information",
+            # one type per line (mosquitto reads only the first of a list)
+            "log_type error", "log_type warning", "log_type notice", "log_type information",
             "max_queued_messages 100000",
             "set_tcp_nodelay true",  # as deploy/mosquitto/shotclock.conf
         ]

@@ -89,6 +89,11 @@ class Connection:
         self.closed: asyncio.Future[BaseException | None] = self._loop.create_future()
         self._acks: dict[int, asyncio.Future[Any]] = {}
         self._fd: int | None = None
+        self.max_inflight = max_inflight
+        # The broker's Receive Maximum (CONNACK): more QoS 1 messages in flight than that and
+        # an MQTT 5 broker drops the connection (Mosquitto says 20). paho does not heed it.
+        self.receive_maximum = 65535
+        self._unacked: set[int] = set()  # QoS 1 message ids the broker has not acknowledged
         self._misc: asyncio.Task[None] | None = None
         client = paho.Client(callback_api_version=CallbackAPIVersion.VERSION2,
                              client_id=client_id, protocol=paho.MQTTv5,
@@ -143,11 +148,20 @@ class Connection:
             # the broker's delayed ACK (up to 40 ms on Linux). Each message goes at once.
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    async def disconnect(self, timeout_s: float = 2.0) -> None:
-        """Disconnect cleanly (the broker then does not publish the will)."""
+    async def disconnect(self, timeout_s: float = 2.0, drain_s: float = 1.0) -> None:
+        """Disconnect cleanly (the broker then does not publish the will), once the QoS 1
+        messages in flight are acknowledged (``drain_s`` at most): Mosquitto 2.0 takes a
+        DISCONNECT right behind an unacknowledged empty retained message (the clearing of
+        a retained one) for an error, and publishes the will."""
         if self.closed.done():
             return
         if self.connected.done() and self.connected.exception() is None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(drain_s):
+                    while self._unacked and not self.closed.done():
+                        await asyncio.sleep(0.01)
+            if self.closed.done():
+                return
             self._client.disconnect()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout_s):
@@ -194,6 +208,8 @@ class Connection:
         info = self._client.publish(topic, payload, qos=qos, retain=retain, properties=props)
         if info.rc != paho.MQTT_ERR_SUCCESS:
             raise ConnectionError(f"publish to {topic} failed: {paho.error_string(info.rc)}")
+        if qos:
+            self._unacked.add(info.mid)
         return info.mid
 
     async def subscribe(self, topics: list[tuple[str, int]], timeout_s: float = 10.0) -> None:
@@ -220,6 +236,14 @@ class Connection:
                     properties: Any) -> None:
         if self.connected.done():
             return
+        receive_maximum = getattr(properties, "ReceiveMaximum", None)
+        if isinstance(receive_maximum, int) and receive_maximum > 0:
+            self.receive_maximum = receive_maximum
+            # paho keeps the rest queued until PUBACKs free a slot. Its setter refuses once
+            # connected (for a change to or from 0, "not tested"); nothing is in flight yet
+            # while the CONNACK is handled, and both values are > 0.
+            client._max_inflight_messages = min(self.max_inflight,  # noqa: SLF001
+                                                receive_maximum)
         if reason.is_failure:
             self.connected.set_exception(ConnectError(
                 f"the broker at {self.target.host}:{self.target.port} refused the connection: "
@@ -246,6 +270,7 @@ class Connection:
 
     def _on_publish(self, client: Any, userdata: Any, mid: int, reason: Any,
                     properties: Any) -> None:
+        self._unacked.discard(mid)
         if self.on_ack is not None:
             self.on_ack(mid, not getattr(reason, "is_failure", False))
 

@@ -414,6 +414,7 @@ class HallRuntime(Runtime):
             loop.call_soon_threadsafe(on_loop, error)
 
         config: dict[str, Any] = {}
+        archived = next((w for w in wires if w.get("type") == "table.archived"), None)
         if table_id not in self._stored:
             first = wires[0]
             if first.get("type") == "table.created":
@@ -423,6 +424,37 @@ class HallRuntime(Runtime):
             self._stored.add(table_id)
         else:
             self.store.append(table_id, wires, {"state": state}, last, done=done, texts=texts)
+        if archived is not None:
+            self._archive(table_id, str((archived.get("data") or {}).get("archived_as")),
+                          int(archived.get("at", 0)))
+
+    def _archive(self, table_id: str, archive_id: str, at: int) -> None:
+        """The table was archived on its own service (DELETE there): archive the mirror the
+        same way, right after its last event in the store's order. The id is free at once:
+        what comes next under it is a new table's log, from seq 1."""
+        for mirrored in (self.mirrors, self._first, self.skews):
+            mirrored.pop(table_id, None)
+        self._stored.discard(table_id)
+        self.diverged.discard(table_id)
+        loop = asyncio.get_running_loop()
+        old = self.tables.get(table_id)
+
+        def on_loop(error: BaseException | None) -> None:
+            if error is not None:
+                log.error("table %s: the hall could not archive its mirror as %s: %s",
+                          table_id, archive_id, error)
+            if self.tables.get(table_id) is old:
+                self.tables.pop(table_id, None)
+            for key in (f"mqtt.table.{table_id}", f"mqtt.clock.{table_id}",
+                        f"mqtt.diverged.{table_id}"):
+                self.health.clear(key)
+            self._archived(table_id, archive_id)
+            log.info("table %s: archived as %s (on its own service)", table_id, archive_id)
+
+        def done(error: BaseException | None) -> None:  # from the writer thread
+            loop.call_soon_threadsafe(on_loop, error)
+
+        self.store.archive_table(table_id, archive_id, at, done=done)
 
     def _durable(self, table_id: str, wires: list[dict[str, Any]], texts: list[str],
                  state: dict[str, Any], config: dict[str, Any]) -> None:

@@ -136,6 +136,9 @@ class TablePublisher:
                 conn.publish(self.topics.status(self.table_id), ONLINE, retain=True)
                 self.conn = conn
                 self.connects += 1
+                # Events in flight within the broker's Receive Maximum, with room for the
+                # state, the status and replies.
+                self.feed.window = max(1, min(self.owner.window, conn.receive_maximum - 4))
                 self.feed.connect()
                 self.error = None
                 self.refused = False
@@ -282,7 +285,9 @@ class MqttPublisher:
         self.flush_s = flush_s
         self.tables: dict[str, TablePublisher] = {}
         self.dirty: set[str] = set()  # tables whose acked seq the store has not got yet
-        self._retiring: set[TablePublisher] = set()  # archived: finishing their log
+        # Archived tables finishing their log, by id: a new table of that id connects (with
+        # the same client id) only once its predecessor is gone.
+        self._retiring: dict[str, TablePublisher] = {}
         self._acked: dict[str, int] = {}
         self._flusher: asyncio.Task[None] | None = None
 
@@ -300,7 +305,8 @@ class MqttPublisher:
     async def close(self) -> None:
         if self.on_durable in self.runtime.publishers:
             self.runtime.publishers.remove(self.on_durable)
-        await asyncio.gather(*(t.stop() for t in [*self.tables.values(), *self._retiring]))
+        await asyncio.gather(*(t.stop() for t in [*self.tables.values(),
+                                                   *self._retiring.values()]))
         if self._flusher is not None:
             self._flusher.cancel()
         self.flush()
@@ -310,8 +316,16 @@ class MqttPublisher:
         table = TablePublisher(self, table_id, acked=self._acked.get(table_id, 0), latest=latest,
                                state=state)
         self.tables[table_id] = table
-        table.start()
+        if table_id not in self._retiring:
+            table.start()
         return table
+
+    def _retired(self, table: TablePublisher) -> None:
+        if self._retiring.get(table.table_id) is table:
+            del self._retiring[table.table_id]
+        successor = self.tables.get(table.table_id)
+        if successor is not None and successor._task is None:
+            successor.start()
 
     # -- from the runtime (loop thread, after each commit) ----------------------------------------
     def on_durable(self, table_id: str, wires: list[dict[str, Any]], texts: list[str]) -> None:
@@ -327,10 +341,10 @@ class MqttPublisher:
             # free: a new table of that id is a new log, published from seq 1.
             del self.tables[table_id]
             self.dirty.discard(table_id)
-            self.runtime.store.mark_published(self.target.key, table_id, 0)
-            self._retiring.add(table)
+            self._acked.pop(table_id, None)  # the store forgets it too (archive_table)
+            self._retiring[table_id] = table
             table.retire(str(archived["data"].get("archived_as") or table_id),
-                         done=self._retiring.discard)
+                         done=self._retired)
 
     # -- the acknowledged seqs, to the store ------------------------------------------------------
     async def _flush_loop(self) -> None:

@@ -20,6 +20,7 @@ from websockets.sync.client import connect
 
 from tests.broker import Broker
 from tests.mqtt.conftest import ACL, ROLES, need_mosquitto
+from tests.mqtt.watcher import Watcher
 from tests.server import ServerProcess
 
 pytestmark = [pytest.mark.mqtt, pytest.mark.e2e]
@@ -174,6 +175,40 @@ def test_the_hall_asks_for_what_the_broker_lost(hall: Hall) -> None:
     hall.hall.start()
     wait(lambda: logs_equal(hall), "the hall to catch up")
     assert hall.hall.get("/api/health")["components"]["mqtt"]["asks"] >= 1
+
+
+def test_a_table_archived_on_its_service_is_archived_on_the_hall(hall: Hall) -> None:
+    # DELETE on the table's own service: table.archived goes out last, the hall archives its
+    # mirror the same way (under the same <id>~<n>), and a new table 7 is a new log there.
+    before = hall.table.get("/api/tables/7/events?since=0")
+    status, archived = hall.table.delete("/api/tables/7", token=TOKEN)
+    assert status == 200, archived
+    status, body = hall.hall.delete("/api/tables/7", token=TOKEN)
+    assert status in (404, 409), body  # the hall never archives on its own
+    wait(lambda: "7" not in table_ids(hall.hall), "the hall to archive table 7")
+
+    def retained() -> list[Any]:
+        with Watcher(hall.broker.port, user="overlay", password=ROLES["overlay"]) as late:
+            late.subscribe("shotclock/v1/h/tables/7/state")
+            late.subscribe("shotclock/v1/h/tables/7/status")
+            time.sleep(0.3)
+            return late.messages
+
+    # Once its last event is acknowledged, the table clears its retained state and status
+    # (a clean disconnect: no "offline" will).
+    wait(lambda: retained() == [], "the retained state and status to be cleared")
+    status, _ = hall.table.post("/api/tables", {"id": "7", "players": ["Ivanov", "Sidorov"],
+                                                "profile": SHORT}, token=TOKEN)
+    assert status == 201
+    wait(lambda: "7" in table_ids(hall.hall) and logs_equal(hall), "the new table 7")
+    fresh = hall.hall.get("/api/tables/7/events?since=0")
+    assert fresh[0]["seq"] == 1 and fresh[0]["data"]["players"] == ["Ivanov", "Sidorov"]
+    assert len(before) > len(fresh) or before[0] != fresh[0]
+    faults = hall.hall.get("/api/health")["faults"]
+    assert not [f for f in faults if f["table"] == "7"], faults
+    assert archived["archived_as"] == "7~1"
+    matches = hall.table.get("/api/matches?table=7~1")
+    assert matches["matches"] and hall.hall.get("/api/matches?table=7~1") == matches
 
 
 def test_a_table_that_starts_a_new_log_is_not_mixed_into_the_old_one(hall: Hall) -> None:

@@ -263,3 +263,30 @@ async def test_commands_over_mqtt_with_the_response_topic_and_the_token(
         await until(lambda: len(desk.on(EVENTS)) >= before + 2)
         assert seqs(desk.on(EVENTS)[before:]) == [2, 3]
     await publisher.close()
+
+
+async def test_a_long_catch_up_keeps_within_the_brokers_receive_maximum(
+        runtime: Runtime, tmp_path: Path) -> None:
+    # 150 events wait while the broker is away. Mosquitto allows 20 QoS 1 messages in flight
+    # per client (its Receive Maximum) and drops a client that sends more: the catch-up must
+    # go through on one connection, in order, each event once.
+    port = free_port()
+    publisher = await publisher_for(runtime, f"mqtt://127.0.0.1:{port}/hall")
+    await runtime.command("1", Start())
+    for i in range(74):
+        await runtime.command("1", Pause() if i % 2 == 0 else Resume())
+    latest = runtime.state("1")["seq"]
+    assert latest >= 75
+    broker = Broker(tmp_path, port=port).start()
+    try:
+        with Watcher(port) as watcher:
+            watcher.subscribe(EVENTS)
+            table = publisher.tables["1"]
+            await until(lambda: table.feed.acked == latest, what="the catch-up")
+            assert table.connects == 1 and table.conn is not None
+            await until(lambda: seqs(watcher.on(EVENTS))[-1:] == [latest])
+            got = seqs(watcher.on(EVENTS))
+            assert got == list(range(got[0], latest + 1))  # in order, each once
+        await publisher.close()
+    finally:
+        broker.stop()
