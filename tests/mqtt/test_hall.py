@@ -91,6 +91,18 @@ def test_the_hall_serves_the_tables_state_and_log(hall: Hall) -> None:
     health = hall.hall.get("/api/health")
     mqtt = health["components"]["mqtt"]
     assert (mqtt["connected"], mqtt["online"], mqtt["behind"]) == (True, 1, 0)
+    # The hall feed (/ws/hall) of the hall service has the mirrored table's card, then its
+    # live changes (the table's own events, forwarded here).
+    with connect(f"{hall.hall.ws_url}/ws/hall") as feed:
+        first = json.loads(feed.recv(timeout=5))
+        assert first["type"] == "hall" and [t["table"] for t in first["tables"]] == ["7"]
+        card = first["tables"][0]
+        assert card["seq"] == hall.table.get("/api/tables/7")["seq"]
+        assert hall.table.command("7", "extension", token=TOKEN)[0] == 200
+        while True:
+            message = json.loads(feed.recv(timeout=5))
+            if message["type"] == "table" and message["table"]["seq"] > card["seq"]:
+                break
     for page in ("/", "/overlay?table=7", "/referee?table=7", "/display?table=7"):
         with urllib.request.urlopen(hall.hall.url + page, timeout=10) as response:
             assert response.status == 200 and b"<html" in response.read().lower(), page
