@@ -85,7 +85,6 @@ CLOSE_TRY_LATER = 1013  # too many replays at once: reconnect in a moment
 CLOSE_UNKNOWN_TABLE = 4404
 MAX_ARCHIVE_PAGE = 200
 REPLAY_BATCH = 256  # events read from the store and sent per step of a replay
-REPLAY_WAIT_S = 10.0  # how long a replay may wait for its turn before 1013
 
 _ERROR_TEXT = {
     400: "the body is not JSON (invalid_json)",
@@ -233,6 +232,7 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
                               max_tables=settings.max_tables)
         else:
             runtime = runtime_factory(settings, time)
+        runtime.store_wait_s = settings.store_wait_s
         app.state.runtime = runtime
         app.state.replays = asyncio.Semaphore(max(1, settings.max_replays))
         await _warm_executor()
@@ -791,7 +791,9 @@ class WsSession(_Session):
         sent as stored), each send under the send timeout; at most max_replays at once."""
         replays: asyncio.Semaphore = self.ws.app.state.replays
         try:
-            async with asyncio.timeout(REPLAY_WAIT_S):
+            # Half the send timeout: a replay that waits longer is cut off (1013) before the
+            # one it waits for could be (4001), so a stalled holder never starves it twice.
+            async with asyncio.timeout(max(0.5, self.settings.ws_send_timeout_s / 2)):
                 await replays.acquire()
         except TimeoutError:
             raise _Closing(CLOSE_TRY_LATER, f"busy: too many replays at once; reconnect with "

@@ -28,10 +28,11 @@ from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from clock_service.settings import Settings
 
-__all__ = ["GuardedH11Protocol", "TokenRedactor", "install_redactor", "uvicorn_config",
+__all__ = ["GuardedH11Protocol", "GuardedWebSocketProtocol", "TokenRedactor", "install_redactor", "uvicorn_config",
            "raise_open_files", "is_loopback", "BACKLOG"]
 
 log = logging.getLogger(__name__)
@@ -218,6 +219,35 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
 
+class GuardedWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol, for clients that stop reading.
+
+    Its close waits, like every send, until the transport's buffer drains, and when the app
+    is done it closes the transport gracefully, which also waits for the buffer to drain:
+    a client that never reads kept its connection, its buffers and a descriptor forever.
+    Here a close frame is queued behind what is buffered without waiting (one small frame,
+    so a client that reads again gets the 4001 and its ``?since=``), and a connection still
+    open ``LINGER_S`` after the app is done is aborted.
+    """
+
+    LINGER_S = 5.0
+    aborted = 0  # connections torn down by the linger (for the benchmark)
+
+    async def send(self, message: Any) -> None:
+        if message.get("type") == "websocket.close":
+            self.writable.set()  # the close frame goes behind the buffer, without waiting
+        await super().send(message)
+
+    async def run_asgi(self) -> None:
+        await super().run_asgi()
+        self.loop.call_later(self.LINGER_S, self._abort_if_open)
+
+    def _abort_if_open(self) -> None:
+        if not self.disconnected:
+            type(self).aborted += 1
+            self.transport.abort()
+
+
 def raise_open_files() -> tuple[int, int]:
     """Raise the soft RLIMIT_NOFILE to the hard limit; return (soft, hard) after."""
     try:
@@ -241,7 +271,7 @@ def uvicorn_config(app: Any, settings: Settings, *, log_level: str, access_log: 
     return uvicorn.Config(
         app, host=settings.host, port=settings.port, log_level=log_level,
         access_log=access_log, lifespan="on",
-        http=GuardedH11Protocol.configure(settings),
+        http=GuardedH11Protocol.configure(settings), ws=GuardedWebSocketProtocol,
         ws_max_size=settings.max_message_bytes,
         ws_ping_interval=settings.ws_ping_s, ws_ping_timeout=settings.ws_ping_s,
         # No permessage-deflate: compressing every event for every client cost more CPU

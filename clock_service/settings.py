@@ -106,6 +106,8 @@ class Settings:
     request_timeout_s: float = 5.0
     keep_alive_s: float = 5.0
     max_replays: int = 4  # ?since= replays streaming from the store at once
+    # How long a command waits for its events to be durable before 503 store_unavailable.
+    store_wait_s: float = 5.0
     max_tables: int = 200  # live (not archived) tables
     # Addresses (or networks) of reverse proxies whose X-Forwarded-For is believed.
     trusted_proxies: tuple[str, ...] = ()
@@ -146,6 +148,7 @@ class Settings:
             request_timeout_s=_env_float("SHOTCLOCK_REQUEST_TIMEOUT_S", cls.request_timeout_s),
             keep_alive_s=_env_float("SHOTCLOCK_KEEP_ALIVE_S", cls.keep_alive_s),
             max_replays=_env_int("SHOTCLOCK_MAX_REPLAYS", cls.max_replays),
+            store_wait_s=_env_float("SHOTCLOCK_STORE_WAIT_S", cls.store_wait_s),
             max_tables=_env_int("SHOTCLOCK_MAX_TABLES", cls.max_tables),
             trusted_proxies=_env_list("SHOTCLOCK_TRUSTED_PROXIES"),
             allowed_origins=_env_list("SHOTCLOCK_ALLOWED_ORIGINS"),

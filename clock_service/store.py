@@ -120,6 +120,7 @@ class _Archive:
     table_id: str
     archive_id: str
     archived_at: int
+    seq: int  # its last event (table.archived)
     done: Callable[[BaseException | None], None] | None
 
 
@@ -265,6 +266,8 @@ class Store:
             self._queue.put(_STOP)
             self._thread.join(timeout=30)
             self._thread = None
+            with contextlib.suppress(sqlite3.Error):  # leave one file, not a long WAL
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._writer.close()
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the flock
@@ -291,11 +294,11 @@ class Store:
         self._queue.put(_Write(table_id, rows, core_text, seq, done,
                                index=index_ops(table_id, events)))
 
-    def archive_table(self, table_id: str, archive_id: str, archived_at: int,
+    def archive_table(self, table_id: str, archive_id: str, archived_at: int, seq: int,
                       done: Callable[[BaseException | None], None] | None = None) -> None:
         """Move a table out of the live set: its row to ``archive`` and its events under
         ``archive_id``, in one transaction, after every write queued before it."""
-        self._queue.put(_Archive(table_id, archive_id, archived_at, done))
+        self._queue.put(_Archive(table_id, archive_id, archived_at, seq, done))
 
     def heartbeat(self, alive_at_ms: float) -> None:
         """Record that the service is alive (for recovery of running clocks)."""
@@ -426,8 +429,8 @@ class Store:
     def _archive(conn: sqlite3.Connection, item: _Archive) -> None:
         conn.execute(
             "INSERT INTO archive (id, table_id, config, seq, created_at, archived_at) "
-            "SELECT ?, id, config, seq, created_at, ? FROM tables WHERE id = ?",
-            (item.archive_id, item.archived_at, item.table_id))
+            "SELECT ?, id, config, ?, created_at, ? FROM tables WHERE id = ?",
+            (item.archive_id, item.seq, item.archived_at, item.table_id))
         conn.execute("DELETE FROM tables WHERE id = ?", (item.table_id,))
         conn.execute("UPDATE events SET table_id = ? WHERE table_id = ?",
                      (item.archive_id, item.table_id))

@@ -240,3 +240,146 @@ def test_command_rate_is_limited(guarded: ServerProcess) -> None:
 def test_server_survived(server: ServerProcess, tmp_path: Path) -> None:
     assert server.proc is not None and server.proc.poll() is None
     assert server.get("/api/health")["ok"] is True
+
+
+# -- every integer field refuses a float: 422 naming it, never a 500 (issue 11 point 6) --------
+
+def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The alternatives a property schema allows, $refs followed."""
+    if "$ref" in schema:
+        return _resolve(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+    if "anyOf" in schema:
+        return [alt for option in schema["anyOf"] for alt in _resolve(option, defs)]
+    return [schema]
+
+
+def integer_fields(schema: dict[str, Any], defs: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted names of the integer fields (and integer list items, name[]) of a schema."""
+    out = []
+    for name, prop in schema.get("properties", {}).items():
+        alternatives = _resolve(prop, defs)
+        if any(alt.get("type") == "number" for alt in alternatives):
+            continue  # a float is fine there (``at``: unix ms)
+        for alt in alternatives:
+            if alt.get("type") == "integer":
+                out.append(prefix + name)
+            elif alt.get("type") == "array" and any(
+                    i.get("type") == "integer" for i in _resolve(alt.get("items", {}), defs)):
+                out.append(prefix + name + "[]")
+            elif alt.get("type") == "object" and "properties" in alt:
+                out += integer_fields(alt, defs, prefix + name + ".")
+    return sorted(set(out))
+
+
+# What a command needs besides its required fields (a rule across fields): a foul a reason.
+BESIDES_REQUIRED: dict[str, dict[str, Any]] = {"foul": {"reason": "touched a ball"}}
+
+
+def sample(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
+    """A valid value for a field's schema (the first alternative that is not null)."""
+    alt = next(a for a in _resolve(schema, defs) if a.get("type") != "null")
+    if "const" in alt:
+        return alt["const"]
+    if "enum" in alt:
+        return alt["enum"][0]
+    kind = alt.get("type")
+    if kind == "integer":
+        return alt.get("minimum", 0)
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        return []
+    if kind == "object":
+        return {}
+    return "x"
+
+
+def minimal(command: str) -> dict[str, Any]:
+    """The smallest body the schema calls valid for ``command``."""
+    from clock_service.schemas import command_models
+
+    schema = command_models()[command].model_json_schema()
+    defs = schema.get("$defs", {})
+    body = {name: sample(schema["properties"][name], defs)
+            for name in schema.get("required", [])}
+    return {**body, **BESIDES_REQUIRED.get(command, {})}
+
+
+def command_integer_fields() -> list[tuple[str, str]]:
+    from clock_service.schemas import command_models
+
+    cases = []
+    for name, model in command_models().items():
+        schema = model.model_json_schema()
+        cases += [(name, field) for field in integer_fields(schema, schema.get("$defs", {}))]
+    return cases
+
+
+def create_integer_fields() -> list[str]:
+    from clock_service.schemas import CreateTable
+
+    schema = CreateTable.model_json_schema()
+    return integer_fields(schema, schema.get("$defs", {}))
+
+
+def with_float(body: dict[str, Any], field: str) -> dict[str, Any]:
+    """``body`` with 1.0 where ``field`` (dotted, or name[] for a list item) goes."""
+    *parents, last = field.split(".")
+    out = json.loads(json.dumps(body))
+    node = out
+    for part in parents:
+        node = node.setdefault(part, {})
+    if last.endswith("[]"):
+        node[last[:-2]] = [1.0]
+    else:
+        node[last] = 1.0
+    return out
+
+
+def named(field: str) -> str:
+    return field.split(".")[-1].removesuffix("[]")
+
+
+@pytest.mark.parametrize(("command", "field"), command_integer_fields())
+def test_a_float_for_an_integer_command_field_is_422_naming_it(
+        client: httpx.Client, command: str, field: str) -> None:
+    before = snapshot(client)
+    response = client.post("/api/tables/f/commands", json=with_float(minimal(command), field))
+    error = assert_clear_error(response)
+    assert response.status_code == 422 and named(field) in error["message"], (field, error)
+    assert snapshot(client) == before
+
+
+@pytest.mark.parametrize("field", create_integer_fields())
+def test_a_float_for_an_integer_table_field_is_422_naming_it(
+        client: httpx.Client, field: str) -> None:
+    body = with_float({"id": "ints", "players": ["A", "B"]}, field)
+    response = client.post("/api/tables", json=body)
+    error = assert_clear_error(response)
+    assert response.status_code == 422 and named(field) in error["message"], (field, error)
+
+
+@pytest.mark.parametrize("query", ["since=1.0", "limit=1.0", "since=1e22", "since=%201",
+                                   f"since={10**30}", "limit=1_000"])
+def test_a_query_integer_is_plain_digits_or_422(client: httpx.Client, query: str) -> None:
+    response = client.get(f"/api/tables/f/events?{query}")
+    error = assert_clear_error(response)
+    assert response.status_code == 422 and query.split("=")[0] in error["message"], error
+
+
+def test_integer_fields_over_the_websocket_keep_the_session(server: ServerProcess) -> None:
+    with connect(f"{server.ws_url}/ws/tables/f", origin=server.origin) as ws:
+        assert json.loads(ws.recv(timeout=5))["type"] == "snapshot"
+        for command, field in command_integer_fields():
+            message = {"type": "command", "id": f"{command}.{field}",
+                       **with_float(minimal(command), field)}
+            reply = ws_answer(ws, json.dumps(message))
+            assert (reply["type"], reply["status"]) == ("error", 422), reply
+            assert named(field) in reply["error"]["message"], reply
+        assert ws_answer(ws, '{"type": "ping"}')["type"] == "pong"  # still alive
+    for since in ("1.0", str(10**30)):
+        with connect(f"{server.ws_url}/ws/tables/f?since={since}") as ws:
+            assert json.loads(ws.recv(timeout=5))["error"]["code"] == "invalid_input"
+            with pytest.raises(ConnectionClosed) as closed:
+                ws.recv(timeout=5)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
