@@ -32,8 +32,8 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 from clock_service.settings import Settings
 
-__all__ = ["GuardedH11Protocol", "GuardedWebSocketProtocol", "TokenRedactor", "install_redactor", "uvicorn_config",
-           "raise_open_files", "is_loopback", "BACKLOG"]
+__all__ = ["GuardedH11Protocol", "GuardedWebSocketProtocol", "TokenRedactor",
+           "install_redactor", "uvicorn_config", "raise_open_files", "is_loopback", "BACKLOG"]
 
 log = logging.getLogger(__name__)
 
