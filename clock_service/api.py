@@ -25,7 +25,7 @@ from fastapi import Depends, FastAPI, Query, Request, WebSocket
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
-from pydantic import BeforeValidator, TypeAdapter
+from pydantic import TypeAdapter
 from starlette.routing import Match
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
@@ -132,14 +132,18 @@ def token_matches(expected: str | None, offered: str | None) -> bool:
     return offered is not None and hmac.compare_digest(offered.encode(), expected.encode())
 
 
-def _whole_number(value: Any) -> Any:
-    """Query integers in their plain form only: '1.0', ' 1' or '1_000' are not one."""
-    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
-        raise ValueError(f"must be a whole number >= 0 written in digits, got {value!r}")
-    return value
+def plain_integers(*names: str) -> Any:
+    """A dependency: these query parameters, when given, are integers written in digits.
+    (pydantic would read '1.0', ' 1', '+1' or '1_000' as integers.)"""
 
+    def check(request: Request) -> None:
+        for name in names:
+            for raw in request.query_params.getlist(name):
+                if not (raw.isascii() and raw.isdigit()):
+                    raise InvalidInput(f"{name} must be a whole number >= 0 written in "
+                                       f"digits, got {raw[:40]!r}", code="invalid_request")
 
-Whole = Annotated[int, BeforeValidator(_whole_number)]
+    return Depends(check)
 
 # Security headers (limits what a hostile page can do with ours). Every page: scripts only
 # from this service, no plugins, no <base> games. The referee console, the hall and the
@@ -299,6 +303,7 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
                 "faults": runtime.health.faults()}
 
     @app.get("/api/tables", tags=["tables"], response_model=None,
+             dependencies=[plain_integers("limit")],
              responses={200: {"model": list[TableState], "headers": {"Link": {
                  "description": "<...?after=ID&limit=N>; rel=\"next\" when there are more",
                  "schema": {"type": "string"}}}}, **_errors(422, 429)})
@@ -306,7 +311,7 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
         request: Request, response: Response,
         after: Annotated[str, Query(max_length=32, description="cursor: the last id of the "
                                     "page before (tables come sorted by id)")] = "",
-        limit: Annotated[Whole, Query(ge=1, description=f"at most {MAX_TABLES_PAGE} a page "
+        limit: Annotated[int, Query(ge=1, description=f"at most {MAX_TABLES_PAGE} a page "
                                       "(a larger limit gives that many)")] = MAX_TABLES_PAGE,
     ) -> list[dict[str, Any]]:
         """Live tables' states, sorted by id, a page at a time."""
@@ -386,12 +391,13 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
         return {"brightness": level, "table": hardware.table}
 
     @app.get("/api/tables/{table_id}/events", tags=["events"], response_model=None,
+             dependencies=[plain_integers("since", "limit")],
              responses={200: {"model": list[WireEvent]}, **_errors(404, 422, 429)})
     async def get_events(
         table_id: str, request: Request,
-        since: Annotated[Whole, Query(ge=0, le=MAX_SEQ, description="events with seq > since")
+        since: Annotated[int, Query(ge=0, le=MAX_SEQ, description="events with seq > since")
                          ] = 0,
-        limit: Annotated[Whole, Query(ge=1, description=f"at most {MAX_EVENTS_PAGE} a page "
+        limit: Annotated[int, Query(ge=1, description=f"at most {MAX_EVENTS_PAGE} a page "
                                       "(a larger limit gives that many)")] = MAX_EVENTS_PAGE,
     ) -> Response:
         """The table's event log from the store, in seq order; page with ``since`` = the last
@@ -403,6 +409,7 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
         return Response(body, media_type="application/json")
 
     @app.get("/api/archive", tags=["archive"], response_model=None,
+             dependencies=[plain_integers("limit")],
              responses={200: {"model": list[ArchiveRecord]}, **_errors(422, 429)})
     async def list_archive(
         request: Request,
@@ -410,7 +417,7 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
                                            "of this table id")] = None,
         after: Annotated[str, Query(max_length=48, description="cursor: the last archive id "
                                     "of the page before")] = "",
-        limit: Annotated[Whole, Query(ge=1, description=f"at most {MAX_ARCHIVE_PAGE} a page"
+        limit: Annotated[int, Query(ge=1, description=f"at most {MAX_ARCHIVE_PAGE} a page"
                                       )] = 100,
     ) -> list[dict[str, Any]]:
         """Archived tables, by archive id."""
@@ -420,11 +427,12 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
         return [r.to_dict() for r in records]
 
     @app.get("/api/archive/{archive_id}/events", tags=["archive"], response_model=None,
+             dependencies=[plain_integers("since", "limit")],
              responses={200: {"model": list[WireEvent]}, **_errors(404, 422, 429)})
     async def get_archived_events(
         archive_id: str, request: Request,
-        since: Annotated[Whole, Query(ge=0, le=MAX_SEQ)] = 0,
-        limit: Annotated[Whole, Query(ge=1, description=f"at most {MAX_EVENTS_PAGE} a page"
+        since: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
+        limit: Annotated[int, Query(ge=1, description=f"at most {MAX_EVENTS_PAGE} a page"
                                       )] = MAX_EVENTS_PAGE,
     ) -> Response:
         """An archived table's events, as they were sent (``table`` is its live id)."""

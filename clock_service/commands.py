@@ -407,6 +407,7 @@ class AnnounceCall(Command):
     call: Call = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # the envelope (at, by, source): a 500 on "at": {} otherwise
         try:
             call = _built("call", {"pocket": self.pocket, "cushions": self.cushions,
                                    "contacts": self.contacts, "shot_type": self.shot_type}, Call)

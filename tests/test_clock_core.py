@@ -650,6 +650,21 @@ def test_malformed_commands_are_refused_with_a_code(payload: dict, code: str) ->
         assert field in str(info.value)  # the message names the field
 
 
+# The smallest valid body of each command, for the checks that every command shares.
+MINIMAL = {"foul": {"reason": "x"}, "set_time": {"remaining_ms": 1000},
+           "call": {"pocket": "top_left"}}
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+@pytest.mark.parametrize("at", [{}, "soon", True, [1]])
+def test_every_command_checks_its_envelope(name: str, at: Any) -> None:
+    """Found by schemathesis: ``call`` skipped the envelope check, and ``"at": {}`` was a 500
+    in the clock. A command registered later gets the same check from this test."""
+    with pytest.raises(InvalidCommand) as info:
+        parse_command({"command": name, **MINIMAL.get(name, {}), "at": at})
+    assert info.value.code == "invalid_field" and "at" in str(info.value)
+
+
 def test_parse_command_accepts_the_envelope_fields() -> None:
     assert parse_command({"command": "foul", "reason": "r", "id": "7", "source": "ws"}) == Foul(
         reason="r", source="ws")

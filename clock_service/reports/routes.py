@@ -47,7 +47,8 @@ def install_reports(app: FastAPI) -> None:
         table: str | None = Query(None, description="only this table's matches"),
         since: int | None = Query(None, ge=0, description="only matches started at or "
                                   "after this unix ms"),
-        after: str | None = Query(None, description="the 'next' of the previous page"),
+        after: str | None = Query(None, description="the 'next' of the previous page",
+                                  pattern=r"^[A-Za-z0-9_~-]{1,48}\.[0-9]{1,9}$"),
         limit: int = Query(50, ge=1, le=MAX_PAGE),
     ) -> Response:
         """Matches, newest first, from the match index (archived tables' too)."""

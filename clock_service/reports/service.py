@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from clock_service.errors import InvalidInput, ShotClockError
+from clock_service.errors import ShotClockError
 from clock_service.reports import worker
 from clock_service.reports.index import list_matches_json, match_row, split_match_id
 from clock_service.reports.stats import MatchRecord, build_match
@@ -114,9 +114,8 @@ class Reports:
         try:
             text, next_id = list_matches_json(self._connect(), table=table, since=since,
                                               after=after, limit=limit)
-        except KeyError:
-            raise InvalidInput(f"after={after!r} is not a match of this listing; pass the "
-                               "'next' of the previous page", code="invalid_cursor") from None
+        except KeyError:  # a well-formed match id (the pattern) that is not there: 404
+            raise UnknownMatch(str(after)) from None
         return f'{{"matches":{text},"next":{json.dumps(next_id)}}}'
 
     async def list(self, **kwargs: Any) -> str:

@@ -215,7 +215,7 @@ def test_listing_is_newest_first_paginated_and_filtered(played: dict[str, Any]) 
 
 @pytest.mark.parametrize(("name", "status", "code"), [
     ("unknown", 404, "unknown_match"), ("bad_id", 404, "unknown_match"),
-    ("bad_cursor", 422, "invalid_cursor"), ("too_many", 422, "invalid_request"),
+    ("bad_cursor", 404, "unknown_match"), ("too_many", 422, "invalid_request"),
     ("unknown_report", 404, "unknown_match"),
 ])
 def test_errors_are_json_with_a_code(played: dict[str, Any], name: str, status: int,
