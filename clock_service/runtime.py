@@ -256,7 +256,8 @@ class Runtime:
         def from_writer(error: BaseException | None) -> None:
             loop.call_soon_threadsafe(on_loop, error)
 
-        self.store.archive_table(table_id, archive_id, int(now), table.seq, done=from_writer)
+        self.store.archive_table(table_id, archive_id, int(now), done=from_writer,
+                                 seq=table.seq)
         try:
             await asyncio.wait_for(asyncio.shield(asyncio.gather(published, durable)),
                                    self.store_wait_s)

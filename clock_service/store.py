@@ -120,8 +120,8 @@ class _Archive:
     table_id: str
     archive_id: str
     archived_at: int
-    seq: int  # its last event (table.archived)
     done: Callable[[BaseException | None], None] | None
+    seq: int | None = None  # its last event (table.archived); None: the stored row's
 
 
 @dataclass
@@ -294,11 +294,13 @@ class Store:
         self._queue.put(_Write(table_id, rows, core_text, seq, done,
                                index=index_ops(table_id, events)))
 
-    def archive_table(self, table_id: str, archive_id: str, archived_at: int, seq: int,
-                      done: Callable[[BaseException | None], None] | None = None) -> None:
+    def archive_table(self, table_id: str, archive_id: str, archived_at: int,
+                      done: Callable[[BaseException | None], None] | None = None,
+                      seq: int | None = None) -> None:
         """Move a table out of the live set: its row to ``archive`` and its events under
-        ``archive_id``, in one transaction, after every write queued before it."""
-        self._queue.put(_Archive(table_id, archive_id, archived_at, seq, done))
+        ``archive_id``, in one transaction, after every write queued before it. ``seq``:
+        its last event (the row's seq is only brought up to date at the end of a batch)."""
+        self._queue.put(_Archive(table_id, archive_id, archived_at, done, seq))
 
     def heartbeat(self, alive_at_ms: float) -> None:
         """Record that the service is alive (for recovery of running clocks)."""
@@ -429,7 +431,7 @@ class Store:
     def _archive(conn: sqlite3.Connection, item: _Archive) -> None:
         conn.execute(
             "INSERT INTO archive (id, table_id, config, seq, created_at, archived_at) "
-            "SELECT ?, id, config, ?, created_at, ? FROM tables WHERE id = ?",
+            "SELECT ?, id, config, coalesce(?, seq), created_at, ? FROM tables WHERE id = ?",
             (item.archive_id, item.seq, item.archived_at, item.table_id))
         conn.execute("DELETE FROM tables WHERE id = ?", (item.table_id,))
         conn.execute("UPDATE events SET table_id = ? WHERE table_id = ?",
