@@ -1,18 +1,146 @@
-// Hall view: every table with its live clock (one feed per table), links to its pages,
-// and a form to create a table. The table list is re-read every few seconds so tables
-// created elsewhere appear by themselves.
+// Hall view: every table with its live clock, links to its pages, and a form to create a
+// table. ONE WebSocket for the whole hall (/ws/hall): its first message is every table's
+// card, then a card whenever a table changes or is created, "removed" when one is
+// archived. (One socket per table would be a hundred sockets for a hall of tables, and
+// the server caps sockets per address.)
 
-import { createTable, listTables } from "./api.js";
-import { TableConnection, showStatus } from "./connection.js";
+import { createTable } from "./api.js";
+import { showStatus, wsBase } from "./connection.js";
 import { animate, render } from "./countdown.js";
 import { applyI18n, bindLangToggle, errorText, lang, onLangChange, t } from "./i18n.js";
+import { ClockOffset, localNow } from "./timesync.js";
 
 const $ = (id) => document.getElementById(id);
-const cards = new Map(); // table id -> {el, conn, state}
-const LIST_EVERY_MS = 3000;
+const cards = new Map(); // table id -> {el, state}
+const PING_EVERY_MS = 2000;
+const SILENCE_MS = 6000;
+const BACKOFF_MIN_MS = 250;
+const BACKOFF_MAX_MS = 5000;
+
+/** The hall feed: reconnects with jittered backoff, keeps a clock offset from pings. */
+class HallFeed {
+  constructor(handlers) {
+    this.handlers = handlers;
+    this.clock = new ClockOffset();
+    this.status = "connecting";
+    this.ws = null;
+    this.attempt = 0;
+    this.pings = new Map();
+    this.pingId = 0;
+    this.lastMessageAt = 0;
+    setInterval(() => this._tick(), PING_EVERY_MS / 2);
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") this._tick();
+    });
+  }
+
+  serverNow() { return this.clock.serverNow(); }
+
+  start() {
+    this._setStatus("connecting");
+    const ws = new WebSocket(`${wsBase()}/ws/hall`);
+    this.ws = ws;
+    ws.onopen = () => { this.lastMessageAt = localNow(); this.clock.reset(); this._ping(); };
+    ws.onmessage = (msg) => {
+      if (ws !== this.ws) return;
+      this.lastMessageAt = localNow();
+      let data;
+      try { data = JSON.parse(msg.data); } catch { return; }
+      this._receive(data);
+    };
+    ws.onclose = () => {
+      if (ws !== this.ws) return;
+      this.ws = null;
+      this._setStatus("offline");
+      const base = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt);
+      this.attempt += 1;
+      setTimeout(() => this.start(), base / 2 + Math.random() * base / 2);
+    };
+    ws.onerror = () => { /* onclose follows */ };
+  }
+
+  _setStatus(status) {
+    if (this.status === status) return;
+    this.status = status;
+    this.handlers.onStatus(status);
+  }
+
+  _tick() {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) return;
+    if (localNow() - this.lastMessageAt > SILENCE_MS) { ws.close(); return; }
+    this._ping();
+  }
+
+  _ping() {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return;
+    const id = ++this.pingId;
+    this.pings.set(id, localNow());
+    if (this.pings.size > 20) this.pings.delete(this.pings.keys().next().value);
+    this.ws.send(JSON.stringify({ type: "ping", id, client_time: Date.now() }));
+  }
+
+  _receive(msg) {
+    switch (msg.type) {
+      case "hall":
+        this.attempt = 0;
+        this.clock.roughFrom(msg.server_time);
+        this._setStatus("live");
+        this.handlers.onHall(msg.tables);
+        break;
+      case "table":
+        this.handlers.onTable(msg.table);
+        break;
+      case "removed":
+        this.handlers.onRemoved(msg.table);
+        break;
+      case "pong": {
+        const t0 = this.pings.get(msg.id);
+        if (t0 !== undefined) {
+          this.pings.delete(msg.id);
+          this.clock.add(t0, localNow(), msg.server_time);
+        }
+        break;
+      }
+      default:
+        break; // status (faults): shown on each table's own pages
+    }
+  }
+}
+
+const feed = new HallFeed({
+  onStatus: (status) => {
+    for (const entry of cards.values()) showStatus(entry.el.querySelector(".conn"), status, t);
+  },
+  onHall: (tables) => {
+    const live = new Set(tables.map((s) => s.table));
+    for (const id of [...cards.keys()]) if (!live.has(id)) removeTable(id);
+    for (const s of tables) setTable(s);
+    if (cards.size === 0) $("empty").classList.remove("hidden");
+  },
+  onTable: (s) => setTable(s),
+  onRemoved: (id) => removeTable(id),
+});
+
+function setTable(state) {
+  const entry = cards.get(state.table) || addTable(state.table);
+  // Newer only: a card from the hall message may cross an older one on the way.
+  if (entry.state && typeof state.seq === "number" && state.seq < entry.state.seq) return;
+  entry.state = state;
+  drawCard(entry);
+}
+
+function removeTable(id) {
+  const entry = cards.get(id);
+  if (!entry) return;
+  entry.el.remove();
+  cards.delete(id);
+  if (cards.size === 0) $("empty").classList.remove("hidden");
+}
 
 function addTable(id, initial) {
-  if (cards.has(id)) return;
+  const known = cards.get(id);
+  if (known) return known;
   const el = $("table-card").content.firstElementChild.cloneNode(true);
   el.dataset.table = id;
   el.querySelector(".id").textContent = id;
@@ -21,19 +149,15 @@ function addTable(id, initial) {
   el.querySelector(".l-overlay").href = `/overlay${q}`;
   el.querySelector(".l-display").href = `/display${q}`;
   applyI18n(el);
-  const entry = { el, state: initial || null, conn: null };
-  entry.conn = new TableConnection(id, {
-    onState: (s) => { entry.state = s; drawCard(entry); },
-    onStatus: (status) => showStatus(el.querySelector(".conn"), status, t),
-  });
-  showStatus(el.querySelector(".conn"), "connecting", t);
-  if (initial) entry.conn.offerState(initial, "list");
+  const entry = { el, state: null };
+  showStatus(el.querySelector(".conn"), feed.status, t);
   cards.set(id, entry);
   const sorted = [...cards.keys()].sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
   const next = cards.get(sorted[sorted.indexOf(id) + 1]);
   $("tables").insertBefore(el, next ? next.el : null);
   $("empty").classList.add("hidden");
-  entry.conn.start();
+  if (initial) setTable(initial);
+  return entry;
 }
 
 function drawCard(entry) {
@@ -56,19 +180,11 @@ function drawCard(entry) {
 
 function tickCard(entry) {
   if (!entry.state) return;
-  const { text, stage } = render(entry.state, entry.conn.serverNow());
+  const { text, stage } = render(entry.state, feed.serverNow());
   const clock = entry.el.querySelector(".clock");
   const shown = text || "–";
   if (clock.textContent !== shown) clock.textContent = shown;
   if (entry.el.dataset.stage !== stage) entry.el.dataset.stage = stage;
-}
-
-async function refreshList() {
-  const result = await listTables();
-  if (result.ok && Array.isArray(result.body)) {
-    for (const s of result.body) addTable(s.table, s);
-    if (cards.size === 0) $("empty").classList.remove("hidden");
-  }
 }
 
 // -- the create form -------------------------------------------------------------------------
@@ -98,7 +214,7 @@ $("create-form").addEventListener("submit", async (ev) => {
   if (result.ok) {
     out.className = "result ok";
     out.textContent = t("hall.created", { id: body.id });
-    addTable(body.id, result.body);
+    setTable(result.body);
   } else {
     const error = (result.body && result.body.error) || { code: "error", message: `HTTP ${result.status}` };
     const { text, rule } = errorText(error);
@@ -113,10 +229,9 @@ applyI18n();
 bindLangToggle($("lang"));
 onLangChange(() => {
   for (const entry of cards.values()) {
-    showStatus(entry.el.querySelector(".conn"), entry.conn.status, t);
+    showStatus(entry.el.querySelector(".conn"), feed.status, t);
     drawCard(entry);
   }
 });
-refreshList();
-setInterval(refreshList, LIST_EVERY_MS);
+feed.start();
 animate(() => { for (const entry of cards.values()) tickCard(entry); });
