@@ -54,7 +54,7 @@ import websockets
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.server import ServerProcess  # noqa: E402
+from tests.server import ONE_ADDRESS_LOAD, ServerProcess  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -484,7 +484,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     seconds = 1.5 if args.quick else args.seconds
     workdir = Path(tempfile.mkdtemp(prefix="shotclock-bench-"))
     server = ServerProcess(workdir / "bench.db", env={
-        "SHOTCLOCK_COMMAND_RATE": "0", "SHOTCLOCK_REFEREE_TOKEN": "",
+        **ONE_ADDRESS_LOAD, "SHOTCLOCK_REFEREE_TOKEN": "",
         "SHOTCLOCK_WS_QUEUE": "4096"}).start()
     spy = None
     if args.profile:
@@ -535,6 +535,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         from bench_mqtt import run_mqtt
 
         results["mqtt"] = await run_mqtt(args.quick, seconds, workdir)
+    if not args.no_attacks:  # the hostile-LAN section (issue 11): bench/bench_attacks.py
+        from bench_attacks import run_attacks
+
+        results["attacks"] = await run_attacks(
+            args.quick, 3.0 if args.quick else args.attack_seconds, workdir)
     return results
 
 
@@ -608,6 +613,13 @@ def print_report(results: dict[str, Any]) -> None:
               " ms (target < 20)")
 
 
+def print_attacks(results: dict[str, Any]) -> None:
+    if "attacks" in results:
+        from bench_attacks import print_attacks_report
+
+        print_attacks_report(results["attacks"])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
@@ -618,10 +630,15 @@ def main() -> int:
     parser.add_argument("--drift-seconds", type=float, default=30.0)
     parser.add_argument("--no-mqtt", action="store_true",
                         help="skip the MQTT section (broker fan-out, hall mirror lag)")
+    parser.add_argument("--no-attacks", action="store_true",
+                        help="skip the hostile-LAN section (attacks against a canary table)")
+    parser.add_argument("--attack-seconds", type=float, default=15.0,
+                        help="length of each attack of the hostile-LAN section")
     parser.add_argument("--out", type=Path, default=RESULTS / "bench.json")
     args = parser.parse_args()
     results = asyncio.run(run(args))
     print_report(results)
+    print_attacks(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2))
     print(f"\nwritten {args.out}")

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from tests.broker import Broker  # noqa: E402
-from tests.server import ServerProcess  # noqa: E402
+from tests.server import ONE_ADDRESS_LOAD, ServerProcess  # noqa: E402
 
 __all__ = ["run_mqtt", "print_mqtt"]
 
@@ -146,6 +146,7 @@ class Referee:
 
     async def open(self) -> None:
         self.ws = await websockets.connect(f"{self.server.ws_url}/ws/tables/{self.table}",
+                                           origin=self.server.origin,
                                            max_queue=None, ping_interval=None)
         self.phase = json.loads(await self.ws.recv())["state"]["phase"]
         self.reader = asyncio.ensure_future(self._read())
@@ -181,7 +182,7 @@ class Referee:
 async def fanout(broker: Broker, workdir: Path, counts: list[int], seconds: float,
                  ) -> list[dict[str, Any]]:
     server = ServerProcess(workdir / "fanout.db", env={
-        "SHOTCLOCK_MQTT_URL": broker.url("bench"), "SHOTCLOCK_COMMAND_RATE": "0",
+        "SHOTCLOCK_MQTT_URL": broker.url("bench"), **ONE_ADDRESS_LOAD,
         "SHOTCLOCK_REFEREE_TOKEN": "", "SHOTCLOCK_DEFAULT_TABLE": "f"}).start(timeout=60)
     rows = []
     try:
@@ -256,10 +257,10 @@ async def hall_lag(broker: Broker, workdir: Path, counts: list[int], seconds: fl
     from bench import Observer  # the main benchmark's lean WebSocket client
 
     tables = ServerProcess(workdir / "tables.db", env={
-        "SHOTCLOCK_MQTT_URL": broker.url("bench"), "SHOTCLOCK_COMMAND_RATE": "0",
+        "SHOTCLOCK_MQTT_URL": broker.url("bench"), **ONE_ADDRESS_LOAD,
         "SHOTCLOCK_REFEREE_TOKEN": "", "SHOTCLOCK_DEFAULT_TABLE": ""}).start(timeout=60)
     hall = ServerProcess(workdir / "hall.db", subcommand="hall", env={
-        "SHOTCLOCK_MQTT_URL": broker.url("bench"), "SHOTCLOCK_COMMAND_RATE": "0",
+        "SHOTCLOCK_MQTT_URL": broker.url("bench"), **ONE_ADDRESS_LOAD,
         "SHOTCLOCK_REFEREE_TOKEN": ""}).start(timeout=60)
     rows = []
     loop = asyncio.get_running_loop()

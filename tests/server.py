@@ -18,7 +18,16 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ServerProcess", "free_port", "http"]
+__all__ = ["ServerProcess", "free_port", "http", "ONE_ADDRESS_LOAD"]
+
+# The per-address limits off (clock_service/limits.py), for a benchmark or test that drives
+# many clients and tables from one address (the limits have their own tests).
+ONE_ADDRESS_LOAD = {
+    "SHOTCLOCK_COMMAND_RATE": "0", "SHOTCLOCK_READ_RATE": "0", "SHOTCLOCK_MESSAGE_RATE": "0",
+    "SHOTCLOCK_HANDSHAKE_RATE": "0", "SHOTCLOCK_MAX_SOCKETS_PER_ADDRESS": "0",
+    "SHOTCLOCK_MAX_CONNECTIONS_PER_ADDRESS": "0", "SHOTCLOCK_MAX_CONNECTIONS": "8000",
+    "SHOTCLOCK_MAX_TABLES": "2000",
+}
 
 ROOT = Path(__file__).resolve().parents[1]
 

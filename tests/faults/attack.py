@@ -412,10 +412,16 @@ async def command_flood(ws_url: str, table: str, token: str, sockets: int, secon
                         limited += 1
 
     conns = []
+    refused = 0
     for _ in range(sockets):
-        ws = await websockets.connect(f"{ws_url}/ws/tables/{table}", ping_interval=None,
-                                      subprotocols=[f"bearer.{token}"],  # type: ignore[list-item]
-                                      local_addr=(source, 0), origin=origin, max_queue=None)
+        try:
+            ws = await websockets.connect(
+                f"{ws_url}/ws/tables/{table}", ping_interval=None,
+                subprotocols=[f"bearer.{token}"],  # type: ignore[list-item]
+                local_addr=(source, 0), origin=origin, max_queue=None)
+        except websockets.InvalidStatus:  # over a handshake or socket limit
+            refused += 1
+            continue
         await ws.recv()
         conns.append(ws)
     started = time.monotonic()
@@ -424,5 +430,6 @@ async def command_flood(ws_url: str, table: str, token: str, sockets: int, secon
     for ws in conns:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(ws.close(), 1)
-    return {"accepted": accepted, "limited": limited, "closed": closed, "seconds": elapsed,
+    return {"accepted": accepted, "limited": limited, "closed": closed,
+            "sockets": len(conns), "refused_sockets": refused, "seconds": elapsed,
             "accepted_per_s": accepted / elapsed if elapsed else None}
