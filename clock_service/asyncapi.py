@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from clock_service import __version__
-from clock_service.api import CLOSE_POLICY, CLOSE_UNKNOWN_TABLE
+from clock_service.api import CLOSE_POLICY, CLOSE_TRY_LATER, CLOSE_UNKNOWN_TABLE
 from clock_service.events import EVENT_TYPES
 from clock_service.hub import CLOSE_TOO_SLOW
 from clock_service.schemas import (
@@ -144,11 +144,17 @@ CLOSE_CODES: list[dict[str, Any]] = [
      "'too slow: 1024 messages waiting; reconnect with ?since=41': reconnect with that "
      "?since= and nothing is lost."},
     {"code": CLOSE_UNKNOWN_TABLE, "name": "unknown table",
-     "description": "No such table; an error message (code unknown_table) comes first."},
+     "description": "No such table (an error message, code unknown_table, comes first), or "
+     "the table was archived (after its table.archived event)."},
     {"code": CLOSE_POLICY, "name": "policy violation",
-     "description": "A wrong referee token: the handshake is refused before the WebSocket "
-     "is accepted (clients see HTTP 403). Also, after an error message (invalid_input), a "
-     "?since= that is not a whole number."},
+     "description": "A wrong referee token, a page of another site (Origin) or a limit of "
+     "the address (WebSockets, reads, handshakes): the handshake is refused before the "
+     "WebSocket is accepted (clients see HTTP 403). After it: a ?since= that is not a whole "
+     "number (an error message, invalid_input, first), or more WebSocket messages than the "
+     "address may send (SHOTCLOCK_MESSAGE_RATE)."},
+    {"code": CLOSE_TRY_LATER, "name": "try again later",
+     "description": f"Too many ?since= replays at once (SHOTCLOCK_MAX_REPLAYS, "
+     f"{Settings.max_replays}); the reason says from where to resume."},
     {"code": CLOSE_TOO_BIG, "name": "message too big",
      "description": f"A frame over {Settings.max_message_bytes} bytes "
      "(SHOTCLOCK_MAX_MESSAGE_BYTES); a smaller text message that is still over the limit "
@@ -183,13 +189,16 @@ _CHANNEL_DESCRIPTION = """\
 Follow one table. Reading needs no token. When the service has a referee token
 (SHOTCLOCK_REFEREE_TOKEN), commands need it, offered at the handshake as the subprotocol
 `bearer.<token>` (echoed by the server), as `?token=`, or as `Authorization: Bearer <token>`;
-a wrong token refuses the connection. Without a token (or without one configured, when any
-connection may command) `snapshot.referee` says what this connection may do.
+a wrong token refuses the connection. Without one configured, a page of the service itself
+(its Origin, or one of SHOTCLOCK_ALLOWED_ORIGINS) may command; a connection without Origin
+reads only. `snapshot.referee` says what this connection may do. A page of another site
+(a foreign Origin) is refused at the handshake.
 
 Close codes: 4001 too slow (reconnect with the `?since=` in the close reason), 4404 unknown
-table, 1008 wrong token (handshake refused, HTTP 403) or a malformed `since`, 1009 a frame
-over the message limit. The server pings every SHOTCLOCK_WS_PING_S seconds (default 20) and
-drops a connection that does not answer."""
+or archived table, 1008 refused (handshake refused, HTTP 403: wrong token, foreign Origin,
+a limit of the address), a malformed `since` or too many messages, 1013 too many replays
+at once, 1009 a frame over the message limit. The server pings every SHOTCLOCK_WS_PING_S
+seconds (default 20) and drops a connection that does not answer."""
 
 
 def _schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
