@@ -75,6 +75,10 @@ class TableRuntime:
 
 
 class Runtime:
+    # Tables are created and archived here (the hall service mirrors them: True there, and
+    # its create/archive answer hall_read_only). The hall feed says it, for the hall page.
+    read_only: bool = False
+
     def __init__(self, store: Store, time: TimeSource, hub: Hub | None = None, *,
                  max_tables: int = MAX_TABLES) -> None:
         self.store = store
@@ -279,9 +283,11 @@ class Runtime:
                                         "archived_as": archive_id}))
 
     def hall_summary(self, table_id: str) -> dict[str, Any]:
-        """A table as the hall shows it, as of its last published event."""
+        """A table as the hall shows it, as of its last published event. This service runs
+        the table's clock: its state is live (the hall service says when a mirror is not)."""
         _, state = self.snapshot(table_id)
-        return {key: state.get(key) for key in HALL_FIELDS}
+        return {**{key: state.get(key) for key in HALL_FIELDS}, "live": True,
+                "stale_since": None}
 
     def _tell_hall(self, table_id: str) -> None:
         """The hall feed's card of a table, after its events were published."""
@@ -291,6 +297,7 @@ class Runtime:
     def hall_message(self) -> dict[str, Any]:
         """The first message of the hall feed: every live table, and every fault."""
         return {"type": "hall", "server_time": self.time.now_ms(),
+                "read_only": self.read_only,
                 "tables": [self.hall_summary(tid) for tid in sorted(self.tables)],
                 "faults": self.health.faults()}
 

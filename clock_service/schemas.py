@@ -785,6 +785,15 @@ class HallTable(_Closed):
     extensions_left: PlayerPair
     whites: PlayerPair
     frames_won: PlayerPair
+    live: bool = Field(description=(
+        "false when this state may be out of date: on the hall service (shotclock hall), "
+        "while the table's own service is offline (its MQTT status/will), the hall is not "
+        "connected to the broker, or the table's log diverged. Pages then stop counting "
+        "and show remaining_ms as the last known value. Always true on serve."))
+    stale_since: UnixMs | None = Field(description=(
+        "unix ms (this service's clock) since when the state is not live; remaining_ms is "
+        "then as of that instant (a running clock is not brought up to now); null when "
+        "live"))
 
 
 class HallMessage(_Closed):
@@ -792,6 +801,10 @@ class HallMessage(_Closed):
 
     type: Literal["hall"]
     server_time: UnixMs
+    read_only: bool = Field(description=(
+        "true on the hall service (shotclock hall): tables are created and archived on "
+        "their own Pi (POST/DELETE /api/tables answer 409 hall_read_only here), so the hall "
+        "page offers no form for it; commands are still forwarded to the table"))
     tables: list[HallTable] = Field(description="sorted by id")
     faults: list[FaultInfo]
 

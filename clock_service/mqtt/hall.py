@@ -12,7 +12,10 @@ token in the payload) and its reply is the hall's; creating a table is refused
 (``hall_read_only``): a table is created on its own Pi.
 
 A table whose service is offline is shown with a ``table_offline`` fault; the hall keeps
-its last state and catches up when the table is back.
+its last state and catches up when the table is back. Its card on the hall feed says it is
+not live (``live: false``, ``stale_since``, the countdown frozen at that instant) while the
+table is offline, not heard yet, diverged, or the hall has lost the broker: the hall page
+then shows "last known", never a countdown from old data.
 """
 
 from __future__ import annotations
@@ -90,6 +93,8 @@ class MirrorClock(TableClock):
 
 
 class HallRuntime(Runtime):
+    read_only = True  # tables are created and archived on their own Pi
+
     def __init__(self, store: Store, time: TimeSource, hub: Hub, target: BrokerTarget,
                  settings: Settings, *, client_id: str | None = None,
                  forward_timeout_s: float = FORWARD_TIMEOUT_S, tick_s: float = TICK_S) -> None:
@@ -117,6 +122,8 @@ class HallRuntime(Runtime):
         self._pending: dict[bytes, asyncio.Future[dict[str, Any]]] = {}
         self._waiters: dict[str, list[tuple[int, asyncio.Future[None]]]] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        # Tables whose mirrored state is not live, and since when (hall clock, unix ms).
+        self._stale: dict[str, float] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def start(self, default_table: str | None = None) -> None:
@@ -135,6 +142,7 @@ class HallRuntime(Runtime):
                 stored.id, MirrorClock(state), seq=stored.seq, published_seq=stored.seq,
                 published_state=state, config=stored.config)
             self.mirrors[stored.id] = TableMirror(stored.id, stored.seq, now=now)
+            self._stale[stored.id] = now  # not heard from yet
             self._stored.add(stored.id)
             first = await asyncio.to_thread(self.store.event_texts, stored.id, 0, 1)
             if first:
@@ -236,6 +244,7 @@ class HallRuntime(Runtime):
                 self.connects += 1
                 self.error = None
                 self.health.clear(BROKER_FAULT)
+                self._refresh_all()
                 log.info("hall %s: following %s", self.target.hall, self.target.redacted())
                 backoff = BACKOFF_MIN_S
                 ended = await conn.closed
@@ -253,6 +262,7 @@ class HallRuntime(Runtime):
                 if not conn.closed.done():  # cancelled (stop) half-way: drop the socket
                     conn._abort(None)
                 self.conn = None
+                self._refresh_all()
                 for future in self._pending.values():
                     if not future.done():
                         future.set_exception(ConnectionError(self.error or "disconnected"))
@@ -359,6 +369,7 @@ class HallRuntime(Runtime):
 
     def _diverged(self, table_id: str) -> None:
         self.diverged.add(table_id)
+        self._refresh(table_id)
         log.error("table %s: its first event differs from the hall's copy: a new log", table_id)
         self.health.fault(
             f"mqtt.diverged.{table_id}", component="mqtt", code="table_diverged",
@@ -382,6 +393,7 @@ class HallRuntime(Runtime):
         self.online[table_id] = online
         if was != online and table_id in self.tables:  # a retained status of no table: no
             self._show_online(table_id, online)
+            self._refresh(table_id)
 
     def _show_online(self, table_id: str, online: bool) -> None:
         key = f"mqtt.table.{table_id}"
@@ -445,6 +457,7 @@ class HallRuntime(Runtime):
                           table_id, archive_id, error)
             if self.tables.get(table_id) is old:
                 self.tables.pop(table_id, None)
+                self._stale.pop(table_id, None)
             for key in (f"mqtt.table.{table_id}", f"mqtt.clock.{table_id}",
                         f"mqtt.diverged.{table_id}"):
                 self.health.clear(key)
@@ -464,6 +477,7 @@ class HallRuntime(Runtime):
                                                          config=config)
             if not self.online.get(table_id, True):
                 self._show_online(table_id, False)  # heard offline before its first event
+            self._refresh(table_id, tell=False)  # told below
         assert isinstance(table.clock, MirrorClock)
         table.seq = table.published_seq = wires[-1]["seq"]
         table.published_state = state
@@ -481,6 +495,41 @@ class HallRuntime(Runtime):
                 if seq <= table.published_seq and not waiter.done():
                     waiter.set_result(None)
             self._waiters[table_id] = [(s, w) for s, w in waiters if not w.done()]
+
+    # -- liveness of the mirrored states (the hall feed's cards) ------------------------------
+    def _is_live(self, table_id: str) -> bool:
+        return (self.conn is not None and self.online.get(table_id) is True
+                and table_id not in self.diverged)
+
+    def _refresh(self, table_id: str, *, tell: bool = True) -> None:
+        """Note whether the table's mirrored state is live; tell the hall feed if that
+        changed (a table going offline sends no event: its card must change anyway)."""
+        live = self._is_live(table_id)
+        if live == (table_id not in self._stale):
+            return
+        if live:
+            del self._stale[table_id]
+        else:
+            self._stale[table_id] = self.time.now_ms()
+        if tell:
+            self._tell_hall(table_id)
+
+    def _refresh_all(self) -> None:
+        for table_id in list(self.tables):
+            self._refresh(table_id)
+
+    def hall_summary(self, table_id: str) -> dict[str, Any]:
+        """The card of a mirrored table: live only while its service and the broker are
+        there; else the last known state, a running countdown frozen when it went stale."""
+        summary = super().hall_summary(table_id)
+        since = self._stale.get(table_id)
+        if since is not None:
+            summary["live"] = False
+            summary["stale_since"] = since
+            deadline = summary.get("deadline")
+            if summary.get("phase") == "running" and deadline is not None:
+                summary["remaining_ms"] = max(0, int(deadline - since + 0.999999))
+        return summary
 
     def _mqtt_status(self) -> dict[str, Any]:
         return {"broker": self.target.redacted(), "hall": self.target.hall,

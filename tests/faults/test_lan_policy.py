@@ -214,6 +214,9 @@ def test_table_cap_archive_and_the_hall_feed(tmp_path: Path) -> None:
         first = json.loads(hall.recv(timeout=5))
         assert first["type"] == "hall"
         assert [t["table"] for t in first["tables"]] == ["1", "a", "b"]
+        # serve runs these clocks: every card is live, and tables can be created here
+        assert first["read_only"] is False
+        assert [(t["live"], t["stale_since"]) for t in first["tables"]] == [(True, None)] * 3
         table_a = connect(f"{server.ws_url}/ws/tables/a")
         json.loads(table_a.recv(timeout=5))
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
+from clock_service.schemas import HallMessage, HallTable
 from tests.broker import Broker
 from tests.mqtt.conftest import ACL, ROLES, need_mosquitto
 from tests.mqtt.watcher import Watcher
@@ -153,8 +154,42 @@ def test_the_hall_websocket_replays_and_goes_live(hall: Hall) -> None:
         assert (ack["type"], ack["id"]) == ("ack", "w1")
 
 
+def hall_cards(feed: Any, until: Any) -> dict[str, Any]:
+    """Read the hall feed until a card of table 7 satisfies ``until``; that card."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        message = json.loads(feed.recv(timeout=15))
+        cards = ([message["table"]] if message["type"] == "table"
+                 else message["tables"] if message["type"] == "hall" else [])
+        for card in cards:
+            HallTable.model_validate(card)
+            if card["table"] == "7" and until(card):
+                return dict(card)
+    raise TimeoutError("no such card of table 7 on the hall feed")
+
+
 def test_a_table_that_goes_offline_and_back(hall: Hall) -> None:
+    feed = connect(f"{hall.hall.ws_url}/ws/hall", legacy=True)  # open till it is back
+    first = json.loads(feed.recv(timeout=5))
+    HallMessage.model_validate(first)
+    assert first["read_only"] is True  # the hall page hides its "New table" form for it
+    assert [(t["live"], t["stale_since"]) for t in first["tables"]] == [(True, None)]
+    running = first["tables"][0]
+    if running["phase"] != "running":  # a running clock
+        go = "resume" if running["phase"] == "paused" else "start"
+        assert hall.table.command("7", go, token=TOKEN)[0] == 200
+        running = hall_cards(feed, lambda c: c["phase"] == "running")
+    killed_at = time.time() * 1000
     hall.table.kill()  # SIGKILL: the broker publishes the last will (offline)
+    # The card says the state is no longer live, and its countdown stops where it was.
+    stale = hall_cards(feed, lambda c: not c["live"])
+    assert stale["seq"] == running["seq"] and stale["phase"] == "running"
+    assert killed_at - 100 <= stale["stale_since"] <= time.time() * 1000
+    assert stale["remaining_ms"] == max(0, int(stale["deadline"] - stale["stale_since"] + 0.999999))
+    time.sleep(0.3)
+    with connect(f"{hall.hall.ws_url}/ws/hall") as later:  # a page opened later: the same
+        card = json.loads(later.recv(timeout=5))["tables"][0]
+        assert (card["live"], card["remaining_ms"]) == (False, stale["remaining_ms"])
 
     def offline() -> bool:
         faults = hall.hall.get("/api/health")["faults"]
@@ -168,6 +203,9 @@ def test_a_table_that_goes_offline_and_back(hall: Hall) -> None:
     assert hall.hall.get("/api/tables/7")["table"] == "7"  # still shown as last seen
     hall.table.start()
     wait(lambda: not offline(), "the fault to clear")
+    back = hall_cards(feed, lambda c: c["live"])
+    assert back["stale_since"] is None
+    feed.close()
     status, _ = hall.hall.command("7", "turn", token=TOKEN)
     assert status == 200
     wait(lambda: logs_equal(hall), "the logs to match")

@@ -1,5 +1,9 @@
 // Hall view: every table with its live clock, links to its pages, and a form to create a
-// table. ONE WebSocket for the whole hall (/ws/hall): its first message is every table's
+// table where the service creates them (the hall message's read_only: not on the hall
+// service, whose tables are created on their own Pi). A card whose state is not live (the
+// hall service says `live: false`: the table's service is offline) or while this page has
+// lost the service stops counting and says so, large: never a countdown from old data.
+// ONE WebSocket for the whole hall (/ws/hall): its first message is every table's
 // card, then a card whenever a table changes or is created, "removed" when one is
 // archived. (One socket per table would be a hundred sockets for a hall of tables, and
 // the server caps sockets per address.)
@@ -86,7 +90,7 @@ class HallFeed {
         this.attempt = 0;
         this.clock.roughFrom(msg.server_time);
         this._setStatus("live");
-        this.handlers.onHall(msg.tables);
+        this.handlers.onHall(msg.tables, msg.read_only === true);
         break;
       case "table":
         this.handlers.onTable(msg.table);
@@ -110,9 +114,14 @@ class HallFeed {
 
 const feed = new HallFeed({
   onStatus: (status) => {
-    for (const entry of cards.values()) showStatus(entry.el.querySelector(".conn"), status, t);
+    for (const entry of cards.values()) {
+      showStatus(entry.el.querySelector(".conn"), status, t);
+      drawLiveness(entry);
+    }
   },
-  onHall: (tables) => {
+  onHall: (tables, readOnly) => {
+    // The create form only where the service creates tables (its own word, not a guess).
+    $("create").classList.toggle("hidden", readOnly);
     const live = new Set(tables.map((s) => s.table));
     for (const id of [...cards.keys()]) if (!live.has(id)) removeTable(id);
     for (const s of tables) setTable(s);
@@ -172,15 +181,49 @@ function drawCard(entry) {
     p.querySelector(".stats").textContent = stats.join(" · ");
     p.classList.toggle("at-table", state.player === i && state.phase !== "frame_over");
   }
-  el.querySelector(".phase").textContent = t(`phase.${state.timer === false ? "off" : state.phase}`);
+  const phase = t(`phase.${state.timer === false ? "off" : state.phase}`);
+  el.querySelector(".phase").textContent = state.live === false ? t("hall.last_phase", { phase }) : phase;
   el.querySelector(".round").textContent = state.round;
   el.querySelector(".frame").textContent = state.frame;
+  drawLiveness(entry);
+}
+
+/** live | stale (the service says this state is not live) | lost (this page lost the feed). */
+function liveness(entry) {
+  if (feed.status !== "live") return "lost";
+  return entry.state && entry.state.live === false ? "stale" : "live";
+}
+
+function drawLiveness(entry) {
+  const live = liveness(entry);
+  const { el, state } = entry;
+  el.dataset.live = live;
+  const title = el.querySelector(".stale-title");
+  const why = el.querySelector(".stale-why");
+  if (live === "lost") {
+    title.textContent = t("hall.lost");
+    why.textContent = t("hall.lost_why");
+  } else if (live === "stale") {
+    title.textContent = t("hall.offline");
+    const since = state.stale_since ? new Date(state.stale_since).toLocaleTimeString(lang === "ru" ? "ru-RU" : "en-GB") : "–";
+    why.textContent = t("hall.offline_why", { time: since });
+  } else {
+    title.textContent = "";
+    why.textContent = "";
+  }
   tickCard(entry);
 }
 
 function tickCard(entry) {
   if (!entry.state) return;
-  const { text, stage } = render(entry.state, feed.serverNow());
+  const live = liveness(entry);
+  // Lost: the digits stay as they were when the feed went (nothing counts on old data).
+  if (live === "lost" && entry.shown) return;
+  // Not live: the last known time (remaining_ms as of stale_since), not counted down.
+  const state = live === "stale" && entry.state.phase === "running"
+    ? { ...entry.state, phase: "paused" } : entry.state;
+  const { text, stage } = render(state, feed.serverNow());
+  entry.shown = text;
   const clock = entry.el.querySelector(".clock");
   const shown = text || "–";
   if (clock.textContent !== shown) clock.textContent = shown;
