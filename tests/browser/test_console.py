@@ -78,7 +78,7 @@ def test_main_button_never_moves_and_follows_the_phase(
     # Ready: Start; Pause, Hand back and Undo disabled (nothing to pause, no foul, no step).
     expect(page.locator("#hint")).to_contain_text("Ivanov breaks")
     assert enabled_actions(page) == ["btn-extension", "btn-foul", "btn-main", "btn-new-frame",
-                                     "btn-result", "btn-turn"]
+                                     "btn-new-match", "btn-result", "btn-turn"]
     look("ready", "start", "Start")
 
     main.click()
@@ -136,7 +136,7 @@ def test_main_button_never_moves_and_follows_the_phase(
     expect(card).to_contain_text("Petrov chooses")
     look("expired", "start", "Start (accept)")
     assert enabled_actions(page) == ["btn-foul", "btn-hand-back", "btn-main", "btn-new-frame",
-                                     "btn-undo"]
+                                     "btn-new-match", "btn-undo"]
 
     # Ivanov's second foul: a technical loss; everything but New frame and Undo is disabled.
     post(shared_server, table, "foul", reason="touched a ball", player=0)
@@ -144,7 +144,7 @@ def test_main_button_never_moves_and_follows_the_phase(
     expect(card).to_contain_text("The frame goes to Petrov")
     expect(card).to_contain_text("Match: 0 : 1")
     look("frame-over", "new_frame", "New frame")
-    assert enabled_actions(page) == ["btn-main", "btn-new-frame", "btn-undo"]
+    assert enabled_actions(page) == ["btn-main", "btn-new-frame", "btn-new-match", "btn-undo"]
 
     # New frame after a won frame asks nothing: the winner is recorded (point 6).
     main.click()
@@ -287,7 +287,7 @@ def test_every_tap_target_is_at_least_44px_and_the_tablet_shows_everything(
         assert page.evaluate("document.scrollingElement.scrollHeight") <= vh, "the page scrolls"
         for selector in ["#btn-main", *[f"#console [data-action='{a}']" for a in (
                 "extension", "turn", "pause", "foul", "hand_back", "result", "new_frame",
-                "undo")], "#result-panel", "#res-send"]:
+                "new_match", "undo")], "#result-panel", "#res-send"]:
             x, y, w, h = box(page, selector)
             assert x >= 0 and y >= 0 and x + w <= vw + 0.5 and y + h <= vh + 0.5, (selector, x, y, w, h)
         console_right = box(page, ".console")[0] + box(page, ".console")[2]
@@ -306,12 +306,65 @@ def test_every_tap_target_is_at_least_44px_and_the_tablet_shows_everything(
         page.locator("#res-editors").scroll_into_view_if_needed()
         shoot(page, "console-result-route-phone")
     for opener, dialog in (("#btn-foul", "#foul-dialog"), ("#keys-btn", "#keys-dialog"),
-                           ("#token-btn", "#token-dialog"), ("#btn-undo", "#undo-dialog")):
+                           ("#token-btn", "#token-dialog"), ("#btn-undo", "#undo-dialog"),
+                           ("#btn-new-match", "#match-dialog")):
         page.locator(opener).click()
         expect(page.locator(dialog)).to_be_visible()
         assert visible_small_targets(page) == [], dialog
         page.keyboard.press("Escape")
         expect(page.locator(dialog)).to_be_hidden()
+
+
+def test_new_match_asks_first_and_the_main_button_offers_it_after_the_match(
+        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+    """new_match (match.started, match id <table>.<n>) from the console: players and frames
+    to win, a confirm step (it ends the match in play), a reason when the service asks for
+    one; once a match is won the main button offers it, in the same place."""
+    table = "newmatch"
+    make_table(shared_server, table, race_to=2, profile=SLOW)
+    page = open_console(context, shared_server, table, PHONE)
+    main = box(page, "#btn-main")
+    button = page.locator("#btn-new-match")
+    expect(button).to_have_text("New match")
+    button.click()
+    dialog = page.locator("#match-dialog")
+    expect(dialog).to_be_visible()
+    expect(page.locator("#match-ends")).to_contain_text("Match 1 (0:0) ends here")
+    expect(page.locator("#match-a")).to_have_value("Ivanov")
+    expect(page.locator("#match-race")).to_have_value("2")
+    page.locator("#match-a").fill("Sidorov")
+    page.locator("#match-race").fill("1")
+    page.locator("#match-ok").click()
+    # The match in play is not finished: the service wants a reason; the form stays as typed.
+    expect(page.locator("#match-error")).to_contain_text("give the reason")
+    expect(dialog).to_be_visible()
+    expect(page.locator("#match-a")).to_have_value("Sidorov")
+    shoot(page, "console-new-match-dialog-phone")
+    assert shared_server.get(f"/api/tables/{table}")["match"]["number"] == 1
+    page.locator("#match-reason").fill("players swapped")
+    page.locator("#match-ok").click()
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#p0 .name")).to_have_text("Sidorov")
+    state = shared_server.get(f"/api/tables/{table}")
+    assert (state["match"]["number"], state["match"]["race_to"], state["players"]) == (
+        2, 1, ["Sidorov", "Petrov"])
+    started = [e for e in shared_server.get(f"/api/tables/{table}/events")
+               if e["type"] == "match.started"]
+    assert [e["data"]["reason"] for e in started] == ["players swapped"]
+    # Sidorov's two fouls: a technical loss, the race to 1 is won; the main button offers
+    # a new match (no reason needed now), where it always is.
+    post(shared_server, table, "foul", reason="touched a ball", player=0)
+    post(shared_server, table, "foul", reason="touched a ball", player=0)
+    expect(page.locator("#btn-main")).to_have_attribute("data-command", "new_match")
+    expect(page.locator("#btn-main")).to_have_text("New match")
+    assert box(page, "#btn-main") == main
+    shoot(page, "console-match-over-phone")
+    page.locator("#btn-main").click()
+    expect(page.locator("#match-ends")).to_contain_text("Match 2 (0:1) is over")
+    page.locator("#match-ok").click()
+    expect(page.locator("#frame")).to_have_text("1")
+    assert shared_server.get(f"/api/tables/{table}")["match"]["number"] == 3
+    assert traffic.errors == []
 
 
 def test_unknown_table_is_a_page_with_a_way_to_the_hall(

@@ -5,7 +5,7 @@
 const STORAGE_KEY = "shotclock.keys";
 
 export const ACTIONS = ["main", "extension", "turn", "pause", "foul", "hand_back", "result",
-  "new_frame", "undo"];
+  "new_frame", "new_match", "undo"];
 
 export const DEFAULT_KEYS = {
   main: ["Space", "PageDown", "ArrowRight"],
@@ -16,6 +16,7 @@ export const DEFAULT_KEYS = {
   hand_back: ["h"],
   result: ["r"],
   new_frame: ["n"],
+  new_match: [], // no key by default: it ends the match (the dialog asks first anyway)
   undo: ["u"],
 };
 

@@ -139,7 +139,10 @@ function mainCommand(s) {
     case "expired": return { name: "start", label: "btn.accept" };
     case "running": return { name: "shot", label: "btn.shot" };
     case "paused": return { name: "resume", label: "btn.resume" };
-    default: return { name: "new_frame", label: s.match && s.match.over ? "btn.match_over" : "btn.next_frame" };
+    default:
+      // Match over: nothing but a new match (or an undo) is left; the main button offers it.
+      return s.match && s.match.over ? { name: "new_match", label: "btn.new_match" }
+        : { name: "new_frame", label: "btn.next_frame" };
   }
 }
 
@@ -153,11 +156,16 @@ const ACTION_COMMAND = {
   // Before the shot the panel announces the call (7.1), after it reports the result.
   result: () => (panelMode(state) === "call" ? "call" : "result"),
   new_frame: () => "new_frame",
+  new_match: () => "new_match",
   undo: () => "undo",
 };
 
 const ACTION_RUN = {
-  main: () => { const name = mainCommand(state).name; if (name) command(name); },
+  main: () => {
+    const name = mainCommand(state).name;
+    if (name === "new_match") openMatchDialog();
+    else if (name) command(name);
+  },
   extension: () => command("extension"),
   turn: () => command("turn"),
   pause: () => command(ACTION_COMMAND.pause()),
@@ -169,6 +177,7 @@ const ACTION_RUN = {
     if (state && state.phase === "frame_over") command("new_frame");
     else openFrameDialog();
   },
+  new_match: () => openMatchDialog(),
   undo: openUndoDialog,
 };
 
@@ -258,6 +267,43 @@ $("frame-dialog").addEventListener("close", () => {
   // Ending a frame in progress is a decision outside the rules: it needs a reason (D9).
   const reason = $("frame-reason").value.trim();
   command("new_frame", { ...(winner === "" ? {} : { winner: Number(winner) }), reason });
+});
+
+// -- new match: the dialog is the confirm step (it ends the match in play) -------------------
+function openMatchDialog({ keep = false } = {}) {
+  if (!state) return;
+  const m = state.match || {};
+  const score = Array.isArray(m.score) ? `${m.score[0]}:${m.score[1]}` : "–";
+  $("match-ends").textContent = t(m.over ? "match.ends_over" : "match.ends", { n: m.number || 1, score });
+  $("match-ok").textContent = t(m.over ? "match.start" : "match.confirm");
+  if (!keep) {
+    $("match-a").value = state.players[0];
+    $("match-b").value = state.players[1];
+    $("match-race").value = m.race_to == null ? "" : String(m.race_to);
+    $("match-reason").value = "";
+    $("match-error").classList.add("hidden");
+  }
+  if (!$("match-dialog").open) $("match-dialog").showModal();
+}
+
+$("match-dialog").addEventListener("close", async () => {
+  if ($("match-dialog").returnValue !== "ok") return;
+  const race = $("match-race").value.trim();
+  const reason = $("match-reason").value.trim();
+  const fields = {
+    players: [$("match-a").value.trim(), $("match-b").value.trim()],
+    race_to: race === "" ? null : Number(race), // empty: open-ended
+    ...(reason ? { reason } : {}),
+  };
+  const result = await command("new_match", fields);
+  if (result && !result.ok && result.status >= 400 && result.status < 500 && result.status !== 401) {
+    // Refused for what is in the form (a reason needed, a bad field): back to the form, as typed.
+    const error = (result.body && result.body.error) || { code: "error" };
+    $("match-error").textContent = errorText(error).text;
+    $("match-error").classList.remove("hidden");
+    openMatchDialog({ keep: true });
+    if (error.code === "missing_reason") $("match-reason").focus();
+  }
 });
 
 function undoWhat() {
