@@ -46,7 +46,7 @@ PI5_FACTOR = 3.5
 
 
 def accuracy(minutes: float, size: tuple[int, int], fps: float, seed: int,
-             quality: int) -> dict[str, Any]:
+             quality: int, dump: Path | None = None) -> dict[str, Any]:
     table = SyntheticTable(seed=seed, size=size, fps=fps)
     pipeline = FramePipeline(Calibration(table.corners, size), size)
     rests: list[tuple[float, float]] = []
@@ -67,7 +67,13 @@ def accuracy(minutes: float, size: tuple[int, int], fps: float, seed: int,
                 rests.append((d.at, d.decided_at))
             elif isinstance(d, Strike):
                 strikes.append(d.at)
-    out = score(table.truth, rests, strikes).summary()
+    scored = score(table.truth, rests, strikes)
+    if dump is not None:  # every decision and the truth, to look into a miss or a false one
+        dump.write_text(json.dumps({"truth": table.truth.to_dict(), "rests": rests,
+                                    "strikes": strikes,
+                                    "missed_strikes": scored.missed_strikes,
+                                    "false_strikes": scored.false_strikes}))
+    out = scored.summary()
     out.update(frames=frames, size=f"{size[0]}x{size[1]}", fps=fps, seed=seed,
                jpeg_quality=quality, wall_s=round(time.perf_counter() - started, 1),
                pipeline_ms_per_frame=round(proc / frames * 1000, 2))
@@ -111,12 +117,17 @@ def main() -> int:
     parser.add_argument("--jpeg-quality", type=int, default=80)
     parser.add_argument("--cost-frames", type=int, default=300)
     parser.add_argument("--skip-accuracy", action="store_true")
+    parser.add_argument("--skip-cost", action="store_true")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="write every decision and the truth to this JSON file")
+    parser.add_argument("--out", type=Path, default=RESULTS / "camera.json")
     args = parser.parse_args()
     cv2.setNumThreads(1)
     size = tuple(int(v) for v in args.size.split("x"))
     results: dict[str, Any] = {"machine": platform.processor() or platform.machine(),
                                "opencv": cv2.__version__, "pi5_factor": PI5_FACTOR}
-    results["cost"] = [cost(s, args.cost_frames, args.seed) for s in ((1280, 720), (1920, 1080))]
+    results["cost"] = [] if args.skip_cost else [
+        cost(s, args.cost_frames, args.seed) for s in ((1280, 720), (1920, 1080))]
     for c in results["cost"]:
         print(f"cost {c['size']}: {c['cpu_ms_mean']} ms CPU/frame (wall p50 {c['wall_ms_p50']}, "
               f"p99 {c['wall_ms_p99']}), {c['fps_one_core']} fps on one core, "
@@ -124,11 +135,12 @@ def main() -> int:
               f"{c['pi5_ms_estimate']} ms ({c['pi5_core_share_at_30fps_estimate']:.0%} of a core)",
               flush=True)
     if not args.skip_accuracy:
-        acc = accuracy(args.minutes, size, args.fps, args.seed, args.jpeg_quality)  # type: ignore[arg-type]
+        acc = accuracy(args.minutes, size, args.fps, args.seed, args.jpeg_quality,  # type: ignore[arg-type]
+                       args.dump)
         results["accuracy"] = acc
         print("accuracy " + json.dumps(acc, indent=1), flush=True)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "camera.json").write_text(json.dumps(results, indent=2) + "\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
 

@@ -167,7 +167,8 @@ class SyntheticTable:
     def __init__(self, *, seed: int = 1, size: tuple[int, int] = (640, 360), fps: float = 30.0,
                  felt: int | None = None, noise: float = 4.0, flicker: float = 0.06,
                  first_strike_ms: tuple[float, float] = (1800, 5000)) -> None:
-        self.rng = random.Random(seed)
+        self.seed = seed
+        self.rng = random.Random(seed)  # the script (positions, shots); drawing never uses it
         self.np_rng = np.random.default_rng(seed)
         self.size = size
         self.fps = fps
@@ -247,8 +248,10 @@ class SyntheticTable:
         t = min(t for t in ts if t > 0) + 450
         return (float(p[0] + direction[0] * t), float(p[1] + direction[1] * t))
 
-    def frames(self, seconds: float | None = None,
-               max_shots: int | None = None) -> Iterator[tuple[int, float, np.ndarray]]:
+    def frames(self, seconds: float | None = None, max_shots: int | None = None, *,
+               from_ms: float = 0.0) -> Iterator[tuple[int, float, np.ndarray]]:
+        """Frames up to ``seconds``; those before ``from_ms`` are simulated, not drawn (the
+        same session from there on: drawing never touches the script's random numbers)."""
         period = 1000.0 / self.fps
         self.max_shots = max_shots
         k = 0
@@ -261,7 +264,8 @@ class SyntheticTable:
                     and not self.physics.moving and t - self.truth.rests[-1] > 1500):
                 break
             self.truth.frames = k + 1
-            yield k, t, self._render(t, k)
+            if t >= from_ms:
+                yield k, t, self._render(t, k)
             k += 1
 
     def _run_to(self, t: float) -> None:
@@ -270,6 +274,7 @@ class SyntheticTable:
             player = self.player
             if player is not None and not player.struck and player.t_strike <= t:
                 ph.advance_to(player.t_strike)
+                self._strike_pos = ph.pos[player.ball].copy()
                 u = (math.cos(player.direction), math.sin(player.direction))
                 ph.strike(player.ball, (u[0] * player.speed, u[1] * player.speed))
                 player.struck = True
@@ -382,7 +387,7 @@ class SyntheticTable:
                            cv2.LINE_AA, 4)
         self._draw_player(img, t, s)
         gain = 1.0 + self.flicker * math.sin(2 * math.pi * t / 1000 * 7.3) \
-            + self.flicker * 0.5 * self.rng.uniform(-1, 1)
+            + self.flicker * 0.5 * random.Random(self.seed * 1_000_003 + k).uniform(-1, 1)
         img = cv2.convertScaleAbs(img, alpha=gain)
         if self._noise_bank:
             plus, minus = self._noise_bank[k % len(self._noise_bank)]
@@ -405,8 +410,6 @@ class SyntheticTable:
         if t < p.t_arm:
             return
         ball = self.physics.pos[p.ball] if t <= p.t_strike else self._strike_pos
-        if t <= p.t_strike:
-            self._strike_pos = ball.copy()
         come = min(1.0, (t - p.t_arm) / 600)
         sweep = max(0.0, 1.0 - (t - p.t_arm - 600) / 800) if t > p.t_arm + 600 else 1.0
         angle = p.direction + math.radians(35) * sweep

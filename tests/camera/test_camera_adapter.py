@@ -1,0 +1,188 @@
+"""The camera adapter in the service, on the fake clock: what assist mode records, what auto
+mode sends, the disagreements it logs, and its faults through ``runtime.health`` (issue 15
+points 4 and 5). The vision is not involved: decisions are handed to the adapter the way
+its thread hands them over (``_on_decision`` on the loop), and the source is a stand-in."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clock_service.camera.adapter import CameraAdapter
+from clock_service.camera.core import Rest, Strike, Sure, Unsure
+from clock_service.camera.source import SourceError, SourceSpec
+from clock_service.commands import Shot, Start, Undo
+from clock_service.hub import Hub
+from clock_service.runtime import Runtime
+from clock_service.store import Store
+from clock_service.timesource import FakeTime
+
+PROFILE = {"shot_ms": 30000, "floor_ms": 2000, "step_ms": 500, "extension_ms": 2000,
+           "warnings_ms": [10000]}
+
+
+class DeadCamera:
+    """A source that never opens (unplugged camera, wrong URL)."""
+
+    ended = False
+    index = 0
+    origin = None
+    size = (0, 0)
+
+    def __init__(self, spec: SourceSpec) -> None:
+        self.opened = 0
+
+    def open(self) -> None:
+        raise SourceError("cannot open camera source '/dev/video9'")
+
+    def read(self) -> tuple[Any, float]:
+        raise SourceError("not open")
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+async def rt(tmp_path: Path):
+    time = FakeTime()
+    runtime = Runtime(Store(tmp_path / "clock.db"), time, Hub())
+    await runtime.start(default_table=None)
+    await runtime.create_table("1", ["A", "B"], profile=PROFILE)
+    runtime.fake = time  # type: ignore[attr-defined]
+    yield runtime
+    await runtime.stop()
+
+
+async def settle(runtime: Runtime) -> None:
+    for _ in range(50):  # the adapter's commands run as tasks; their events follow
+        await asyncio.sleep(0)
+    for table in runtime.tables.values():
+        while table.published_seq < table.seq:
+            await asyncio.sleep(0.001)
+
+
+def adapter(rt: Runtime, tmp_path: Path, mode: str) -> CameraAdapter:
+    cam = CameraAdapter(rt, "1", SourceSpec("device", "/dev/video9"), "/dev/video9",
+                        mode=mode, calibration_path=tmp_path / "none.json",
+                        source_factory=DeadCamera)
+    cam.attach()
+    return cam
+
+
+def codes(rt: Runtime) -> dict[str, dict[str, Any]]:
+    return {f["code"]: f for f in rt.health.faults("1")}
+
+
+async def test_a_dead_uncalibrated_camera_is_reported_and_the_buttons_still_work(
+        rt: Runtime, tmp_path: Path) -> None:
+    cam = adapter(rt, tmp_path, "auto")
+    try:
+        faults = codes(rt)
+        assert faults["camera_disconnected"]["component"] == "camera"
+        assert faults["camera_disconnected"]["table"] == "1"
+        assert faults["camera_uncalibrated"]["level"] == "error"
+        status = rt.health.components()["camera"]
+        assert status["connected"] is False and status["calibrated"] is False
+        assert status["mode"] == "auto" and status["source"] == "/dev/video9"
+        # the clock does not wait on the camera: the referee's buttons work
+        state = await rt.command("1", Start())
+        assert state["phase"] == "running"
+        # what the table's clients are sent (the console's status strip)
+        message = rt.status_message("1")
+        assert {f["code"] for f in message["faults"]} >= {"camera_disconnected",
+                                                           "camera_uncalibrated"}
+    finally:
+        cam.close()
+    assert "camera" not in rt.health.components()
+
+
+async def test_not_sure_is_a_fault_until_the_camera_is_sure_again(rt: Runtime,
+                                                                   tmp_path: Path) -> None:
+    cam = adapter(rt, tmp_path, "assist")
+    try:
+        cam._on_decision(Rest(1000.0, 1300.0, 8))
+        assert "camera_balls_at_rest" in codes(rt)
+        cam._on_decision(Unsure(2000.0, "the bed is covered"))
+        faults = codes(rt)
+        assert faults["camera_not_sure"]["message"].startswith("camera not sure")
+        assert "camera_balls_at_rest" not in faults  # an unsure camera shows no detection
+        cam._on_decision(Sure(4000.0))
+        assert "camera_not_sure" not in codes(rt)
+    finally:
+        cam.close()
+
+
+async def test_assist_shows_detections_and_records_press_minus_detection(
+        rt: Runtime, tmp_path: Path) -> None:
+    time: FakeTime = rt.fake  # type: ignore[attr-defined]
+    cam = adapter(rt, tmp_path, "assist")
+    try:
+        t0 = time.now_ms()
+        cam._on_decision(Rest(t0 - 400, t0 - 100, 8))
+        assert codes(rt)["camera_balls_at_rest"]["level"] == "info"
+        assert rt.state("1")["phase"] == "ready"  # assist sends nothing
+        time.advance(250)
+        await rt.command("1", Start(at=time.now_ms() - 50))  # the referee confirms
+        await settle(rt)
+        assert "camera_balls_at_rest" not in codes(rt)  # confirmed: the notice goes
+        time.advance(12000)
+        strike_at = time.now_ms() - 120
+        cam._on_decision(Strike(strike_at, time.now_ms(), "white", (0.0, 0.0), strike_at - 3))
+        shown = codes(rt)["camera_strike_detected"]
+        deadline = rt.state("1")["deadline"]
+        assert shown["vars"] == {"s": f"{(deadline - strike_at) / 1000:.2f}"}
+        assert shown["message"] == f"strike detected at {(deadline - strike_at) / 1000:.2f} s"
+        time.advance(100)
+        await rt.command("1", Shot(at=time.now_ms() - 20))  # the thumb, 200 ms late
+        await settle(rt)
+        status = cam.status()
+        assert status["press_minus_detection_ms"]["start"]["last"] == [600.0]
+        assert status["press_minus_detection_ms"]["shot"]["last"] == [200.0]
+        assert status["press_minus_detection_ms"]["shot"]["median"] == 200.0
+        assert status["disagreements"] == [] and status["sent"] == []
+        assert "camera_strike_detected" not in codes(rt)
+    finally:
+        cam.close()
+
+
+async def test_auto_sends_capture_times_and_logs_the_referees_overrides(
+        rt: Runtime, tmp_path: Path) -> None:
+    time: FakeTime = rt.fake  # type: ignore[attr-defined]
+    cam = adapter(rt, tmp_path, "auto")
+    try:
+        time.advance(1000)  # (a step is never timed before the table's last transition)
+        t0 = time.now_ms()
+        cam._on_decision(Rest(t0 - 300, t0, 8))
+        await settle(rt)
+        events = await rt.events_since("1", 0)
+        started = [e for e in events if e["type"] == "clock.started"][-1]
+        assert started["by"] == "camera" and started["source"] == "camera"
+        # timed at the frame's capture time, not when the decision was made
+        assert started["data"]["deadline"] == t0 - 300 + PROFILE["shot_ms"]
+        # the referee takes the camera's start back: a disagreement
+        time.advance(500)
+        await rt.command("1", Undo(by="referee"))
+        await settle(rt)
+        assert rt.state("1")["phase"] == "ready"
+        assert [d["what"] for d in cam.status()["disagreements"]] == [
+            "referee undid the camera's start"]
+        # the referee starts by hand with no rest seen by the camera near it: logged
+        time.advance(5000)
+        await rt.command("1", Start())
+        await settle(rt)
+        assert cam.status()["disagreements"][-1]["what"] == (
+            "referee's start without a camera rest within 3000 ms")
+        # a strike the camera sends; the referee's undo of something else is not the camera's
+        time.advance(2000)
+        cam._on_decision(Strike(time.now_ms() - 40, time.now_ms(), "colour", (1.0, 1.0),
+                                time.now_ms() - 45))
+        await settle(rt)
+        stopped = [e for e in await rt.events_since("1", 0) if e["type"] == "clock.stopped"]
+        assert stopped[-1]["by"] == "camera" and stopped[-1]["data"]["reason"] == "shot"
+        assert [s["command"] for s in cam.status()["sent"]] == ["start", "shot"]
+        assert len(cam.status()["disagreements"]) == 2
+    finally:
+        cam.close()
