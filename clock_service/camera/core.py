@@ -102,6 +102,7 @@ class WatchSettings:
     unsure_ms: float = 500.0  # low quality this long: unsure
     sure_ms: float = 1000.0  # good quality this long again: sure
     early_ms: float = 4.0  # the extrapolated start is taken this much earlier (its error)
+    balls: int = 8  # balls on the table at a frame's start (7 whites and the coloured one)
 
 
 @dataclass
@@ -113,16 +114,27 @@ class _Spot:
     y: float
     kind: str
     seen_at: float  # last frame it was seen on its spot
+    still_at: float | None = None  # last frame it was seen right on its spot (not moved)
     evidence: list[tuple[float, float, float, float]] = field(default_factory=list)
     # (at, distance, x, y) of the frames in a row with felt on the spot and a ball away
 
 
 @dataclass
 class _Anchor:
+    """A ball (or what looks like one) seen at one place: where it was first seen there,
+    since when, and when it was last seen within ``still_mm`` of that place."""
+
     x: float
     y: float
     kind: str
     seen_at: float
+    since: float = 0.0
+    last: tuple[float, float] = (0.0, 0.0)  # where it was last seen (within still_mm)
+
+
+FORGET_MS = 500.0  # a place where nothing was seen for this long is forgotten
+SEEN_MS = 100.0  # a ball missed by the detector for up to this long is still counted
+ON_SPOT_MM = 1.0  # a ball this close to its spot has not been struck (yet)
 
 
 class Watcher:
@@ -133,8 +145,10 @@ class Watcher:
         self.state = "moving"  # moving | rest
         self.sure = True
         self.expected: int | None = None  # balls seen at the last rest
+        # how many balls there can be: a ball hidden at a rest joins only while fewer are on
+        # their spots (so a hand that lies still is never taken for a hidden ball)
+        self.known = self.settings.balls
         self._anchor: list[_Anchor] = []
-        self._anchor_at: float | None = None
         self._spots: dict[int, _Spot] = {}
         self._newcomers: list[_Anchor] = []
         self._next_id = 1
@@ -174,7 +188,6 @@ class Watcher:
     def _reset(self) -> None:
         self.state = "moving"
         self._anchor = []
-        self._anchor_at = None
         self._spots = {}
         self._newcomers = []
 
@@ -196,44 +209,64 @@ class Watcher:
 
     # -- moving -> rest ---------------------------------------------------------------------
     def _watch_for_rest(self, obs: Observation) -> Rest | None:
+        """Rest: as many balls as at the last rest have each stayed within ``still_mm`` of
+        one place for ``rest_ms``. Each ball is followed on its own, so something else that
+        moves over the bed (a hand, a cue, an arm the detector took for a ball for a frame)
+        neither holds the rest back nor restarts its count; a ball that still rolls does:
+        it is one of the balls to count. Fewer balls than before (potted, or hidden under
+        an arm) are accepted once every ball seen has been still for ``recount_ms``."""
         s = self.settings
-        anchor = self._anchor
-        matched: set[int] = set()
-        for ball in obs.balls:
-            i = _nearest(anchor, ball, s.still_mm)
-            if i is None:
-                self._re_anchor(obs)
+        now = obs.at
+        anchors = self._anchor
+        pairs = sorted(
+            (math.hypot(a.x - b.x, a.y - b.y), i, j)
+            for i, b in enumerate(obs.balls) for j, a in enumerate(anchors)
+            if a.kind == b.kind and math.hypot(a.x - b.x, a.y - b.y) <= s.still_mm)
+        matched_balls: set[int] = set()
+        current: list[_Anchor] = []
+        for _, i, j in pairs:
+            if i in matched_balls or anchors[j].seen_at == now:
+                continue
+            matched_balls.add(i)
+            anchors[j].seen_at = now
+            anchors[j].last = (obs.balls[i].x, obs.balls[i].y)
+            current.append(anchors[j])
+        moved: set[int] = set()
+        for i, b in enumerate(obs.balls):
+            if i not in matched_balls:
+                # a ball seen less than a radius from where one of its kind was: that ball,
+                # moved (two balls cannot overlap); its old place is no longer still
+                moved.update(id(a) for a in anchors if a.kind == b.kind and a.seen_at != now
+                             and math.hypot(a.x - b.x, a.y - b.y) < self.radius)
+                fresh = _Anchor(b.x, b.y, b.kind, now, now, (b.x, b.y))
+                anchors.append(fresh)
+                current.append(fresh)
+        self._anchor = [a for a in anchors
+                        if now - a.seen_at <= FORGET_MS and id(a) not in moved]
+        still = [a for a in self._anchor
+                 if now - a.seen_at <= SEEN_MS and now - a.since >= s.rest_ms]
+        if not current:
+            return None
+        if len(still) < self.known:
+            # Not every ball there can be is seen still: one may still roll, or be hidden
+            # (under an arm), or gone (potted). Then every ball seen now must be still, for
+            # recount_ms when fewer are seen than at the last rest.
+            wait = s.rest_ms if len(current) >= (self.expected or 0) else s.recount_ms
+            if any(now - a.since < wait for a in current):
                 return None
-            matched.add(i)
-        for i in matched:
-            anchor[i].seen_at = obs.at
-        assert self._anchor_at is not None or not anchor
-        if self._anchor_at is None:
-            self._re_anchor(obs)
-            return None
-        still = obs.at - self._anchor_at
-        seen = [a for a in anchor if a.seen_at >= self._anchor_at]
-        if still < s.rest_ms or not seen:
-            return None
-        if self.expected is not None and len(seen) < self.expected and still < s.recount_ms:
-            return None  # a ball still rolling unseen, or hidden: wait (or recount later)
-        self.expected = len(seen)
+            still = current
+        self.expected = len(still)
+        self.known = max(self.known, len(still))
         self.state = "rest"
         self._spots = {}
-        for a in seen:
-            self._add_spot(a.x, a.y, a.kind, obs.at)
+        for a in still:
+            self._add_spot(a.last[0], a.last[1], a.kind, now)
         self._newcomers = []
-        return Rest(self._anchor_at, obs.at, len(seen))
-
-    def _re_anchor(self, obs: Observation) -> None:
-        keep = [a for a in self._anchor
-                if obs.at - a.seen_at <= 500
-                and all(math.hypot(a.x - b.x, a.y - b.y) > 2 * self.radius for b in obs.balls)]
-        self._anchor = [_Anchor(b.x, b.y, b.kind, obs.at) for b in obs.balls] + keep
-        self._anchor_at = obs.at
+        self._anchor = []
+        return Rest(max(a.since for a in still), now, len(still))
 
     def _add_spot(self, x: float, y: float, kind: str, at: float) -> None:
-        self._spots[self._next_id] = _Spot(self._next_id, x, y, kind, at)
+        self._spots[self._next_id] = _Spot(self._next_id, x, y, kind, at, at)
         self._next_id += 1
 
     # -- rest -> strike ---------------------------------------------------------------------
@@ -248,6 +281,8 @@ class Watcher:
             for p in spots:
                 if b.kind == p.kind and math.hypot(b.x - p.x, b.y - p.y) <= 0.3 * r:
                     p.seen_at = obs.at
+                    if math.hypot(b.x - p.x, b.y - p.y) <= ON_SPOT_MM:
+                        p.still_at = obs.at
         confirmed: list[_Spot] = []
         for p in spots:
             felt = obs.spots_felt.get(p.id, 0.0)
@@ -272,17 +307,20 @@ class Watcher:
         if not confirmed:
             return None
         strikes = [self._timed(p, obs.at) for p in confirmed]
-        strike = min(strikes, key=lambda st: st.estimate)
+        # 8.5: the cue ball is the first ball to move
+        strike = min(strikes, key=lambda st: (st.at, st.estimate))
         self.state = "moving"
         self._spots = {}
         self._anchor = []
-        self._anchor_at = None
         return strike
 
     def _welcome_newcomers(self, obs: Observation, away: list[Detection]) -> None:
         """A still ball that was hidden at the rest (under an arm) joins the spots once it
         has been still for ``rest_ms``."""
         s = self.settings
+        if len(self._spots) >= self.known:
+            self._newcomers = []  # every ball is on its spot: anything else is not a ball
+            return
         fresh: list[_Anchor] = []
         for b in away:
             old = _nearest(self._newcomers, b, s.still_mm)
@@ -312,8 +350,10 @@ class Watcher:
                     continue
                 dx, dy = b.x - spot.x, b.y - spot.y
                 across = abs(-dx * uy + dy * ux)
+                along = dx * ux + dy * uy  # behind the spot: the cue, the bridge hand
                 d = math.hypot(dx, dy)
-                if across <= 0.5 * r and d < bound + 0.5 and (best is None or d > best):
+                if (across <= 0.5 * r and along > -1.0 and d < bound + 0.5
+                        and (best is None or d > best)):
                     best = d
             if best is None:
                 continue
@@ -323,21 +363,46 @@ class Watcher:
             bound = best
         path.reverse()
         moving = [(t, d) for t, d in path if d >= s.still_mm]
-        estimate: float
-        if len(moving) >= 2:
-            (t1, d1), (t2, d2) = moving[0], moving[1]
-            speed = (d2 - d1) / (t2 - t1) if t2 > t1 else 0.0
-            estimate = t1 - d1 / speed if speed > 0 else t1
-        else:
-            estimate = moving[0][0] if moving else last_at
-        # the first frame captured after the start, never after the first seen moving
         first_moved = moving[0][0] if moving else last_at
+        estimate = _start_of(moving[:5], tolerance=0.25 * r) if len(moving) >= 2 \
+            else first_moved
+        estimate = min(estimate, first_moved)
+        # The first frame captured after that instant, never after the first frame that
+        # showed the ball moving, and never at or before the last frame that showed the
+        # ball still on its spot: struck before it, the ball would have been off its spot
+        # then. (A path that says otherwise was read wrongly: through a hand or a
+        # half-hidden ball, or the ball hit another at once and nearly stopped.)
+        lower = spot.still_at if spot.still_at is not None else -math.inf
         at = first_moved
         for obs in self._history:
-            if estimate - s.early_ms <= obs.at <= first_moved:
+            if lower < obs.at <= first_moved and obs.at >= estimate - s.early_ms:
                 at = obs.at
                 break
         return Strike(at, now, spot.kind, (spot.x, spot.y), estimate)
+
+
+def _start_of(points: list[tuple[float, float]], tolerance: float) -> float:
+    """When a ball seen at distances ``d`` from its spot at times ``t`` (moving away at an
+    almost constant speed: the cloth slows it by 0.6 m/s^2, 2 mm/s in a frame) left the
+    spot: the least-squares line through the points, back to distance zero. A point off
+    the line by more than ``tolerance`` (a detection pulled by a cue or a hand) is left
+    out once."""
+    def fit(pts: list[tuple[float, float]]) -> tuple[float, float]:
+        n = len(pts)
+        mt = sum(t for t, _ in pts) / n
+        md = sum(d for _, d in pts) / n
+        var = sum((t - mt) ** 2 for t, _ in pts)
+        slope = sum((t - mt) * (d - md) for t, d in pts) / var if var > 0 else 0.0
+        return slope, md - slope * mt
+
+    slope, icept = fit(points)
+    if len(points) >= 3:
+        worst = max(points, key=lambda p: abs(p[1] - (icept + slope * p[0])))
+        if abs(worst[1] - (icept + slope * worst[0])) > tolerance:
+            slope, icept = fit([p for p in points if p is not worst])
+    if slope <= 0:
+        return points[0][0]
+    return -icept / slope
 
 
 def _nearest(anchors: list[_Anchor], ball: Detection, within: float) -> int | None:

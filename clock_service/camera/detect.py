@@ -32,6 +32,31 @@ from clock_service.camera.geometry import BED_PX_PER_MM, Calibration, pockets_mm
 
 __all__ = ["BallDetector", "BedView", "find_table_corners"]
 
+# A ball's centre lies this deep inside the foreground (in radii): a whole ball about 1.0;
+# less when a cue crosses it or the pocket mask cuts it, more with its shadow or a ball
+# touching it.
+DEPTH = (0.6, 1.5)
+# On a ridge (a cue, an arm) the depth 3/4 radius away on both sides drops by less than this.
+RIDGE_DROP = 0.2
+# The ball's kind from its inner disk (Lab): the coloured ball is saturated and warm (red,
+# orange, yellow: chroma 45-75 on a camera, less only when a hand or a cue covers it), a
+# white one is pale and far above the felt's lightness (a hand's edge over a blue felt
+# mixes to a pale grey, well darker than a ball). Skin (chroma about 25), a cue's
+# maple or dark butt, sleeves of any colour but white are neither: not a ball.
+COLOUR_CHROMA = 36.0
+COLOUR_WARM = 10.0  # and warm (Lab b above this): a blue or a purple sleeve is not the ball
+FELT_HUE_MIN = 4.0  # the felt's tolerances (HSV, 8 bits) are never tighter than these
+FELT_SAT_MIN = 20.0
+DEPTH_STEPS = 16.0  # depth maxima are compared in 1/16 pixel steps
+FELT_EVERY = 10  # frames between two measurements of the felt's hue and saturation
+DISK = 1.4  # a ball's centre is the mean over this many radii around it (soft edge, shadow)
+WHITE_CHROMA = 18.0
+WHITE_ABOVE_FELT = 75.0
+# A ball's centre is at least a radius from the cushion; with some slack for the corners
+# clicked a little off, anything closer (a hand or a sleeve coming over the rail, cut by
+# the bed's edge) is not a ball.
+EDGE = 0.7
+
 
 @dataclass
 class BedView:
@@ -76,28 +101,32 @@ class BedView:
 class BallDetector:
     """Frame in, ``BedView`` out. Build once per calibration; cheap to call per frame."""
 
-    def __init__(self, calibration: Calibration, *, frame_size: tuple[int, int] | None = None
-                 ) -> None:
+    def __init__(self, calibration: Calibration, *, frame_size: tuple[int, int] | None = None,
+                 px_per_mm: float = BED_PX_PER_MM) -> None:
         if frame_size is not None and tuple(frame_size) != tuple(calibration.frame_size):
             calibration = calibration.scaled(frame_size)
         self.calibration = calibration
-        self.bed_size = calibration.bed_size
-        self.scale = BED_PX_PER_MM
+        self.scale = px_per_mm
+        self.bed_size = (round(calibration.table_mm[0] * px_per_mm),
+                         round(calibration.table_mm[1] * px_per_mm))
         self.radius_mm = calibration.ball_mm / 2
         self.r_px = self.radius_mm * self.scale
-        self.matrix = calibration.image_to_bed()
-        self._pre: float | None = None
+        self.matrix = calibration.image_to_bed(px_per_mm)
         self._maps: tuple[Any, Any, tuple[int, ...]] | None = None
         self._felt_ref = (np.zeros(3, np.float32), np.ones(3, np.float32))
-        # Downscale big frames first (area averaging: less noise, no aliasing) when the
-        # bed spans more than twice the bed image's pixels.
+        # A frame that shows the bed at twice the bed image's size or more is first shrunk
+        # by a whole factor, averaging blocks of pixels (less noise, no aliasing, and
+        # OpenCV's fastest resize); the warp then samples about one pixel per bed pixel.
         span = max(math.dist(a, b) for a, b in zip(calibration.ordered(),
                                                    calibration.ordered()[1:], strict=False))
-        factor = (self.bed_size[0] * 1.3) / span
-        if factor < 0.55:
-            self._pre = factor
-            pre = np.diag([1 / factor, 1 / factor, 1.0])
-            self.matrix = self.matrix @ pre
+        self._shrink = 1
+        while span / (2 * self._shrink) >= self.bed_size[0]:
+            self._shrink *= 2  # powers of two: OpenCV's area resize is fastest for them
+        if self._shrink > 1:
+            n = float(self._shrink)  # a shrunk pixel's centre, in the frame's pixels
+            self.matrix = self.matrix @ np.array([[n, 0, (n - 1) / 2], [0, n, (n - 1) / 2],
+                                                  [0, 0, 1.0]])
+        self.interpolation = cv2.INTER_LINEAR
         w, h = self.bed_size
         # Pocket mouths are never felt and never a resting ball's place: left out.
         self.valid = np.full((h, w), 255, np.uint8)
@@ -106,21 +135,29 @@ class BallDetector:
                        round(52 * self.scale), 0, -1)
         self._kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
         peak = 2 * round(self.r_px * 0.8) + 1
-        self._peak_kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (peak, peak))
-        step = 6
+        self._peak_kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (peak, peak))
+        step = 12
         self._sample = (slice(step // 2, None, step), slice(step // 2, None, step))
-        yy, xx = np.mgrid[-int(self.r_px) - 2:int(self.r_px) + 3,
-                          -int(self.r_px) - 2:int(self.r_px) + 3]
+        angles = np.arange(8) * (np.pi / 4)
+        reach = 0.75 * self.r_px
+        self._ridge_offsets = (np.round(np.cos(angles) * reach).astype(np.intp),
+                               np.round(np.sin(angles) * reach).astype(np.intp))
+        half = int(math.ceil(DISK * self.r_px)) + 1
+        yy, xx = np.mgrid[-half:half + 1, -half:half + 1]
         self._patch = (yy, xx)
+        self._core = (yy * yy + xx * xx) <= (0.95 * self.r_px) ** 2
+        self._felt_lightness = 0.0
+        self._frames = 0
 
     def bed(self, frame: np.ndarray) -> np.ndarray:
         """The frame warped onto the bed image (BGR)."""
-        if self._pre is not None:
-            frame = cv2.resize(frame, None, fx=self._pre, fy=self._pre,
+        if self._shrink > 1:
+            h, w = frame.shape[:2]
+            frame = cv2.resize(frame, (w // self._shrink, h // self._shrink),
                                interpolation=cv2.INTER_AREA)
         if self._maps is None or self._maps[2] != frame.shape[:2]:
             self._maps = self._remap_tables(frame.shape[:2])
-        return cv2.remap(frame, self._maps[0], self._maps[1], cv2.INTER_LINEAR)
+        return cv2.remap(frame, self._maps[0], self._maps[1], self.interpolation)
 
     def _remap_tables(self, shape: tuple[int, ...]) -> tuple[Any, Any, tuple[int, ...]]:
         """The warp as fixed-point lookup tables, built once: a remap per frame costs less
@@ -136,83 +173,187 @@ class BallDetector:
 
     def detect(self, frame: np.ndarray) -> BedView:
         bed = self.bed(frame)
-        lab = cv2.cvtColor(bed, cv2.COLOR_BGR2Lab)
-        felt = self._felt(lab)
+        hsv = cv2.cvtColor(bed, cv2.COLOR_BGR2HSV)  # 3x cheaper than Lab, shade-proof hue
+        felt = self._felt(hsv)
         fg = cv2.bitwise_and(cv2.bitwise_not(felt), self.valid)
         fg = cv2.morphologyEx(fg, cv2.MORPH_OPEN, self._kernel)
         dist = cv2.distanceTransform(fg, cv2.DIST_L2, 3)
         r = self.r_px
-        peaks = (dist >= cv2.dilate(dist, self._peak_kernel)) & (dist >= 0.55 * r) \
-            & (dist <= 1.5 * r)
-        ys, xs = np.nonzero(peaks)
-        order = np.argsort(-dist[ys, xs])
-        taken: list[tuple[float, float]] = []
-        detections: list[Detection] = []
-        for i in order:
-            x, y = float(xs[i]), float(ys[i])
-            if any((x - a) ** 2 + (y - b) ** 2 < (1.2 * r) ** 2 for a, b in taken):
-                continue
-            taken.append((x, y))
-            found = self._refine(fg, lab, x, y, float(dist[ys[i], xs[i]]))
-            if found is not None:
-                detections.append(found)
+        # local maxima of ball depth (OpenCV all the way: no full-size numpy temporaries)
+        depth8 = cv2.convertScaleAbs(dist, alpha=DEPTH_STEPS)  # 1/16 px steps, uint8
+        peaks = cv2.bitwise_and(cv2.compare(depth8, cv2.dilate(depth8, self._peak_kernel),
+                                            cv2.CMP_GE),
+                                cv2.inRange(dist, DEPTH[0] * r, DEPTH[1] * r))
+        found = cv2.findNonZero(peaks)
         share = float(np.count_nonzero(felt[self._sample])) / felt[self._sample].size
+        if found is None:
+            return BedView([], felt, dist, share, 0, self.scale)
+        found = found.reshape(-1, 2)
+        xs, ys = found[:, 0].astype(np.intp), found[:, 1].astype(np.intp)
+        depth = dist[ys, xs]
+        keep = ~self._on_ridge(dist, xs, ys, depth)
+        xs, ys, depth = xs[keep], ys[keep], depth[keep]
+        # strongest first; a weaker maximum within 1.2 radii of a stronger one is the same ball
+        taken: list[int] = []
+        for i in np.argsort(-depth, kind="stable"):
+            x, y = int(xs[i]), int(ys[i])
+            if all((x - int(xs[j])) ** 2 + (y - int(ys[j])) ** 2 >= (1.2 * r) ** 2
+                   for j in taken):
+                taken.append(int(i))
+        chosen = np.array(taken, np.intp)
+        detections = self._refine(fg, hsv, bed, xs[chosen], ys[chosen], depth[chosen])
         return BedView(detections, felt, dist, share, len(taken), self.scale)
 
-    def _felt(self, lab: np.ndarray) -> np.ndarray:
-        sample = lab[self._sample].reshape(-1, 3).astype(np.float32)
-        med = np.median(sample, axis=0)
-        mad = np.median(np.abs(sample - med), axis=0) * 1.4826
-        l_med, a_med, b_med = (float(v) for v in med)
-        ta = max(7.0, 4.0 * float(mad[1]))
-        tb = max(7.0, 4.0 * float(mad[2]))
-        tl = max(22.0, 4.0 * float(mad[0]))
-        self._felt_ref = (med.astype(np.float32), np.array([tl, ta, tb], np.float32))
-        lo = (0.5 * l_med, a_med - ta, b_med - tb)
-        hi = (min(255.0, l_med + tl), a_med + ta, b_med + tb)
-        return cv2.inRange(lab, lo, hi)
+    def _on_ridge(self, dist: np.ndarray, xs: np.ndarray, ys: np.ndarray, depth: np.ndarray
+                  ) -> np.ndarray:
+        """True where a maximum lies on a ridge, not on a ball: three quarters of a radius
+        away on both sides along some direction the foreground is (almost) as deep as at the
+        maximum. That is the middle line of a cue, an arm or a sleeve, whose width is about
+        a ball's; a ball's depth falls off in every direction (a ball touching another, or
+        an arm on one side, still falls off on the other side; a blurred ball, drawn out
+        along its path by at most two thirds of a radius, too)."""
+        h, w = dist.shape
+        dx, dy = self._ridge_offsets
+        px = np.clip(xs[:, None] + dx[None, :], 0, w - 1)
+        py = np.clip(ys[:, None] + dy[None, :], 0, h - 1)
+        around = dist[py, px]  # (n, 8): the depth in 8 directions, opposite ones 4 apart
+        both = np.minimum(around[:, :4], around[:, 4:])
+        return np.asarray(np.any(both >= (depth - RIDGE_DROP * self.r_px)[:, None], axis=1))
 
-    def _refine(self, fg: np.ndarray, lab: np.ndarray, x: float, y: float, depth: float
-                ) -> Detection | None:
-        """The ball's centre: a weighted mean over its disk, each pixel weighted by how far
-        its colour is from the felt's (a soft edge gives the sub-pixel position); the
-        ball's kind from its inner disk's chroma."""
+    def _felt(self, hsv: np.ndarray) -> np.ndarray:
+        """The felt mask: the felt's median hue and saturation give or take four spreads
+        (both unchanged in a shadow or under flicker), and a value from half the felt's (a
+        ball's shadow) to a little above it. Hue and saturation are measured again every
+        ``FELT_EVERY`` frames (the hall's light changes slowly), the value every frame (the
+        mains flicker)."""
+        sample = hsv[self._sample].reshape(-1, 3)
+        if self._frames % FELT_EVERY == 0:
+            self._felt_model(sample.astype(np.float32))
+        self._frames += 1
+        h_med, s_med = float(self._felt_ref[0][0]), float(self._felt_ref[0][1])
+        th, ts, tv = (float(v) for v in self._felt_ref[1])
+        v_med = float(np.median(sample[:, 2]))
+        self._felt_ref[0][2] = v_med
+        lo_s, hi_s = max(0.0, s_med - ts), min(255.0, s_med + ts)
+        lo_v, hi_v = 0.5 * v_med, min(255.0, v_med + tv)
+        lo_h, hi_h = h_med - th, h_med + th
+        mask = cv2.inRange(hsv, (max(0.0, lo_h), lo_s, lo_v), (min(179.0, hi_h), hi_s, hi_v))
+        if lo_h < 0:  # the felt's hues wrap round red
+            mask = cv2.bitwise_or(mask, cv2.inRange(hsv, (180.0 + lo_h, lo_s, lo_v),
+                                                    (179.0, hi_s, hi_v)))
+        elif hi_h > 179:
+            mask = cv2.bitwise_or(mask, cv2.inRange(hsv, (0.0, lo_s, lo_v),
+                                                    (hi_h - 180.0, hi_s, hi_v)))
+        return mask
+
+    def _felt_model(self, sample: np.ndarray) -> None:
+        first = float(np.median(sample[:, 0]))
+        turn = (sample[:, 0] - first + 90.0) % 180.0 - 90.0  # hue is a circle of 180
+        shift = float(np.median(turn))
+        h_med = (first + shift) % 180.0
+        mad_h = float(np.median(np.abs(turn - shift))) * 1.4826
+        s_med, v_med = float(np.median(sample[:, 1])), float(np.median(sample[:, 2]))
+        mad_s = float(np.median(np.abs(sample[:, 1] - s_med))) * 1.4826
+        mad_v = float(np.median(np.abs(sample[:, 2] - v_med))) * 1.4826
+        th = min(60.0, max(FELT_HUE_MIN, 4.0 * mad_h))
+        ts = max(FELT_SAT_MIN, 4.0 * mad_s)
+        tv = max(22.0, 4.0 * mad_v)
+        self._felt_ref = (np.array([h_med, s_med, v_med], np.float32),
+                          np.array([th, ts, tv], np.float32))
+        felt = np.array([[[h_med, s_med, v_med]]]).clip(0, 255).astype(np.uint8)
+        lab = cv2.cvtColor(cv2.cvtColor(felt, cv2.COLOR_HSV2BGR), cv2.COLOR_BGR2Lab)
+        self._felt_lightness = float(lab[0, 0, 0])
+
+    def _refine(self, fg: np.ndarray, hsv: np.ndarray, bed: np.ndarray, xs: np.ndarray,
+                ys: np.ndarray, depth: np.ndarray) -> list[Detection]:
+        """Each candidate's centre: a weighted mean over its disk, each pixel weighted by how
+        far its colour is from the felt's (a soft edge gives the sub-pixel position); its
+        kind from its inner disk's colour (or not a ball at all). All candidates at once:
+        one small patch per candidate, stacked; coordinates relative to its maximum."""
         r = self.r_px
         yy, xx = self._patch
         h, w = fg.shape
-        cx, cy = int(round(x)), int(round(y))
-        py, px = yy + cy, xx + cx
-        ok = (py >= 0) & (py < h) & (px >= 0) & (px < w)
-        pyc, pxc = np.clip(py, 0, h - 1), np.clip(px, 0, w - 1)
-        disk0 = ok & ((px - x) ** 2 + (py - y) ** 2 <= (0.95 * r) ** 2)
-        fill = float((fg[pyc, pxc][disk0] > 0).sum()) / max(1, int(disk0.sum()))
-        if fill < 0.8:
-            return None
-        patch = lab[pyc, pxc].astype(np.float32)
+        py = np.clip(ys[:, None, None] + yy[None], 0, h - 1)
+        px = np.clip(xs[:, None, None] + xx[None], 0, w - 1)
+        # filled: a ball's core is all foreground (cut by the image's edge is not filled)
+        core = self._core[None] & (py == ys[:, None, None] + yy[None]) \
+            & (px == xs[:, None, None] + xx[None])
+        fill = ((fg[py, px] > 0) & core).sum(axis=(1, 2)) / self._core.sum()
+        keep = fill >= 0.8
+        if not keep.any():
+            return []
+        xs, ys, depth, fill = xs[keep], ys[keep], depth[keep], fill[keep]
+        py, px = py[keep], px[keep]
+        n = len(xs)
+        patch = hsv[py, px].astype(np.float32)  # (n, p, p, 3)
         ref, tol = self._felt_ref
-        away = np.abs(patch - ref) / tol
-        weight = np.clip(np.max(away, axis=2) - 0.7, 0.0, 1.0) * ok
-        for _ in range(4):
-            disk = (px - x) ** 2 + (py - y) ** 2 <= (1.25 * r) ** 2
-            wsum = float(weight[disk].sum())
-            if wsum <= 0:
-                return None
-            nx = float((weight[disk] * px[disk]).sum()) / wsum
-            ny = float((weight[disk] * py[disk]).sum()) / wsum
-            moved = math.hypot(nx - x, ny - y)
-            x, y = nx, ny
-            if moved < 0.02:
-                break
-        inner = ok & ((px - x) ** 2 + (py - y) ** 2 <= (0.6 * r) ** 2)
-        if not inner.any():
-            return None
-        pix = patch[inner]
-        a = float(pix[:, 1].mean()) - 128
-        b = float(pix[:, 2].mean()) - 128
+        # how unlike the felt each pixel is, in felt tolerances (a shadow is like the felt)
+        hue, sat, val = patch[..., 0], patch[..., 1], patch[..., 2]
+        dh = np.abs((hue - ref[0] + 90.0) % 180.0 - 90.0) * ((sat >= 0.5 * ref[1]) / tol[0])
+        dv = np.where(val >= ref[2], (val - ref[2]) / tol[2],
+                      (ref[2] - val) / (0.5 * ref[2] + 1.0))
+        unlike = np.maximum(np.maximum(dh, np.abs(sat - ref[1]) / tol[1]), dv)
+        weight = np.clip(unlike - 0.7, 0.0, 1.0)
+        gx, gy = xx.astype(np.float32)[None], yy.astype(np.float32)[None]
+        cx = np.zeros(n, np.float32)  # the centre, relative to the maximum
+        cy = np.zeros(n, np.float32)
+        # A ball touching another: the pixels nearer the other's centre are the other's
+        # (else the mean is pulled between two places from frame to frame).
+        other = ox = oy = None
+        if n > 1:
+            gap = (xs[:, None] - xs[None]) ** 2 + (ys[:, None] - ys[None]) ** 2
+            np.fill_diagonal(gap, 1 << 30)
+            other = np.argmin(gap, axis=1)
+            near = gap[np.arange(n), other] < (2.6 * r) ** 2
+            if near.any():  # the nearest other maximum, relative to this one (far: none)
+                ox = np.where(near, xs[other] - xs, 1000).astype(np.float32)
+                oy = np.where(near, ys[other] - ys, 1000).astype(np.float32)
+        for _ in range(3):
+            ddx, ddy = gx - cx[:, None, None], gy - cy[:, None, None]
+            d2 = ddx * ddx + ddy * ddy
+            wd = weight * (d2 <= (DISK * r) ** 2)
+            if other is not None and ox is not None and oy is not None:
+                mx = gx - (ox + cx[other])[:, None, None]  # the other's centre as it stands
+                my = gy - (oy + cy[other])[:, None, None]
+                wd *= d2 <= mx * mx + my * my
+            wsum = wd.sum(axis=(1, 2))
+            ok = wsum > 0
+            safe = np.where(ok, wsum, 1.0)
+            cx = np.where(ok, (wd * gx).sum(axis=(1, 2)) / safe, cx)
+            cy = np.where(ok, (wd * gy).sum(axis=(1, 2)) / safe, cy)
+        ddx, ddy = gx - cx[:, None, None], gy - cy[:, None, None]
+        inner = ddx * ddx + ddy * ddy <= (0.6 * r) ** 2
+        count = inner.sum(axis=(1, 2))
+        mean = (bed[py, px] * inner[..., None]).sum(axis=(1, 2)) / np.maximum(1, count)[:, None]
+        lab = cv2.cvtColor(mean.clip(0, 255).astype(np.uint8)[:, None], cv2.COLOR_BGR2Lab)
+        lab = lab[:, 0].astype(np.float64)
+        fx, fy = xs + cx.astype(np.float64), ys + cy.astype(np.float64)
+        edge = EDGE * r  # a ball's centre is a radius from the cushion at least
+        inside = (fx >= edge) & (fx <= w - 1 - edge) & (fy >= edge) & (fy <= h - 1 - edge)
+        out: list[Detection] = []
+        for i in range(n):
+            if count[i] == 0 or not inside[i]:
+                continue
+            kind = self.kind_of(float(lab[i, 0]), float(lab[i, 1]) - 128,
+                                float(lab[i, 2]) - 128, self._felt_lightness)
+            if kind is None:
+                continue  # skin, a cue, a sleeve: not a ball
+            confidence = min(1.0, float(fill[i])) * (
+                1.0 if 0.7 * r <= depth[i] <= 1.3 * r else 0.7)
+            out.append(Detection(float(fx[i]) / self.scale, float(fy[i]) / self.scale, kind,
+                                 round(confidence, 3)))
+        return out
+
+    @staticmethod
+    def kind_of(lightness: float, a: float, b: float, felt_lightness: float) -> str | None:
+        """``colour``, ``white`` or None (not a ball) from a ball's inner disk's mean colour
+        (OpenCV's 8-bit Lab, a and b centred on 0) and the felt's lightness."""
         chroma = math.hypot(a, b)
-        kind = "white" if chroma < 16 else "colour"
-        confidence = min(1.0, fill) * (1.0 if 0.7 * r <= depth <= 1.3 * r else 0.7)
-        return Detection(x / self.scale, y / self.scale, kind, round(confidence, 3))
+        if chroma >= COLOUR_CHROMA and b >= COLOUR_WARM:
+            return "colour"
+        if chroma < WHITE_CHROMA and lightness >= felt_lightness + WHITE_ABOVE_FELT:
+            return "white"
+        return None
 
     def felt_fractions(self, view: BedView, spots: Sequence[tuple[float, float]],
                        ignore: Sequence[tuple[float, float]]) -> list[float]:

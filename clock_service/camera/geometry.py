@@ -30,8 +30,10 @@ __all__ = [
 TABLE_MM = (3550.0, 1775.0)
 BALL_MM = 68.0
 POCKET_MM = 60.0  # radius of a pocket's mouth zone on the bed, around its centre
-# The bed image: 640 x 320 px for the whole playing area (a ball is about 12 px across).
-BED_PX_PER_MM = 640.0 / TABLE_MM[0]
+# The bed image: 512 x 256 px for the whole playing area (6.9 mm a pixel;
+# a ball is about 10 px across: enough for its centre to a millimetre or two, and small
+# enough for a Raspberry Pi to look at 30 frames a second).
+BED_PX_PER_MM = 512.0 / TABLE_MM[0]
 
 
 class CalibrationError(ValueError):
@@ -82,22 +84,22 @@ class Calibration:
         """The corners as given; the first is the bed's origin."""
         return list(self.corners)
 
-    def bed_points(self) -> list[tuple[float, float]]:
+    def bed_points(self, px_per_mm: float = BED_PX_PER_MM) -> list[tuple[float, float]]:
         """Bed-image pixel positions of the corners: the first at (0, 0), and the first side
         along the bed's long side (x) or its short side (y), whichever it is in the image."""
-        w, h = self.bed_size
+        w, h = (self.table_mm[0] * px_per_mm, self.table_mm[1] * px_per_mm)
         c = self.corners
         if _dist(c[0], c[1]) >= _dist(c[1], c[2]):
-            return [(0.0, 0.0), (float(w), 0.0), (float(w), float(h)), (0.0, float(h))]
-        return [(0.0, 0.0), (0.0, float(h)), (float(w), float(h)), (float(w), 0.0)]
+            return [(0.0, 0.0), (w, 0.0), (w, h), (0.0, h)]
+        return [(0.0, 0.0), (0.0, h), (w, h), (w, 0.0)]
 
-    def image_to_bed(self) -> Any:
+    def image_to_bed(self, px_per_mm: float = BED_PX_PER_MM) -> Any:
         """3x3 homography (numpy) from camera pixels to bed-image pixels."""
         import cv2
         import numpy as np
 
         src = np.array(self.ordered(), dtype=np.float32)
-        dst = np.array(self.bed_points(), dtype=np.float32)
+        dst = np.array(self.bed_points(px_per_mm), dtype=np.float32)
         return cv2.getPerspectiveTransform(src, dst)
 
     def scaled(self, frame_size: tuple[int, int]) -> Calibration:
