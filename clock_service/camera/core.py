@@ -231,20 +231,13 @@ class Watcher:
             anchors[j].seen_at = now
             anchors[j].last = (obs.balls[i].x, obs.balls[i].y)
             current.append(anchors[j])
-        moved: set[int] = set()
         for i, b in enumerate(obs.balls):
             if i not in matched_balls:
-                # a ball seen less than a radius from where one of its kind was: that ball,
-                # moved (two balls cannot overlap); its old place is no longer still
-                moved.update(id(a) for a in anchors if a.kind == b.kind and a.seen_at != now
-                             and math.hypot(a.x - b.x, a.y - b.y) < self.radius)
-                fresh = _Anchor(b.x, b.y, b.kind, now, now, (b.x, b.y))
-                anchors.append(fresh)
-                current.append(fresh)
-        self._anchor = [a for a in anchors
-                        if now - a.seen_at <= FORGET_MS and id(a) not in moved]
-        still = [a for a in self._anchor
-                 if now - a.seen_at <= SEEN_MS and now - a.since >= s.rest_ms]
+                anchors.append(_Anchor(b.x, b.y, b.kind, now, now, (b.x, b.y)))
+        self._anchor = [a for a in anchors if now - a.seen_at <= FORGET_MS]
+        balls = self._balls([a for a in self._anchor if now - a.seen_at <= SEEN_MS])
+        current = [b for b in balls if b.seen_at == now]
+        still = [b for b in balls if now - b.since >= s.rest_ms]
         if not current:
             return None
         if len(still) < self.known:
@@ -263,7 +256,45 @@ class Watcher:
             self._add_spot(a.last[0], a.last[1], a.kind, now)
         self._newcomers = []
         self._anchor = []
-        return Rest(max(a.since for a in still), now, len(still))
+        return Rest(max(self._settled(a) for a in still), now, len(still))
+
+    def _balls(self, anchors: list[_Anchor]) -> list[_Anchor]:
+        """Two places less than a radius apart, both seen again and again, are one ball
+        (two balls cannot overlap): the detector put it a little here, a little there (a
+        ball touching another, a hand beside it). It is there since the first of them, last
+        seen at the latest. A ball that rolled on is never seen at its old place again
+        after it reached the new one: that is a ball moving, not two places of one."""
+        out: list[_Anchor] = []
+        for a in sorted(anchors, key=lambda a: a.since):
+            for b in out:
+                if (b.kind == a.kind and math.hypot(a.x - b.x, a.y - b.y) < self.radius
+                        and b.seen_at >= a.since):
+                    if a.seen_at > b.seen_at:
+                        b.seen_at, b.last = a.seen_at, a.last
+                    break
+            else:
+                out.append(_Anchor(a.x, a.y, a.kind, a.seen_at, a.since, a.last))
+        return out
+
+    def _settled(self, ball: _Anchor) -> float:
+        """Since when ``ball`` has stayed within ``still_mm`` of where it now rests: its
+        place's start, or earlier frames that showed it within ``still_mm`` of where it
+        rests (a place is where the ball was when it left the previous one, up to a frame
+        before it came within ``still_mm`` of its rest)."""
+        s = self.settings
+        fx, fy = ball.last
+        settled = ball.since
+        for obs in reversed(self._history):
+            if obs.at >= ball.since:
+                continue
+            near = [math.hypot(b.x - fx, b.y - fy) for b in obs.balls if b.kind == ball.kind]
+            d = min(near, default=math.inf)
+            if d > 2 * self.radius:
+                continue  # not seen in that frame (hidden, or missed once): no evidence
+            if d > s.still_mm:
+                break  # seen away from its place: still moving then
+            settled = obs.at
+        return settled
 
     def _add_spot(self, x: float, y: float, kind: str, at: float) -> None:
         self._spots[self._next_id] = _Spot(self._next_id, x, y, kind, at, at)

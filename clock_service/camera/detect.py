@@ -37,7 +37,7 @@ __all__ = ["BallDetector", "BedView", "find_table_corners"]
 # touching it.
 DEPTH = (0.6, 1.5)
 # On a ridge (a cue, an arm) the depth 3/4 radius away on both sides drops by less than this.
-RIDGE_DROP = 0.2
+RIDGE_DROP = 0.4
 # The ball's kind from its inner disk (Lab): the coloured ball is saturated and warm (red,
 # orange, yellow: chroma 45-75 on a camera, less only when a hand or a cue covers it), a
 # white one is pale and far above the felt's lightness (a hand's edge over a blue felt
@@ -47,9 +47,11 @@ COLOUR_CHROMA = 36.0
 COLOUR_WARM = 10.0  # and warm (Lab b above this): a blue or a purple sleeve is not the ball
 FELT_HUE_MIN = 4.0  # the felt's tolerances (HSV, 8 bits) are never tighter than these
 FELT_SAT_MIN = 20.0
+FELT_GREY = 90.0  # a felt less saturated than this (of 255) is told without its hue
 DEPTH_STEPS = 16.0  # depth maxima are compared in 1/16 pixel steps
 FELT_EVERY = 10  # frames between two measurements of the felt's hue and saturation
-DISK = 1.4  # a ball's centre is the mean over this many radii around it (soft edge, shadow)
+CHROMA_WEIGHT = 0.35  # colour counts less than value at a ball's edge (a codec smears it)
+DISK = 1.25  # a ball's centre is the mean over this many radii around it (soft edge, shadow)
 WHITE_CHROMA = 18.0
 WHITE_ABOVE_FELT = 75.0
 # A ball's centre is at least a radius from the cushion; with some slack for the corners
@@ -102,10 +104,16 @@ class BallDetector:
     """Frame in, ``BedView`` out. Build once per calibration; cheap to call per frame."""
 
     def __init__(self, calibration: Calibration, *, frame_size: tuple[int, int] | None = None,
-                 px_per_mm: float = BED_PX_PER_MM) -> None:
+                 px_per_mm: float | None = None) -> None:
         if frame_size is not None and tuple(frame_size) != tuple(calibration.frame_size):
             calibration = calibration.scaled(frame_size)
         self.calibration = calibration
+        span = max(math.dist(a, b) for a, b in zip(calibration.ordered(),
+                                                   calibration.ordered()[1:], strict=False))
+        if px_per_mm is None:
+            # BED_PX_PER_MM, or fewer pixels when the camera shows the table smaller (the
+            # bed image never has more pixels than the frame shows it with)
+            px_per_mm = min(BED_PX_PER_MM, span / calibration.table_mm[0])
         self.scale = px_per_mm
         self.bed_size = (round(calibration.table_mm[0] * px_per_mm),
                          round(calibration.table_mm[1] * px_per_mm))
@@ -117,8 +125,6 @@ class BallDetector:
         # A frame that shows the bed at twice the bed image's size or more is first shrunk
         # by a whole factor, averaging blocks of pixels (less noise, no aliasing, and
         # OpenCV's fastest resize); the warp then samples about one pixel per bed pixel.
-        span = max(math.dist(a, b) for a, b in zip(calibration.ordered(),
-                                                   calibration.ordered()[1:], strict=False))
         self._shrink = 1
         while span / (2 * self._shrink) >= self.bed_size[0]:
             self._shrink *= 2  # powers of two: OpenCV's area resize is fastest for them
@@ -134,7 +140,7 @@ class BallDetector:
             cv2.circle(self.valid, (round(x * self.scale), round(y * self.scale)),
                        round(52 * self.scale), 0, -1)
         self._kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (3, 3))
-        peak = 2 * round(self.r_px * 0.8) + 1
+        peak = 2 * round(self.r_px * 0.6) + 1  # touching balls (2 r apart) keep both
         self._peak_kernel = cv2.getStructuringElement(cv2.MORPH_RECT, (peak, peak))
         step = 12
         self._sample = (slice(step // 2, None, step), slice(step // 2, None, step))
@@ -237,6 +243,8 @@ class BallDetector:
         lo_s, hi_s = max(0.0, s_med - ts), min(255.0, s_med + ts)
         lo_v, hi_v = 0.5 * v_med, min(255.0, v_med + tv)
         lo_h, hi_h = h_med - th, h_med + th
+        if th >= 90.0:
+            lo_h, hi_h = 0.0, 179.0
         mask = cv2.inRange(hsv, (max(0.0, lo_h), lo_s, lo_v), (min(179.0, hi_h), hi_s, hi_v))
         if lo_h < 0:  # the felt's hues wrap round red
             mask = cv2.bitwise_or(mask, cv2.inRange(hsv, (180.0 + lo_h, lo_s, lo_v),
@@ -255,7 +263,8 @@ class BallDetector:
         s_med, v_med = float(np.median(sample[:, 1])), float(np.median(sample[:, 2]))
         mad_s = float(np.median(np.abs(sample[:, 1] - s_med))) * 1.4826
         mad_v = float(np.median(np.abs(sample[:, 2] - v_med))) * 1.4826
-        th = min(60.0, max(FELT_HUE_MIN, 4.0 * mad_h))
+        # a greyish felt's hue is mostly noise: not a test then (saturation and value are)
+        th = 90.0 if s_med < FELT_GREY else min(60.0, max(FELT_HUE_MIN, 4.0 * mad_h))
         ts = max(FELT_SAT_MIN, 4.0 * mad_s)
         tv = max(22.0, 4.0 * mad_v)
         self._felt_ref = (np.array([h_med, s_med, v_med], np.float32),
@@ -292,7 +301,7 @@ class BallDetector:
         dh = np.abs((hue - ref[0] + 90.0) % 180.0 - 90.0) * ((sat >= 0.5 * ref[1]) / tol[0])
         dv = np.where(val >= ref[2], (val - ref[2]) / tol[2],
                       (ref[2] - val) / (0.5 * ref[2] + 1.0))
-        unlike = np.maximum(np.maximum(dh, np.abs(sat - ref[1]) / tol[1]), dv)
+        unlike = np.maximum(CHROMA_WEIGHT * np.maximum(dh, np.abs(sat - ref[1]) / tol[1]), dv)
         weight = np.clip(unlike - 0.7, 0.0, 1.0)
         gx, gy = xx.astype(np.float32)[None], yy.astype(np.float32)[None]
         cx = np.zeros(n, np.float32)  # the centre, relative to the maximum
