@@ -84,6 +84,7 @@ class CameraAdapter:
         self.watch_state = "moving"
         self.sure = True
         self.cost_ms: collections.deque[float] = collections.deque(maxlen=120)
+        self.skipped = 0  # frames read but not looked at (behind real time, balls rolling)
         # on the loop
         self.last_rest: Rest | None = None
         self.last_strike: Strike | None = None
@@ -146,7 +147,7 @@ class CameraAdapter:
     def _run(self) -> None:
         import cv2
 
-        from clock_service.camera.pipeline import FramePipeline
+        from clock_service.camera.pipeline import FramePipeline, look_at
 
         cv2.setNumThreads(1)  # one core for the camera: predictable, leaves one for the loop
         attempt = 0
@@ -166,6 +167,14 @@ class CameraAdapter:
             self.connected = True
             self.frame_size = source.size
             pipeline: FramePipeline | None = None
+            with self._lock:
+                calibration = self._calibration
+            if calibration is not None and min(source.size) > 0:
+                # built before the first frame is read (its tables take a while on a busy
+                # machine): a file's playback starts after it, a live frame is not aged by it
+                pipeline = FramePipeline(calibration, source.size)
+                pipeline.warm_up()
+            behind = 0  # frames left out in a row while behind real time
             try:
                 while not self._stop.is_set():
                     frame, at = source.read()
@@ -184,8 +193,15 @@ class CameraAdapter:
                             self._new_calibration = False
                     if calibration is None:
                         continue
-                    if pipeline is None:
+                    if pipeline is None or pipeline.frame_size != size:
                         pipeline = FramePipeline(calibration, size)
+                    lag = self.runtime.time.now_ms() - at
+                    if not look_at(lag, pipeline.watcher.state, behind):
+                        behind += 1
+                        self.skipped += 1
+                        pipeline.skip(at)
+                        continue
+                    behind = 0
                     result = pipeline.process(frame, at)
                     self.cost_ms.append((time.perf_counter() - started) * 1000)
                     self.confidence = result.observation.quality
@@ -361,6 +377,7 @@ class CameraAdapter:
             "lag_ms": round(now - self.last_frame_at) if self.last_frame_at is not None
             else None,
             "cost_ms_p50": round(costs[len(costs) // 2], 2) if costs else None,
+            "skipped": self.skipped,
             "decisions": list(self.decisions), "sent": list(self.sent),
             "press_minus_detection_ms": {
                 step: {"n": len(v), "median": statistics.median(v) if v else None,

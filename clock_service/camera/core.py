@@ -58,6 +58,7 @@ class Observation:
     # where balls stand now.
     spots_felt: Mapping[int, float] = field(default_factory=dict)
     quality: float = 1.0  # the detector's confidence in the whole frame, 0..1
+    looked: bool = True  # False: a frame captured then but not looked at (``Watcher.skip``)
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,12 @@ class Watcher:
                 out.append(strike)
         return out
 
+    def skip(self, at: float) -> None:
+        """A frame was captured at ``at`` but not looked at (the camera thread is behind
+        real time while balls roll): nothing is known about it, but a rest's time may be
+        put there (``_settled``)."""
+        self._history.append(Observation(at, looked=False))
+
     def _reset(self) -> None:
         self.state = "moving"
         self._anchor = []
@@ -284,16 +291,25 @@ class Watcher:
         s = self.settings
         fx, fy = ball.last
         settled = ball.since
+        unseen: list[float] = []  # frames not looked at since the last one showing it still
         for obs in reversed(self._history):
             if obs.at >= ball.since:
+                continue
+            if not obs.looked:
+                unseen.append(obs.at)
                 continue
             near = [math.hypot(b.x - fx, b.y - fy) for b in obs.balls if b.kind == ball.kind]
             d = min(near, default=math.inf)
             if d > 2 * self.radius:
                 continue  # not seen in that frame (hidden, or missed once): no evidence
             if d > s.still_mm:
-                break  # seen away from its place: still moving then
+                # seen away from its place: still moving then. It came to rest in one of
+                # the frames not looked at since, or the next one looked at: the middle one
+                # (half the frames left out, at most, from the truth)
+                candidates = sorted([*unseen, settled])
+                return candidates[(len(candidates) - 1) // 2]
             settled = obs.at
+            unseen = []
         return settled
 
     def _add_spot(self, x: float, y: float, kind: str, at: float) -> None:

@@ -17,6 +17,7 @@ from clock_service.camera.core import (
 )
 from clock_service.camera.geometry import Calibration, CalibrationError
 from clock_service.camera.modes import TableView, command_for
+from clock_service.camera.pipeline import look_at
 from clock_service.camera.source import parse_source, redact
 
 FRAME = 1000 / 30
@@ -87,6 +88,42 @@ def test_a_rolling_ball_delays_rest_until_it_stops() -> None:
     frames = [still(k * FRAME, {1: (1500 + 10 * min(k, 20), 800)}) for k in range(40)]
     rests = [d for d in run(w, frames) if isinstance(d, Rest)]
     assert len(rests) == 1 and rests[0].at == pytest.approx(20 * FRAME)
+
+
+@pytest.mark.parametrize("looked", [
+    lambda k: True, lambda k: k % 2 == 1, lambda k: k % 2 == 0,
+    lambda k: k % 3 == 0, lambda k: k % 3 == 1, lambda k: k % 3 == 2,
+])
+def test_frames_not_looked_at_time_the_rest_within_a_frame(looked: object) -> None:
+    # a camera thread behind real time looks at one frame in 2 or 3 while balls roll
+    # (pipeline.look_at); the ball stops at frame 20: the rest is put among the frames
+    # left out, within one frame of it
+    w = Watcher()
+    decisions: list[object] = []
+    for k in range(50):
+        at = k * FRAME
+        if k < 5 or looked(k):  # type: ignore[operator]
+            decisions += w.feed(still(at, {1: (1500 + 10 * min(k, 20), 800)}))
+        else:
+            w.skip(at)
+    rests = [d for d in decisions if isinstance(d, Rest)]
+    assert len(rests) == 1 and abs(rests[0].at - 20 * FRAME) <= FRAME + 1e-6, rests
+
+
+@pytest.mark.parametrize(("lag_ms", "state", "left_out", "look"), [
+    (30.0, "moving", 0, True),  # keeping up: every frame
+    (240.0, "moving", 0, True),
+    (300.0, "moving", 0, False),  # behind while balls roll: one in 2
+    (300.0, "moving", 1, True),
+    (600.0, "moving", 1, False),  # further behind: one in 3, never fewer
+    (600.0, "moving", 2, True),
+    (5000.0, "moving", 2, True),
+    (300.0, "rest", 0, True),  # at rest every frame: the strike is timed to its frame
+    (5000.0, "rest", 0, True),
+])
+def test_a_camera_behind_real_time_leaves_out_frames_only_while_balls_roll(
+        lag_ms: float, state: str, left_out: int, look: bool) -> None:
+    assert look_at(lag_ms, state, left_out) is look
 
 
 def test_a_hidden_ball_waits_for_the_count_then_is_recounted() -> None:

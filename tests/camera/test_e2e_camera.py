@@ -42,25 +42,26 @@ def test_auto_mode_starts_at_rest_and_stops_at_the_strike_with_capture_times(
         health = server.get("/api/health")
     finally:
         server.stop()
-    if lag > 1500:  # measured, not assumed: the 2 s stale limit would refuse its commands
-        pytest.skip(f"this machine ran the camera {lag} ms behind real time (other work "
-                    f"on its cores; {camera['cost_ms_p50']} ms a frame): no real-time check")
+    # how far behind real time the camera ran (a busy machine): said when it fails
+    load = {"lag_max_ms": lag, "cost_ms_p50": camera["cost_ms_p50"],
+            "skipped": camera["skipped"]}
     origin = camera["origin"]
     assert camera["calibrated"] and camera["frames"] > 0.8 * truth.frames, camera
     starts = [e for e in events if e["type"] == "clock.started"]
     shots = [e for e in events if e["type"] == "clock.stopped" and e["data"]["reason"] == "shot"]
     assert all(e["by"] == "camera" and e["source"] == "camera" for e in starts + shots), starts
     # three rests (the opening one and one after each shot), two strikes, in that order
-    assert len(starts) == 3 and len(shots) == 2, [e["type"] for e in events]
+    assert len(starts) == 3 and len(shots) == 2, ([e["type"] for e in events], load,
+                                                  camera["sent"], camera["decisions"])
     kinds = [e["type"] for e in events if e in starts or e in shots]
     assert kinds == ["clock.started", "clock.stopped"] * 2 + ["clock.started"]
     # The instant the core applied each step, from the clock's own figures (deadline and
     # remaining), against the video's truth on the service's timeline.
     for started, true in zip(starts, truth.settles, strict=True):
         at = started["data"]["deadline"] - started["data"]["remaining_ms"]
-        assert abs(at - (origin + true)) <= FRAME_MS + 1, (at - origin, true)
+        assert abs(at - (origin + true)) <= FRAME_MS + 1, (at - origin, true, load)
         assert started["press_at"] is not None
     for shot, start, true in zip(shots, starts, truth.strikes, strict=False):
         at = start["data"]["deadline"] - shot["data"]["remaining_ms"]
-        assert abs(at - (origin + true)) <= FRAME_MS + 1, (at - origin, true)
+        assert abs(at - (origin + true)) <= FRAME_MS + 1, (at - origin, true, load)
     assert not [f for f in health["faults"] if f["code"] == "camera_not_sure"]
