@@ -9,6 +9,7 @@
 import { TableConnection, tableFromQuery } from "./connection.js";
 import { Steady, animate, remainingAt, render } from "./countdown.js";
 import { applyI18n, bindLangToggle, onLangChange, t } from "./i18n.js";
+import { callLine } from "./result.js";
 import { Buzzer } from "./sound.js";
 import { StatusStrip } from "./status.js";
 
@@ -148,6 +149,10 @@ function draw() {
   const phase = state.phase === "frame_over" && m.over ? "match_over" : state.phase;
   $("phase").textContent = phase === "running" || phase === "ready"
     ? "" : t(`phase.${state.timer === false && phase !== "frame_over" && phase !== "match_over" ? "off" : phase}`);
+  // The call announced for this shot, while it is in force (gone once the result is in).
+  const call = state.announced_call;
+  $("call").classList.toggle("hidden", !call);
+  $("call").textContent = call ? callLine(call) : "";
   drawOver(m);
   tick();
 }

@@ -11,6 +11,7 @@
 import { TableConnection, tableFromQuery } from "./connection.js";
 import { Steady, animate, render, seconds } from "./countdown.js";
 import { applyI18n, onLangChange, t } from "./i18n.js";
+import { callShort } from "./result.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -123,6 +124,16 @@ function draw() {
   $("phase").textContent = key ? t(key) : "";
   $("frame-info").textContent = [t("overlay.frame", { n: state.frame }),
     m.race_to ? t("label.race_to", { n: m.race_to }) : null].filter(Boolean).join(" · ");
+  // The call in force (announced, not yet judged): a tag in the name row of the player at
+  // the table, so the third keeps its height. Gone once the result has judged it.
+  const call = state.announced_call;
+  for (let i = 0; i < 2; i++) {
+    const tag = $(`p${i}`).querySelector(".call-tag");
+    const on = Boolean(call) && state.player === i;
+    tag.classList.toggle("hidden", !on);
+    tag.querySelector(".k").textContent = on ? t("res.call") : "";
+    tag.querySelector("b").textContent = on ? callShort(call) : "";
+  }
   drawOver(m);
   tick();
 }

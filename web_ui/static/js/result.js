@@ -134,6 +134,14 @@ addStrings({
     "cushion.left_bottom": "left lower", "cushion.right_top": "right upper",
     "cushion.right_bottom": "right lower",
     "ball.cue": "cue", "ball.colour": "colour", "ball.white": "W",
+    // The announced call on the display and the overlay, while it is in force (7.1).
+    "call.show": "Call: {call}",
+    "call.pocket": "{pocket} pocket",
+    "call.cushions": "cushion {list}",
+    "call.cushion_1": "{n} cushion",
+    "call.cushion_few": "{n} cushions",
+    "call.cushion_many": "{n} cushions",
+    "call.combination": "combination",
   },
   ru: {
     "res.open": "Результат удара…",
@@ -235,6 +243,13 @@ addStrings({
     "cushion.left_bottom": "левый нижний", "cushion.right_top": "правый верхний",
     "cushion.right_bottom": "правый нижний",
     "ball.cue": "биток", "ball.colour": "цветной", "ball.white": "Б",
+    "call.show": "Заказ: {call}",
+    "call.pocket": "{pocket} луза",
+    "call.cushions": "борт {list}",
+    "call.cushion_1": "{n} борт",
+    "call.cushion_few": "{n} борта",
+    "call.cushion_many": "{n} бортов",
+    "call.combination": "комбинация",
   },
 });
 
@@ -312,6 +327,32 @@ export function callText(call) {
   if (call.cushions && call.cushions.length) parts.push(call.cushions.map((c) => t(`cushion.${c}`)).join(", "));
   if (call.contacts && call.contacts.length) parts.push(call.contacts.map(contactLabel).join(", "));
   if (call.shot_type && call.shot_type !== "normal") parts.push(t(`res.type.${call.shot_type}`));
+  return parts.join(" · ");
+}
+
+/** The announced call for spectators (the display): "Call: bottom left pocket · cushion
+ * right lower · cue→W1". */
+export function callLine(call) {
+  const parts = [t("call.pocket", { pocket: t(`pocket.${call.pocket}`) })];
+  if (call.cushions && call.cushions.length) {
+    parts.push(t("call.cushions", { list: call.cushions.map((c) => t(`cushion.${c}`)).join(", ") }));
+  }
+  if (call.contacts && call.contacts.length) parts.push(call.contacts.map(contactLabel).join(", "));
+  if (call.shot_type && call.shot_type !== "normal") parts.push(t(`res.type.${call.shot_type}`));
+  return t("call.show", { call: parts.join(" · ") });
+}
+
+/** The announced call in a few words (the overlay's tag, under its "Call" label): the
+ * pocket, how many cushions, "combination": "bottom left · 1 cushion". */
+export function callShort(call) {
+  const parts = [t(`pocket.${call.pocket}`)];
+  const n = (call.cushions || []).length;
+  if (n) {
+    const ten = n % 10;
+    const few = ten >= 2 && ten <= 4 && (n % 100 < 12 || n % 100 > 14);
+    parts.push(t(n % 10 === 1 && n % 100 !== 11 ? "call.cushion_1" : few ? "call.cushion_few" : "call.cushion_many", { n }));
+  }
+  if (call.contacts && call.contacts.length) parts.push(t("call.combination"));
   return parts.join(" · ");
 }
 
