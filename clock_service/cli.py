@@ -328,15 +328,16 @@ def _hall(args: argparse.Namespace) -> int:
 
     from clock_service.api import create_app
     from clock_service.hub import Hub
-    from clock_service.settings import Settings
+    from clock_service.settings import Settings, default_db_path
     from clock_service.store import Store
 
     settings = Settings.from_env(host=args.host, port=args.port, mqtt_url=args.mqtt,
                                  open=args.open or None)
-    # The hall's own store: not a table service's (a hall server may run one too).
+    # The hall's own store: not a table service's (a hall server may run one too). Where
+    # serve's default lives (never relative to the working directory: the unit runs in /).
     settings = dataclasses.replace(settings, default_table=None, display="none",
-                                   db=args.db or os.environ.get("SHOTCLOCK_HALL_DB",
-                                                                "var/hall.db"))
+                                   db=args.db or os.environ.get("SHOTCLOCK_HALL_DB")
+                                   or default_db_path(name="hall.db"))
     if not settings.mqtt_url:
         raise SystemExit("shotclock hall: needs the broker: --mqtt mqtt://[user:pass@]host:port"
                          "/<hall> (or SHOTCLOCK_MQTT_URL)")
@@ -549,7 +550,9 @@ def main(argv: list[str] | None = None) -> int:
     hall.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     hall.add_argument("--port", type=int, default=None, help="port (default 8000)")
     hall.add_argument("--db", default=None,
-                      help="the hall's SQLite file (default SHOTCLOCK_HALL_DB or var/hall.db)")
+                      help="the hall's SQLite file (default SHOTCLOCK_HALL_DB, else hall.db "
+                      "where serve keeps shotclock.db: $STATE_DIRECTORY under systemd, else "
+                      "$XDG_STATE_HOME/shotclock/ or ~/.local/state/shotclock/)")
     hall.add_argument("--access-log", action="store_true", help="log every HTTP request")
     hall.add_argument("--open", action="store_true",
                       help="allow a non-loopback --host without SHOTCLOCK_REFEREE_TOKEN")

@@ -10,25 +10,25 @@ from typing import Any
 __all__ = ["Settings", "default_db_path"]
 
 
-def default_db_path(environ: Any = None) -> str:
+def default_db_path(environ: Any = None, name: str = "shotclock.db") -> str:
     """Where the store lives when nobody says: never relative to the working directory.
 
     Under systemd (``StateDirectory=shotclock``) that is ``$STATE_DIRECTORY``; otherwise the
     user's state directory, ``$XDG_STATE_HOME/shotclock`` or ``~/.local/state/shotclock``.
     (A relative default once made the unit, run with cwd ``/``, try ``/var/shotclock.db``
-    and exit: issue 10, defect 1.)
+    and exit: issue 10, defect 1.) ``name``: the file there (``hall.db`` for ``shotclock
+    hall``, whose store is its own: a hall server may run a table service too).
     """
     env = os.environ if environ is None else environ
     state = env.get("STATE_DIRECTORY", "")
     # systemd gives a colon-separated list when a unit has several state directories.
     first = state.split(":")[0]
     if first and Path(first).is_absolute():
-        return str(Path(first) / "shotclock.db")
+        return str(Path(first) / name)
     xdg = env.get("XDG_STATE_HOME", "")
     if xdg and Path(xdg).is_absolute():  # the XDG spec: a relative value is to be ignored
-        return str(Path(xdg) / "shotclock" / "shotclock.db")
-    return str(Path(env.get("HOME") or Path.home()) / ".local" / "state" / "shotclock"
-               / "shotclock.db")
+        return str(Path(xdg) / "shotclock" / name)
+    return str(Path(env.get("HOME") or Path.home()) / ".local" / "state" / "shotclock" / name)
 
 
 def _env_int(name: str, default: int) -> int:

@@ -233,3 +233,34 @@ def test_blank_turns_the_tm1637_off_and_the_buzzer_silent(
     # a refused configuration never fails the stop
     monkeypatch.setenv("SHOTCLOCK_HARDWARE", "usb")
     assert main(["blank"]) == 0
+
+
+# -- the hall server's unit (deploy/mosquitto/shotclock-hall.service) -------------------------
+HALL_UNIT = DEPLOY / "mosquitto" / "shotclock-hall.service"
+
+
+def test_the_hall_unit_runs_where_its_state_is_verifies_and_is_hardened(tmp_path: Path) -> None:
+    u = unit("mosquitto/shotclock-hall.service")
+    # shotclock hall's default store is $STATE_DIRECTORY/hall.db: the unit gives it one, and
+    # a working directory that is not / (as shotclock.service)
+    assert u["StateDirectory"] == ["shotclock"]
+    assert u["WorkingDirectory"] == ["/var/lib/shotclock"]
+    assert u["ExecStart"] == ["/opt/shotclock/venv/bin/shotclock hall"]
+    assert u["RestartPreventExitStatus"] == [str(EX_CONFIG)]
+    assert int(u["LimitNOFILE"][0]) >= 65536
+    analyze = _analyze()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "shotclock").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "shotclock").chmod(0o755)
+    stubbed = tmp_path / "shotclock-hall.service"
+    stubbed.write_text(HALL_UNIT.read_text().replace("/opt/shotclock/venv/bin/", f"{bin_dir}/"))
+    verified = subprocess.run([analyze, "verify", str(stubbed)], capture_output=True, text=True,
+                              timeout=60)
+    assert verified.returncode == 0 and "shotclock-hall.service" not in verified.stderr, (
+        verified.stderr)
+    security = subprocess.run([analyze, "security", "--offline=true", str(stubbed)],
+                              capture_output=True, text=True, timeout=60)
+    match = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", security.stdout)
+    assert match, security.stdout[-2000:] + security.stderr
+    assert float(match.group(1)) <= 5.0, security.stdout

@@ -309,3 +309,37 @@ def test_the_hall_refuses_what_serve_refuses(tmp_path: Path) -> None:
         assert locked.returncode == EXIT_STORE_LOCKED, locked.stderr
     finally:
         holder.close()
+
+
+@pytest.mark.parametrize("where", ["systemd", "user"])
+def test_the_hall_store_is_where_serve_keeps_its_own_whatever_the_cwd(
+        tmp_path: Path, where: str) -> None:
+    """Run from / (as a unit is): the default store is $STATE_DIRECTORY/hall.db under systemd,
+    else the user's state directory, as serve's shotclock.db; never /var/hall.db. Told by the
+    lock: with that file held, the hall exits EXIT_STORE_LOCKED naming it."""
+    import os
+    import subprocess
+    import sys
+
+    from clock_service.cli import EXIT_STORE_LOCKED
+    from clock_service.store import Store
+
+    env = {k: v for k, v in os.environ.items() if k not in (
+        "SHOTCLOCK_HALL_DB", "SHOTCLOCK_DB", "STATE_DIRECTORY", "XDG_STATE_HOME",
+        "SHOTCLOCK_REFEREE_TOKEN")}
+    env["HOME"] = str(tmp_path / "home")
+    if where == "systemd":
+        env["STATE_DIRECTORY"] = str(tmp_path / "state")
+        expected = tmp_path / "state" / "hall.db"
+    else:
+        expected = tmp_path / "home" / ".local" / "state" / "shotclock" / "hall.db"
+    holder = Store(str(expected))
+    holder.lock()
+    try:
+        run = subprocess.run([sys.executable, "-m", "clock_service.cli", "hall", "--mqtt",
+                              "mqtt://127.0.0.1:1/h"], cwd="/", env=env, capture_output=True,
+                             text=True, timeout=60)
+    finally:
+        holder.close()
+    assert run.returncode == EXIT_STORE_LOCKED, run.stderr
+    assert str(expected) in run.stderr
