@@ -44,10 +44,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from clock_service.rules.fouls import FOUL_RULES, FoulCode
+
 __all__ = [
     "Shot", "FoulRecord", "ExtensionRecord", "Visit", "FrameRecord", "PlayerStats",
     "MatchRecord", "build_match", "effective_events", "opens_step", "player_stats",
-    "OVER_20_MS", "OVER_30_MS", "TIME_FOUL_RULE",
+    "OVER_20_MS", "OVER_30_MS", "TIME_FOUL_RULE", "foul_rule",
 ]
 
 OVER_20_MS = 20_000
@@ -610,7 +612,7 @@ class _Builder:
         foul = FoulRecord(
             frame=self.frame.number, visit=self.visit.number,
             player=int(data.get("player", self.visit.player)),
-            rule=str(data.get("rule") or "10.1"), reason=str(data.get("reason") or ""),
+            rule=foul_rule(data), reason=str(data.get("reason") or ""),
             at=int(event["at"]), seq=int(event["seq"]),
             technical_loss=bool(data.get("technical_loss")),
             code=data.get("code"), note=_note(data))
@@ -619,6 +621,18 @@ class _Builder:
             shot = self.batch_shot[1]
             if shot.player == foul.player:
                 shot.fouls.append(foul.rule)
+
+
+def foul_rule(data: Mapping[str, Any]) -> str:
+    """The rule a foul broke, as its event says (every ``foul`` event carries ``rule``).
+    Should one lack it: the rule of its code (rules/fouls.py ``FOUL_RULES``), else rule 9's
+    last item, a general foul (D10). Never 10.1: that rule says a first foul is recorded;
+    it is what follows a foul, not a rule anyone breaks."""
+    rule = data.get("rule")
+    if isinstance(rule, str) and rule:
+        return rule
+    codes = {code.value: rule for code, rule in FOUL_RULES.items()}
+    return codes.get(str(data.get("code")), FOUL_RULES[FoulCode.OTHER])
 
 
 def _note(data: Mapping[str, Any]) -> str | None:

@@ -26,7 +26,7 @@ from clock_service.commands import (
     Turn,
     Undo,
 )
-from clock_service.reports.stats import build_match, effective_events, opens_step
+from clock_service.reports.stats import build_match, effective_events, foul_rule, opens_step
 from tests.reports.helpers import EARLY_POT, Table
 
 
@@ -216,6 +216,19 @@ def test_foul_stop_and_its_foul_belong_to_the_same_attempt() -> None:
     record = build_match(t.log, "t")
     assert [(s.player, s.used_ms, s.outcome, s.fouls) for s in record.shots] == [
         (0, 6000, "foul", ["9"]), (1, 1000, "foul", ["9"])]  # a free-text foul: 9 (D10)
+
+
+@pytest.mark.parametrize(("data", "rule"), [
+    ({"rule": "7.3", "code": "call_not_fulfilled"}, "7.3"),  # the event's own word first
+    ({"code": "shot_time"}, "12.4"),   # no rule: its code's (rules/fouls.py FOUL_RULES)
+    ({"code": "illegal_break"}, "4.3"),
+    ({"code": "double_hit"}, "9"),
+    ({"reason": "moved the rack"}, "9"),  # nothing: a general foul, 9's last item (D10)
+    ({"code": "no_such_code"}, "9"),
+])
+def test_a_foul_without_its_rule_gets_the_rule_of_its_code_never_10_1(
+        data: dict[str, Any], rule: str) -> None:
+    assert foul_rule(data) == rule
 
 
 # -- where a step begins ------------------------------------------------------------------------
