@@ -211,6 +211,17 @@ def test_a_table_that_goes_offline_and_back(hall: Hall) -> None:
     wait(lambda: logs_equal(hall), "the logs to match")
 
 
+def test_a_hall_without_its_broker_shows_every_card_as_last_known(hall: Hall) -> None:
+    with connect(f"{hall.hall.ws_url}/ws/hall") as feed:
+        assert json.loads(feed.recv(timeout=5))["tables"][0]["live"] is True
+        hall.broker.kill()  # the mirror can no longer hear the table: not live
+        stale = hall_cards(feed, lambda c: not c["live"])
+        assert stale["stale_since"] is not None
+        hall.broker.start()
+        assert hall_cards(feed, lambda c: c["live"])["stale_since"] is None
+    wait(lambda: hall.table.get("/api/health")["faults"] == [], "the table to reconnect")
+
+
 def test_the_hall_asks_for_what_the_broker_lost(hall: Hall) -> None:
     # The hall is away; the table plays on; then the broker crashes (no persistence: the
     # events it kept for the hall's session are gone). The returning hall learns from the

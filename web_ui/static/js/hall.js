@@ -16,8 +16,8 @@ import { ClockOffset, localNow } from "./timesync.js";
 
 const $ = (id) => document.getElementById(id);
 const cards = new Map(); // table id -> {el, state}
-const PING_EVERY_MS = 2000;
-const SILENCE_MS = 6000;
+const PING_EVERY_MS = 1000;
+const SILENCE_MS = 3000; // a silent link (Wi-Fi gone): every card says "connection lost" within 3-4 s
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5000;
 
