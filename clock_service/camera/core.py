@@ -131,9 +131,20 @@ class _Anchor:
     seen_at: float
     since: float = 0.0
     last: tuple[float, float] = (0.0, 0.0)  # where it was last seen (within still_mm)
+    seen: int = 1  # frames it was seen there
+    # (when, where) a ball of its kind was seen less than a radius from it, elsewhere
+    near: list[tuple[float, _Anchor]] = field(default_factory=list)
+
+    def still_since(self) -> float:
+        """Since when the ball here has not been seen elsewhere nearby: a place it passed
+        (seen there fewer than ``AGAIN`` times) means it moved; a place seen again and
+        again is the detector's other place for the same still ball (``_balls``)."""
+        return max([self.since, *(t for t, other in self.near if other.seen < AGAIN)])
 
 
 FORGET_MS = 500.0  # a place where nothing was seen for this long is forgotten
+AGAIN = 3  # a place seen this many times (frames) or more is seen "again and again"
+NEAR_KEPT = 16  # sightings nearby kept per place
 SEEN_MS = 100.0  # a ball missed by the detector for up to this long is still counted
 ON_SPOT_MM = 1.0  # a ball this close to its spot has not been struck (yet)
 
@@ -231,16 +242,27 @@ class Watcher:
             if a.kind == b.kind and math.hypot(a.x - b.x, a.y - b.y) <= s.still_mm)
         matched_balls: set[int] = set()
         current: list[_Anchor] = []
+        at: dict[int, _Anchor] = {}  # where each ball seen now was put
         for _, i, j in pairs:
             if i in matched_balls or anchors[j].seen_at == now:
                 continue
             matched_balls.add(i)
+            at[i] = anchors[j]
             anchors[j].seen_at = now
             anchors[j].last = (obs.balls[i].x, obs.balls[i].y)
+            anchors[j].seen += 1
             current.append(anchors[j])
         for i, b in enumerate(obs.balls):
             if i not in matched_balls:
-                anchors.append(_Anchor(b.x, b.y, b.kind, now, now, (b.x, b.y)))
+                at[i] = _Anchor(b.x, b.y, b.kind, now, now, (b.x, b.y))
+                anchors.append(at[i])
+        for i, place in at.items():
+            b = obs.balls[i]
+            for a in anchors:
+                if (a is not place and a.kind == b.kind
+                        and math.hypot(a.x - b.x, a.y - b.y) < self.radius):
+                    a.near.append((now, place))
+                    del a.near[:-NEAR_KEPT]
         self._anchor = [a for a in anchors if now - a.seen_at <= FORGET_MS]
         balls = self._balls([a for a in self._anchor if now - a.seen_at <= SEEN_MS])
         current = [b for b in balls if b.seen_at == now]
@@ -270,17 +292,22 @@ class Watcher:
         (two balls cannot overlap): the detector put it a little here, a little there (a
         ball touching another, a hand beside it). It is there since the first of them, last
         seen at the latest. A ball that rolled on is never seen at its old place again
-        after it reached the new one: that is a ball moving, not two places of one."""
+        after it reached the new one: that is a ball moving, not two places of one. A ball
+        that came back (off a cushion, off another ball) passed its old places once more:
+        seen there twice, not again and again (``AGAIN`` times)."""
         out: list[_Anchor] = []
         for a in sorted(anchors, key=lambda a: a.since):
             for b in out:
                 if (b.kind == a.kind and math.hypot(a.x - b.x, a.y - b.y) < self.radius
-                        and b.seen_at >= a.since):
+                        and b.seen_at >= a.since and min(a.seen, b.seen) >= AGAIN):
                     if a.seen_at > b.seen_at:
                         b.seen_at, b.last = a.seen_at, a.last
+                    b.seen += a.seen
+                    b.since = min(b.since, a.still_since())
                     break
             else:
-                out.append(_Anchor(a.x, a.y, a.kind, a.seen_at, a.since, a.last))
+                out.append(_Anchor(a.x, a.y, a.kind, a.seen_at, a.still_since(), a.last,
+                                   a.seen))
         return out
 
     def _settled(self, ball: _Anchor) -> float:
@@ -339,7 +366,13 @@ class Watcher:
                 candidates = [(math.hypot(b.x - p.x, b.y - p.y), b) for b in away
                               if b.kind == p.kind]
                 candidates = [c for c in candidates if c[0] <= reach]
-                if candidates:
+                if candidates and p.evidence:
+                    # the ball it followed last frame: the one nearest to where that was
+                    # (not the nearest to the spot: the cue ball that hit this one stops
+                    # close to the spot as this one runs on)
+                    _, _, px, py = p.evidence[-1]
+                    mover = min(candidates, key=lambda c: math.hypot(c[1].x - px, c[1].y - py))
+                elif candidates:
                     mover = min(candidates, key=lambda c: c[0])
             if mover is None:
                 p.evidence.clear()

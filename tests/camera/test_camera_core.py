@@ -75,6 +75,20 @@ def test_detection_noise_is_not_a_ball_moving(jitter_mm: float, rests: int) -> N
     assert sum(isinstance(d, Rest) for d in run(w, frames)) == rests
 
 
+def test_a_ball_coming_back_over_its_own_path_is_not_at_rest() -> None:
+    # Off a cushion (or another ball) a ball passes the places it rolled over before:
+    # seen at each of them twice, with other places in between, it is not a ball seen
+    # still there (the bench session's false rest and strike at 477.1 s, seed 7).
+    out = [300 - 32 * k for k in range(9)]  # to the cushion at 44
+    back = [44 + 20 * j - 0.4 * j * j for j in range(1, 26)]  # back, slowing to a stop
+    xs = out + back + [back[-1]] * 15
+    w = Watcher()
+    frames = [still(k * FRAME, {1: (x, 800)}) for k, x in enumerate(xs)]
+    rests = [d for d in run(w, frames) if isinstance(d, Rest)]
+    stopped = len(out) + len(back) - 1
+    assert len(rests) == 1 and rests[0].at >= (stopped - 4) * FRAME, (rests, stopped)
+
+
 @pytest.mark.parametrize("creep_mm", [2.0, 4.0, 6.0])
 def test_a_ball_creeping_on_keeps_the_balls_from_rest(creep_mm: float) -> None:
     # slower than still_mm a frame, but never back: after a few frames it is elsewhere
@@ -407,3 +421,23 @@ def test_a_cue_ball_that_hits_a_ball_at_once_is_timed_from_its_spot() -> None:
     strikes = [d for d in run(w, frames) if isinstance(d, Strike)]
     assert len(strikes) == 1
     assert strikes[0].at == pytest.approx(t + 4 * FRAME)
+
+
+def test_the_struck_ball_is_followed_not_the_cue_ball_that_stopped_by_its_spot() -> None:
+    # The cue ball hit a ball a few centimetres away and stopped beside that ball's spot,
+    # nearer to it than the struck ball by the second frame: the struck ball is the one
+    # to follow (the bench session's strike two frames late at 449.1 s, seed 7).
+    w = Watcher()
+    t = settle8(w)
+    hit = t + 2.5 * FRAME
+    sx, sy = EIGHT[3][0], EIGHT[3][1]
+    frames = []
+    for k in range(7):
+        at = t + k * FRAME
+        moved = {3: (sx + max(0.0, at - hit) * 1.2, sy)}
+        if at > hit:  # the cue ball, rolling in, then stopped beside the spot
+            moved[2] = (sx - 150, sy + 100) if at < hit + FRAME else (sx - 50, sy)
+        frames.append(table(at, moved, felt={4: 1.0 if at > hit else 0.0}))
+    strikes = [d for d in run(w, frames) if isinstance(d, Strike)]
+    assert len(strikes) == 1 and strikes[0].spot == (sx, sy)
+    assert strikes[0].at == pytest.approx(t + 3 * FRAME)
