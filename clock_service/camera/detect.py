@@ -28,7 +28,7 @@ import cv2
 import numpy as np
 
 from clock_service.camera.core import Detection
-from clock_service.camera.geometry import BED_PX_PER_MM, Calibration, pockets_mm
+from clock_service.camera.geometry import BED_PX_PER_MM, TABLE_MM, Calibration, pockets_mm
 
 __all__ = ["BallDetector", "BedView", "find_table_corners"]
 
@@ -371,9 +371,10 @@ class BallDetector:
 
 def find_table_corners(frame: np.ndarray) -> list[tuple[float, float]] | None:
     """A first guess of the bed's four corners: the largest region of the colour found in
-    the middle of the frame (the felt), as a quadrilateral. The cushions are felt too, so
-    the guess may sit on their outer edge; the referee corrects it on the calibration page.
-    None when no plausible quadrilateral is found."""
+    the middle of the frame (the felt), as a quadrilateral whose sides are fitted to its
+    outline and moved in by a cushion's width (the cushions wear the same cloth); the
+    referee checks it (``--snapshot``) or corrects it on the calibration page. None when no
+    plausible quadrilateral is found."""
     h, w = frame.shape[:2]
     scale = 640.0 / w if w > 640 else 1.0
     small = cv2.resize(frame, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) \
@@ -395,10 +396,12 @@ def find_table_corners(frame: np.ndarray) -> list[tuple[float, float]] | None:
     if cv2.contourArea(hull) < 0.1 * sw * sh:
         return None
     perimeter = cv2.arcLength(hull, True)
+    outline = max(cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)[0],
+                  key=cv2.contourArea).reshape(-1, 2).astype(np.float32)
     for eps in np.linspace(0.01, 0.1, 19):
         quad = cv2.approxPolyDP(hull, eps * perimeter, True)
         if len(quad) == 4:
-            pts = quad.reshape(4, 2).astype(float) / scale
+            pts = _sides_met(quad.reshape(4, 2).astype(np.float32), outline) / scale
             # clockwise from the top-left-most corner
             start = int(np.argmin(pts.sum(axis=1)))
             pts = np.roll(pts, -start, axis=0)
@@ -407,3 +410,50 @@ def find_table_corners(frame: np.ndarray) -> list[tuple[float, float]] | None:
                 pts = np.array([pts[0], pts[3], pts[2], pts[1]])
             return [(round(float(x), 1), round(float(y), 1)) for x, y in pts]
     return None
+
+
+CUSHION_MM = 45.0  # a cushion's width seen from above, rail to nose
+
+
+def _sides_met(quad: np.ndarray, outline: np.ndarray) -> np.ndarray:
+    """The quadrilateral's corners where its sides meet: each side a line fitted to the
+    outline's points along its middle 70 % (the corner pockets cut the felt's corners, so
+    the outline's own corners are off), then adjacent sides intersected. The rough corner
+    stays where a side has too few points or two sides do not meet."""
+    lines = []
+    centre = quad.mean(axis=0)
+    sides = [float(np.hypot(*(quad[(i + 1) % 4] - quad[i]))) for i in range(4)]
+    long_pair = 0 if sides[0] + sides[2] >= sides[1] + sides[3] else 1
+    for i in range(4):
+        a, b = quad[i], quad[(i + 1) % 4]
+        d = b - a
+        length = float(np.hypot(*d))
+        if length < 1:
+            return quad.astype(float)
+        u = d / length
+        rel = outline - a
+        along = rel @ u
+        across = np.abs(rel[:, 0] * u[1] - rel[:, 1] * u[0])
+        keep = outline[(along > 0.15 * length) & (along < 0.85 * length)
+                       & (across < max(4.0, 0.05 * length))]
+        if len(keep) < 10:
+            return quad.astype(float)
+        vx, vy, x0, y0 = cv2.fitLine(keep, cv2.DIST_L2, 0, 0.01, 0.01).ravel()
+        # the cushions wear the same cloth: the felt seen from above ends at their outer
+        # edge; the bed ends at their noses, CUSHION_MM further in
+        side_mm = TABLE_MM[0] if i % 2 == long_pair else TABLE_MM[1]
+        inset = length * CUSHION_MM / (side_mm + 2 * CUSHION_MM)
+        nx, ny = -vy, vx
+        if (centre[0] - x0) * nx + (centre[1] - y0) * ny < 0:
+            nx, ny = -nx, -ny
+        lines.append((float(x0 + inset * nx), float(y0 + inset * ny), float(vx), float(vy)))
+    out = []
+    for i in range(4):
+        x1, y1, dx1, dy1 = lines[i - 1]
+        x2, y2, dx2, dy2 = lines[i]
+        det = dx1 * (-dy2) - dy1 * (-dx2)
+        if abs(det) < 1e-6:
+            return quad.astype(float)
+        t = ((x2 - x1) * (-dy2) - (y2 - y1) * (-dx2)) / det
+        out.append((x1 + t * dx1, y1 + t * dy1))
+    return np.array(out, dtype=float)
