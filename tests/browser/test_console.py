@@ -342,6 +342,7 @@ def test_new_match_asks_first_and_the_main_button_offers_it_after_the_match(
     shoot(page, "console-new-match-dialog-phone")
     assert shared_server.get(f"/api/tables/{table}")["match"]["number"] == 1
     page.locator("#match-reason").fill("players swapped")
+    page.locator("#match-event").fill("City cup")
     page.locator("#match-ok").click()
     expect(dialog).to_be_hidden()
     expect(page.locator("#p0 .name")).to_have_text("Sidorov")
@@ -350,7 +351,9 @@ def test_new_match_asks_first_and_the_main_button_offers_it_after_the_match(
         2, 1, ["Sidorov", "Petrov"])
     started = [e for e in shared_server.get(f"/api/tables/{table}/events")
                if e["type"] == "match.started"]
-    assert [e["data"]["reason"] for e in started] == ["players swapped"]
+    assert [(e["data"]["reason"], e["data"]["event"]) for e in started] == [
+        ("players swapped", "City cup")]
+    assert "referee" not in started[0]["data"]  # left empty: not sent
     # Sidorov's two fouls: a technical loss, the race to 1 is won; the main button offers
     # a new match (no reason needed now), where it always is.
     post(shared_server, table, "foul", reason="touched a ball", player=0)

@@ -79,6 +79,15 @@ def test_the_hall_page_stops_every_clock_when_it_loses_the_service(
         expect(table.locator(".phase")).to_have_text("running")
         expect(table).to_have_attribute("data-live", "live")
         expect(page.locator("#create")).to_be_visible()  # serve creates tables
+        page.evaluate(f"localStorage.setItem('shotclock.token', '{TOKEN}')")  # the referee's
+        form = page.locator("#create-form")
+        for name, value in (("id", "h9"), ("a", "Orlov"), ("b", "Belov"), ("race_to", "3"),
+                            ("event", "City cup"), ("referee", "Smirnov")):
+            form.locator(f"[name='{name}']").fill(value)
+        form.locator("button[type='submit']").click()
+        expect(page.locator("#create-result")).to_have_text("Table h9 created")
+        match = server.get("/api/matches?table=h9")["matches"][0]
+        assert (match["event"], match["referee"], match["race_to"]) == ("City cup", "Smirnov", 3)
         server.kill()
         expect(table).to_have_attribute("data-live", "lost")
         expect(table.locator(".stale-title")).to_have_text("Connection lost")

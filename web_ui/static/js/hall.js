@@ -253,6 +253,8 @@ $("create-form").addEventListener("submit", async (ev) => {
     profile,
     race_to: f.race_to.value ? Number(f.race_to.value) : null,  // empty: open-ended match
   };
+  // The first match's protocol header (left out when empty: the service wants text or none).
+  for (const key of ["event", "referee"]) if (f[key].value.trim()) body[key] = f[key].value.trim();
   const result = await createTable(body);
   if (result.ok) {
     out.className = "result ok";

@@ -281,6 +281,8 @@ function openMatchDialog({ keep = false } = {}) {
     $("match-b").value = state.players[1];
     $("match-race").value = m.race_to == null ? "" : String(m.race_to);
     $("match-reason").value = "";
+    $("match-event").value = "";  // this match's own (the previous one's stays on its record)
+    $("match-referee").value = "";
     $("match-error").classList.add("hidden");
   }
   if (!$("match-dialog").open) $("match-dialog").showModal();
@@ -295,6 +297,10 @@ $("match-dialog").addEventListener("close", async () => {
     race_to: race === "" ? null : Number(race), // empty: open-ended
     ...(reason ? { reason } : {}),
   };
+  for (const key of ["event", "referee"]) {
+    const value = $(`match-${key}`).value.trim();
+    if (value) fields[key] = value;
+  }
   const result = await command("new_match", fields);
   if (result && !result.ok && result.status >= 400 && result.status < 500 && result.status !== 401) {
     // Refused for what is in the form (a reason needed, a bad field): back to the form, as typed.
