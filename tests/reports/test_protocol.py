@@ -20,6 +20,11 @@ def test_every_foul_code_has_a_name_in_the_protocol(lang: str) -> None:
     assert missing == []
 
 
+def test_the_russian_protocol_uses_the_rules_words() -> None:
+    # Rules 12.2-12.3 count "круги" (issue 9 point 19); the pages' own check is test_i18n.
+    assert [k for k, v in TEXTS["ru"].items() if re.search("раунд", v, re.IGNORECASE)] == []
+
+
 @pytest.mark.parametrize(("lang", "shown"), [
     ("ru", ["двойное касание: cue lifted", "touched the colour"]),
     ("en", ["double hit: cue lifted", "touched the colour"]),
