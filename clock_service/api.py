@@ -49,7 +49,7 @@ from clock_service.limits import (
     Limits,
     client_of,
     install,
-    too_deep,
+    read_message,
 )
 from clock_service.reports.routes import install_reports
 from clock_service.reports.service import UnknownMatch
@@ -669,19 +669,9 @@ class _Session:
 
     def _read(self, text: str) -> dict[str, Any]:
         """The message as a JSON object, or an error reply (raised as _Reply)."""
-        if len(text) > self.settings.max_message_bytes:
-            raise _Reply({"type": "error", "error": {
-                "code": "message_too_large",
-                "message": f"messages are limited to {self.settings.max_message_bytes} bytes"}})
-        try:
-            if too_deep(text):
-                raise ValueError("nested too deep")
-            message = json.loads(text)
-        except ValueError:
-            message = None
-        if not isinstance(message, dict):
-            raise _Reply({"type": "error", "error": {
-                "code": "invalid_json", "message": "a message must be a JSON object"}})
+        message, error = read_message(text, self.settings.max_message_bytes)
+        if message is None:
+            raise _Reply({"type": "error", "error": error})
         return message
 
     def _pong(self, message: dict[str, Any]) -> dict[str, Any]:

@@ -140,7 +140,8 @@ class RateLimiter:
         return bucket.take(now, cost)
 
 
-def _networks(items: Iterable[str]) -> list[Network]:
+def networks(items: Iterable[str]) -> list[Network]:
+    """SHOTCLOCK_TRUSTED_PROXIES as networks; a wrong item is a ValueError naming it."""
     out = []
     for item in items:
         try:
@@ -189,19 +190,13 @@ class Limits:
         self.handshakes = TokenBucket(handshake_rate, handshake_burst)  # everyone's
         self.max_sockets_per_address = max_sockets_per_address
         self.sockets: dict[str, int] = {}  # open WebSockets per client address
-        self.trusted = _networks(trusted_proxies)
+        self.trusted = networks(trusted_proxies)
         self.allowed_origins = {o for o in map(_normal_origin, allowed_origins) if o}
         self.any_origin = "*" in allowed_origins
 
     # -- who is asking ---------------------------------------------------------------------
     def is_trusted_proxy(self, host: str) -> bool:
-        if not self.trusted:
-            return False
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            return False
-        return any(address in net for net in self.trusted)
+        return in_networks(host, self.trusted)
 
     def client(self, scope: Scope) -> str:
         """The client's address: the TCP peer, or what a trusted proxy says it forwarded."""
@@ -251,6 +246,33 @@ class Limits:
             self.sockets[address] = count
         else:
             self.sockets.pop(address, None)
+
+
+def in_networks(host: str, nets: Iterable[Network]) -> bool:
+    """True when ``host`` is an address inside one of ``nets`` (a name never is)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return any(address in net for net in nets)
+
+
+def read_message(data: str | bytes, max_bytes: int
+                 ) -> tuple[dict[str, Any], None] | tuple[None, dict[str, str]]:
+    """A client's message (WebSocket text, MQTT payload) as ``(object, None)``, or
+    ``(None, error)`` with the error's code and message: over ``max_bytes``, not UTF-8,
+    not JSON, not an object, or nested deeper than MAX_JSON_DEPTH (checked before
+    json.loads sees it). Never raises."""
+    if len(data) > max_bytes:
+        return None, {"code": "message_too_large",
+                      "message": f"messages are limited to {max_bytes} bytes"}
+    try:
+        message = None if too_deep(data) else json.loads(data)
+    except ValueError:  # UnicodeDecodeError included
+        message = None
+    if not isinstance(message, dict):
+        return None, {"code": "invalid_json", "message": "a message must be a JSON object"}
+    return message, None
 
 
 def client_of(scope: Scope) -> str:

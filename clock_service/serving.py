@@ -30,6 +30,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
+from clock_service.limits import Network, in_networks, networks
 from clock_service.settings import Settings
 
 __all__ = ["GuardedH11Protocol", "GuardedWebSocketProtocol", "TokenRedactor",
@@ -114,19 +115,18 @@ class GuardedH11Protocol(H11Protocol):
     max_connections = 1000
     max_per_address = 64
     request_timeout_s = 5.0
-    trusted: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+    trusted: tuple[Network, ...] = ()
     refused = 0  # connections closed by a cap (for the benchmark)
     timed_out = 0  # requests closed for taking too long to arrive
 
     @classmethod
     def configure(cls, settings: Settings) -> type[GuardedH11Protocol]:
-        networks = tuple(ipaddress.ip_network(p, strict=False) for p in settings.trusted_proxies)
         return type("GuardedH11Protocol", (cls,), {
             "per_address": {},
             "max_connections": settings.max_connections,
             "max_per_address": settings.max_connections_per_address,
             "request_timeout_s": settings.request_timeout_s,
-            "trusted": networks,
+            "trusted": tuple(networks(settings.trusted_proxies)),
         })
 
     _request_timer: asyncio.TimerHandle | None = None
@@ -155,7 +155,7 @@ class GuardedH11Protocol(H11Protocol):
         if len(self.connections) > self.max_connections:
             return f"over {self.max_connections} connections"
         host = self.client[0] if self.client else None
-        if host is None or not self.max_per_address or self._trusted(host):
+        if host is None or not self.max_per_address or in_networks(host, self.trusted):
             return None
         count = self.per_address.get(host, 0)
         if count >= self.max_per_address:
@@ -174,15 +174,6 @@ class GuardedH11Protocol(H11Protocol):
                 self.per_address[host] = left
             else:
                 self.per_address.pop(host, None)
-
-    def _trusted(self, host: str) -> bool:
-        if not self.trusted:
-            return False
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            return False
-        return any(address in net for net in self.trusted)
 
     def _arm(self) -> None:
         if self._request_timer is None and self.request_timeout_s > 0:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import random
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 from clock_service.commands import parse_command
 from clock_service.errors import NotAuthorized, ShotClockError
 from clock_service.hub import encode
-from clock_service.limits import TokenBucket, too_deep
+from clock_service.limits import TokenBucket, read_message
 from clock_service.mqtt.connection import SESSION_TAKEN_OVER, ConnectError, Connection, Message
 from clock_service.mqtt.feed import Read, Send, SendState, TableFeed
 from clock_service.mqtt.topics import OFFLINE, ONLINE, BrokerTarget, Topics
@@ -363,20 +362,9 @@ class MqttPublisher:
     async def answer(self, table: TablePublisher, payload: bytes) -> dict[str, Any] | None:
         """The reply to one message on a table's commands topic (None: no reply)."""
         settings = self.settings
-        if len(payload) > settings.max_message_bytes:
-            return {"type": "error", "error": {
-                "code": "message_too_large",
-                "message": f"messages are limited to {settings.max_message_bytes} bytes"}}
-        try:
-            text = payload.decode("utf-8")
-            if too_deep(text):
-                raise ValueError("nested too deep")
-            message = json.loads(text)
-        except ValueError:
-            message = None
-        if not isinstance(message, dict):
-            return {"type": "error", "error": {"code": "invalid_json",
-                                               "message": "a message must be a JSON object"}}
+        message, error = read_message(payload, settings.max_message_bytes)
+        if message is None:
+            return {"type": "error", "error": error}
         msg_id = message.get("id")
         kind = message.get("type", "command" if "command" in message else None)
         if kind == "replay":
