@@ -779,7 +779,8 @@ class WsSession(_Session):
         self.snapshot_seq = seq
         await self._send_now({"type": "snapshot", "seq": seq, "table": self.table_id,
                               "state": state, "referee": self.referee,
-                              "faults": self.runtime.health.faults(self.table_id)})
+                              "faults": self.runtime.health.faults(self.table_id),
+                              **self.runtime.liveness(self.table_id)})
         if since is not None and since < seq:
             self.state = "replay"
             await self._replay(since, seq)

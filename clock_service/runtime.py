@@ -186,7 +186,14 @@ class Runtime:
                                         "faults": self.health.faults()}))
 
     def status_message(self, table_id: str) -> dict[str, Any]:
-        return {"type": "status", "table": table_id, "faults": self.health.faults(table_id)}
+        return {"type": "status", "table": table_id, "faults": self.health.faults(table_id),
+                **self.liveness(table_id)}
+
+    def liveness(self, table_id: str) -> dict[str, Any]:
+        """Whether the table's state is live, for its snapshot and status messages and the
+        hall cards: always on this service, which runs the clock (the hall service says when
+        a mirrored table is not: its pages then stop counting at ``stale_since``)."""
+        return {"live": True, "stale_since": None}
 
     # -- tables ----------------------------------------------------------------------------------
     def table(self, table_id: str) -> TableRuntime:
@@ -286,8 +293,7 @@ class Runtime:
         """A table as the hall shows it, as of its last published event. This service runs
         the table's clock: its state is live (the hall service says when a mirror is not)."""
         _, state = self.snapshot(table_id)
-        return {**{key: state.get(key) for key in HALL_FIELDS}, "live": True,
-                "stale_since": None}
+        return {**{key: state.get(key) for key in HALL_FIELDS}, **self.liveness(table_id)}
 
     def _tell_hall(self, table_id: str) -> None:
         """The hall feed's card of a table, after its events were published."""

@@ -639,6 +639,14 @@ class SnapshotMessage(_Closed):
     referee: bool = Field(description="whether this connection may send commands")
     faults: list[FaultInfo] = Field(description="the current faults that concern this "
                                     "table (see the status message)")
+    live: bool = Field(description=(
+        "false when this state may be out of date: on the hall service (shotclock hall), "
+        "while the table's own service is offline, the hall has lost the broker or the "
+        "table's log diverged (as the hall cards' live). The state is then the last known "
+        "one, a running countdown frozen at stale_since: pages stop counting and say so. "
+        "Always true on serve."))
+    stale_since: UnixMs | None = Field(description=(
+        "unix ms (this service's clock) since when the state is not live; null when live"))
 
 
 class StatusMessage(_Closed):
@@ -648,6 +656,13 @@ class StatusMessage(_Closed):
     type: Literal["status"]
     table: str
     faults: list[FaultInfo]
+    live: bool = Field(description=(
+        "whether the table's state is live now (see the snapshot's live): sent when it "
+        "changes, e.g. the table's service went offline behind the hall service. Not live: "
+        "stop counting at stale_since (remaining = deadline - stale_since for a running "
+        "clock) and show the state as last known"))
+    stale_since: UnixMs | None = Field(description=(
+        "unix ms (this service's clock) since when the state is not live; null when live"))
 
 
 class _EventMessage(_Closed):

@@ -392,8 +392,8 @@ class HallRuntime(Runtime):
         was = self.online.get(table_id)
         self.online[table_id] = online
         if was != online and table_id in self.tables:  # a retained status of no table: no
+            self._refresh(table_id)  # first: the fault's status message carries it too
             self._show_online(table_id, online)
-            self._refresh(table_id)
 
     def _show_online(self, table_id: str, online: bool) -> None:
         key = f"mqtt.table.{table_id}"
@@ -513,23 +513,29 @@ class HallRuntime(Runtime):
             self._stale[table_id] = self.time.now_ms()
         if tell:
             self._tell_hall(table_id)
+            if self.hub.count(table_id):  # the table's own pages: stop counting, or again
+                self.hub.send(table_id, encode(self.status_message(table_id)))
 
     def _refresh_all(self) -> None:
         for table_id in list(self.tables):
             self._refresh(table_id)
 
-    def hall_summary(self, table_id: str) -> dict[str, Any]:
-        """The card of a mirrored table: live only while its service and the broker are
-        there; else the last known state, a running countdown frozen when it went stale."""
-        summary = super().hall_summary(table_id)
+    def liveness(self, table_id: str) -> dict[str, Any]:
+        """Live only while the table's service and the broker are there: one source for the
+        hall cards and the table's own snapshot and status messages (display, overlay and
+        console opened through the hall)."""
         since = self._stale.get(table_id)
-        if since is not None:
-            summary["live"] = False
-            summary["stale_since"] = since
-            deadline = summary.get("deadline")
-            if summary.get("phase") == "running" and deadline is not None:
-                summary["remaining_ms"] = max(0, int(deadline - since + 0.999999))
-        return summary
+        return {"live": since is None, "stale_since": since}
+
+    def snapshot(self, table_id: str) -> tuple[int, dict[str, Any]]:
+        """The last known state; a running countdown not brought past the instant the
+        table went stale (never a countdown from old data)."""
+        seq, state = super().snapshot(table_id)
+        since = self._stale.get(table_id)
+        if since is not None and state.get("phase") == "running" and state.get(
+                "deadline") is not None:
+            state["remaining_ms"] = max(0, int(state["deadline"] - since + 0.999999))
+        return seq, state
 
     def _mqtt_status(self) -> dict[str, Any]:
         return {"broker": self.target.redacted(), "hall": self.target.hall,

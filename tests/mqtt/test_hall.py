@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
-from clock_service.schemas import HallMessage, HallTable
+from clock_service.schemas import HallMessage, HallTable, SnapshotMessage, StatusMessage
 from tests.broker import Broker
 from tests.mqtt.conftest import ACL, ROLES, need_mosquitto
 from tests.mqtt.watcher import Watcher
@@ -179,6 +179,11 @@ def test_a_table_that_goes_offline_and_back(hall: Hall) -> None:
         go = "resume" if running["phase"] == "paused" else "start"
         assert hall.table.command("7", go, token=TOKEN)[0] == 200
         running = hall_cards(feed, lambda c: c["phase"] == "running")
+    # The table's own feed on the hall (what its display, overlay and console read).
+    table_ws = connect(f"{hall.hall.ws_url}/ws/tables/7", legacy=True)
+    snapshot = json.loads(table_ws.recv(timeout=5))
+    SnapshotMessage.model_validate(snapshot)
+    assert (snapshot["live"], snapshot["stale_since"]) == (True, None)
     killed_at = time.time() * 1000
     hall.table.kill()  # SIGKILL: the broker publishes the last will (offline)
     # The card says the state is no longer live, and its countdown stops where it was.
@@ -190,6 +195,20 @@ def test_a_table_that_goes_offline_and_back(hall: Hall) -> None:
     with connect(f"{hall.hall.ws_url}/ws/hall") as later:  # a page opened later: the same
         card = json.loads(later.recv(timeout=5))["tables"][0]
         assert (card["live"], card["remaining_ms"]) == (False, stale["remaining_ms"])
+    # The table's WebSocket is told, with the same instant (one source in the hall).
+    while (status := json.loads(table_ws.recv(timeout=5)))["type"] != "status":
+        pass
+    StatusMessage.model_validate(status)
+    assert (status["live"], status["stale_since"]) == (False, stale["stale_since"])
+    table_ws.close()
+    with connect(f"{hall.hall.ws_url}/ws/tables/7") as later:  # opened later: frozen state
+        snapshot = json.loads(later.recv(timeout=5))
+        SnapshotMessage.model_validate(snapshot)
+        assert (snapshot["live"], snapshot["stale_since"]) == (False, stale["stale_since"])
+        assert snapshot["state"]["phase"] == "running"
+        assert snapshot["state"]["remaining_ms"] == stale["remaining_ms"]  # not counting
+    table_ws = connect(f"{hall.hall.ws_url}/ws/tables/7", legacy=True)  # open till it is back
+    assert json.loads(table_ws.recv(timeout=5))["live"] is False
 
     def offline() -> bool:
         faults = hall.hall.get("/api/health")["faults"]
@@ -206,6 +225,11 @@ def test_a_table_that_goes_offline_and_back(hall: Hall) -> None:
     back = hall_cards(feed, lambda c: c["live"])
     assert back["stale_since"] is None
     feed.close()
+    while (status := json.loads(table_ws.recv(timeout=5)))["type"] != "status" or not status[
+            "live"]:
+        pass
+    assert status["stale_since"] is None
+    table_ws.close()
     status, _ = hall.hall.command("7", "turn", token=TOKEN)
     assert status == 200
     wait(lambda: logs_equal(hall), "the logs to match")

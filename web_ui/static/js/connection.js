@@ -32,7 +32,10 @@ export class TableConnection {
    * @param {object} handlers  onState(state, why), onEvent(event, {replayed}),
    *                           onStatus(status) with status in
    *                           connecting|live|stale|offline|unknown_table,
-   *                           onFaults(faults), onTokenRefused()
+   *                           onFaults(faults), onTokenRefused(),
+   *                           onLive(live, staleSince): the service says whether the
+   *                           table's state is live (false on the hall service while the
+   *                           table's own service is offline: stop counting, last known)
    * @param {object} options   pingEveryMs, staleMs, token: () => string
    */
   constructor(table, handlers = {}, options = {}) {
@@ -47,6 +50,11 @@ export class TableConnection {
     this.tokenSuspect = false; // the last try with the token failed before it opened
     this.referee = null; // from the snapshot: may this connection send commands?
     this.faults = [];
+    // From the service (snapshot, status): is the table's state live? Not live (a table
+    // mirrored by the hall service whose own service is offline): its countdown stopped at
+    // staleSince (the service's clock); see frozenNow().
+    this.live = true;
+    this.staleSince = null;
     this.opened = 0; // sockets created, for the curious (and the tests)
     this.clock = new ClockOffset();
     this.state = null;
@@ -81,6 +89,13 @@ export class TableConnection {
 
   serverNow() {
     return this.clock.serverNow();
+  }
+
+  /** The instant to draw the table's countdown at: now, or, while the service says the
+   * state is not live, the moment it went stale (a frozen countdown, never a running one). */
+  frozenNow() {
+    const now = this.clock.serverNow();
+    return this.live || this.staleSince == null ? now : Math.min(now, this.staleSince);
   }
 
   start() {
@@ -125,6 +140,15 @@ export class TableConnection {
   _setFaults(faults) {
     this.faults = Array.isArray(faults) ? faults : [];
     this.handlers.onFaults?.(this.faults);
+  }
+
+  _setLive(msg) {
+    if (typeof msg.live !== "boolean") return; // an older service: always live
+    const staleSince = msg.live ? null : (msg.stale_since ?? this.clock.serverNow());
+    if (msg.live === this.live && staleSince === this.staleSince) return;
+    this.live = msg.live;
+    this.staleSince = staleSince;
+    this.handlers.onLive?.(this.live, this.staleSince);
   }
 
   _setState(state, why) {
@@ -259,6 +283,7 @@ export class TableConnection {
           if (this.referee === false) this._refuseToken();
         }
         this._setFaults(msg.faults);
+        this._setLive(msg);
         // A snapshot is the truth now, even if it is "older" (a server restarted from its store).
         this._setState(state, "snapshot");
         this._setStatus("live");
@@ -266,6 +291,7 @@ export class TableConnection {
       }
       case "status":
         this._setFaults(msg.faults);
+        this._setLive(msg);
         return;
       case "pong": {
         const t0 = this.pings.get(msg.id);

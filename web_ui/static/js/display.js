@@ -5,6 +5,9 @@
 // "no connection", never a green countdown from stale data. After a reconnect, a countdown
 // that went up says why (the events replayed since). ?kiosk=1: nothing to click, sound on
 // where the browser allows it (Chromium --autoplay-policy=no-user-gesture-required).
+// Through the hall service, a table whose own service is offline (the service says
+// live: false) gets the same treatment, "table offline / last known", its digits frozen
+// at the moment it went stale.
 
 import { TableConnection, tableFromQuery } from "./connection.js";
 import { Steady, animate, remainingAt, render } from "./countdown.js";
@@ -70,6 +73,7 @@ const conn = new TableConnection(table, {
     $("unknown").textContent = t("display.unknown", { table });
   },
   onFaults: (faults) => strip.setFaults(faults),
+  onLive: (live) => { document.body.dataset.table = live ? "live" : "offline"; },
 }, { pingEveryMs: 500, staleMs: 1200 });
 
 // -- a countdown that went up across a reconnect says why ------------------------------------
@@ -176,7 +180,7 @@ function drawOver(m) {
 
 function tick() {
   if (!state) return;
-  const { text, stage } = render(state, conn.serverNow(), steady);
+  const { text, stage } = render(state, conn.frozenNow(), steady);
   const shown = text || "–";
   const clock = $("clock");
   if (clock.textContent !== shown) clock.textContent = shown;

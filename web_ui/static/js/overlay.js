@@ -7,6 +7,12 @@
 // red flashing, frame won gold), fouls amber at one and red at two, the frames won next to
 // each name, and when a frame or the match is over the winner, why and the score, held
 // until the next frame starts. "running" and "ready" never go on air.
+//
+// A table whose state the service says is not live (through the hall service, its own
+// service is offline): no time goes on air at all. The digits and the bar are taken off
+// and a "clock offline" marker stands in the info line; names, fouls and score stay as last
+// known. Hidden rather than frozen: on a stream a still number reads as a paused clock, and
+// a viewer cannot see a marker's small print; the time is back when the table is.
 
 import { TableConnection, tableFromQuery } from "./connection.js";
 import { Steady, animate, render, seconds } from "./countdown.js";
@@ -49,6 +55,7 @@ const conn = new TableConnection(table, {
     statsThird?.onEvent(event, meta);
   },
   onStatus: (status) => { third.dataset.status = status; },
+  onLive: (live) => { third.dataset.table = live ? "live" : "offline"; draw(); },
 }, { pingEveryMs: 1000 });
 
 /** The look of an event: {kind, text} or null (not every event is news on air). */
@@ -120,7 +127,7 @@ function draw() {
     side.classList.toggle("at-table", state.player === i && state.phase !== "frame_over");
     $(`frames${i}`).textContent = m.score[i];
   }
-  const key = PHASE_ON_AIR[state.phase];
+  const key = conn.live ? PHASE_ON_AIR[state.phase] : "overlay.table_offline";
   $("phase").textContent = key ? t(key) : "";
   $("frame-info").textContent = [t("overlay.frame", { n: state.frame }),
     m.race_to ? t("label.race_to", { n: m.race_to }) : null].filter(Boolean).join(" · ");
@@ -158,7 +165,9 @@ function drawOver(m) {
 
 function tick() {
   if (!state) return;
-  const { text, stage: look, remaining } = render(state, conn.serverNow(), steady);
+  const { text, stage: look, remaining } = conn.live
+    ? render(state, conn.serverNow(), steady)
+    : { text: "–", stage: state.phase === "frame_over" ? "frame_over" : "offline", remaining: null };
   const clock = $("clock");
   const digits = text || "–";
   if (clock.textContent !== digits) clock.textContent = digits;

@@ -35,6 +35,10 @@ const conn = new TableConnection(table, {
     drawClockLiveness();
   },
   onFaults: (faults) => { strip.setFaults(faults); drawHint(); },
+  // Through the hall service, a table whose own service is offline: its state is the last
+  // known one, frozen, and no command can reach it (the service would answer
+  // table_unreachable): every command button disabled, the reason on a tap.
+  onLive: () => { drawClockLiveness(); draw(); },
   onTokenRefused: () => { tokenRefused = true; askTokenIfNeeded(); },
 }, { token: getToken });
 
@@ -116,6 +120,7 @@ async function send(name, fields) {
 /** Why `name` is not legal now (from the state), or null; unknown while a press is on its way. */
 function whyNot(name) {
   if (!state || !name) return null;
+  if (!conn.live) return { code: "table_offline" };
   if (Array.isArray(state.allowed) && state.allowed.includes(name)) return null;
   if (!Array.isArray(state.allowed)) return null; // an older server: let it decide
   return (state.refused && state.refused[name]) || { code: "not_allowed" };
@@ -734,12 +739,13 @@ function drawScore() {
 }
 
 function drawClockLiveness() {
-  $("clock-box").classList.toggle("stale", conn.status !== "live");
+  $("clock-box").classList.toggle("stale", conn.status !== "live" || !conn.live);
+  $("clock-box").classList.toggle("table-offline", !conn.live);
 }
 
 function tick() {
   if (!state) return;
-  const { text, stage } = render(state, conn.serverNow());
+  const { text, stage } = render(state, conn.frozenNow());
   const clock = $("clock");
   const shown = text || "–";
   if (clock.textContent !== shown) clock.textContent = shown;

@@ -1,0 +1,107 @@
+"""Display, overlay and console opened through the hall service never count down a table
+whose own service is offline: the service says so on the table's WebSocket (``live:
+false``, ``stale_since``; tests/mqtt/test_hall.py checks the hall sends it) and the pages
+stop at that instant and say it. The feed is faked here, as the contract says it."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any
+
+from playwright.sync_api import expect
+
+from tests.browser.conftest import FULL_HD, PHONE, Traffic, make_table, shoot
+from tests.server import ServerProcess
+
+TABLE = "off1"
+
+
+def test_pages_stop_counting_a_table_that_is_not_live(
+        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+    make_table(shared_server, TABLE, profile={"shot_ms": 60000})
+    assert shared_server.command(TABLE, "start")[0] == 200
+    state = shared_server.get(f"/api/tables/{TABLE}")
+    now = time.time() * 1000
+    state.update(deadline=now + 40_000, remaining_ms=40_000, server_time=now)
+    sockets: list[Any] = []
+
+    def feed(ws: Any) -> None:
+        def answer(message: str | bytes) -> None:
+            ping = json.loads(message)
+            if ping.get("type") == "ping":
+                ws.send(json.dumps({"type": "pong", "id": ping["id"],
+                                    "client_time": ping["client_time"],
+                                    "server_time": time.time() * 1000}))
+        ws.on_message(answer)
+        ws.send(json.dumps({"type": "snapshot", "seq": state["seq"], "table": TABLE,
+                            "state": state, "referee": True, "faults": [], "live": True,
+                            "stale_since": None}))
+        sockets.append(ws)
+
+    def tell(live: bool, stale_since: float | None) -> None:
+        faults = [] if live else [{
+            "key": f"mqtt.table.{TABLE}", "component": "mqtt", "code": "table_offline",
+            "message": "offline", "table": TABLE, "since": stale_since}]
+        for ws in sockets:
+            ws.send(json.dumps({"type": "status", "table": TABLE, "faults": faults,
+                                "live": live, "stale_since": stale_since}))
+
+    pages = {}
+    for name, path, size in (("display", "/display", FULL_HD), ("overlay", "/overlay", FULL_HD),
+                             ("referee", "/referee", PHONE)):
+        page = context.new_page()
+        page.set_viewport_size(size)
+        page.route_web_socket(f"**/ws/tables/{TABLE}*", feed)
+        page.goto(f"{shared_server.url}{path}?table={TABLE}&lang=en")
+        pages[name] = page
+    display, overlay, referee = pages["display"], pages["overlay"], pages["referee"]
+    expect(display.locator("#clock")).not_to_have_text("--")
+    expect(overlay.locator("#clock")).not_to_have_text("--")
+    expect(referee.locator("#btn-main")).not_to_have_attribute("aria-disabled", "true")
+    assert display.locator("#tableoff").is_hidden()
+
+    display.wait_for_timeout(1200)  # counting: 38.x s left
+    assert int(display.locator("#clock").text_content() or 0) < 40
+    stale_since = time.time() * 1000  # the hall noticed now: the digits stop at this instant
+    tell(False, stale_since)
+    frozen = str(math.ceil((state["deadline"] - stale_since) / 1000))
+    expect(display.locator("body")).to_have_attribute("data-table", "offline")
+    expect(display.locator("#clock")).to_have_text(frozen)
+    expect(display.locator("#tableoff")).to_be_visible()
+    expect(display.locator("#tableoff b")).to_have_text("TABLE OFFLINE")
+    assert display.locator("#clock").evaluate("e => getComputedStyle(e).color") == "rgb(74, 79, 87)"
+    # Nothing on air counts: no digits, no bar, a marker instead.
+    expect(overlay.locator("#clock")).to_have_text("–")
+    expect(overlay.locator("#phase")).to_have_text("clock offline")
+    expect(overlay.locator("#third")).to_have_attribute("data-stage", "offline")
+    # The console: last known, every command disabled with the reason, none sent.
+    expect(referee.locator("#clock")).to_have_text(frozen)
+    expect(referee.locator("#tableoff")).to_be_visible()
+    main = referee.locator("#btn-main")
+    expect(main).to_have_attribute("aria-disabled", "true")
+    expect(main).to_have_attribute("data-why", "table_offline")
+    box = main.bounding_box()
+    main.click(force=True)  # aria-disabled: a tap says why
+    expect(referee.locator("#banner")).to_contain_text("the table is offline")
+    assert main.bounding_box() == box
+    assert shared_server.get(f"/api/tables/{TABLE}")["seq"] == state["seq"]  # nothing sent
+    display.wait_for_timeout(1100)
+    assert display.locator("#clock").text_content() == frozen  # not counting
+    assert referee.locator("#clock").text_content() == frozen
+    shoot(display, "display-table-offline-en")
+    shoot(overlay, "overlay-table-offline-en")
+    shoot(referee, "referee-table-offline-phone-en")
+    display.locator("#lang").click()
+    expect(display.locator("#tableoff b")).to_have_text("СТОЛ НЕ В СЕТИ")
+    shoot(display, "display-table-offline-ru")
+
+    tell(True, None)  # back: the table kept time, the pages count from its deadline again
+    expect(display.locator("body")).to_have_attribute("data-table", "live")
+    expect(display.locator("#tableoff")).to_be_hidden()
+    expect(overlay.locator("#clock")).not_to_have_text("–")
+    expect(referee.locator("#btn-main")).not_to_have_attribute("aria-disabled", "true")
+    live = int(display.locator("#clock").text_content() or 0)
+    assert live < int(frozen)
+    assert traffic.errors == []
