@@ -5,8 +5,9 @@
 - ``rtsp://...``, ``http(s)://...``: a network camera or an encoder's stream;
 - anything else: a video file, played at its own frame rate in real time (for tests and to
   replay a recorded session). Its frame k is taken as captured at ``origin + k / fps``,
-  ``origin`` being the service time it started playing. No frame of a file is dropped:
-  when the pipeline falls behind (a loaded machine) it catches up, and its decisions keep
+  ``origin`` being the service time it started playing. Every frame of a file is read:
+  when the pipeline falls behind (a loaded machine) the adapter looks at fewer of them
+  while balls roll (``pipeline.look_at``) until it has caught up, and its decisions keep
   the frames' own capture times (a command more than 2 s late is refused as stale, as a
   late press is). A live camera drops what nobody took; its buffer holds one frame.
 
