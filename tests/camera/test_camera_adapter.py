@@ -6,7 +6,9 @@ its thread hands them over (``_on_decision`` on the loop), and the source is a s
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
+from time import monotonic
 from typing import Any
 
 import pytest
@@ -97,6 +99,57 @@ async def test_a_dead_uncalibrated_camera_is_reported_and_the_buttons_still_work
     finally:
         cam.close()
     assert "camera" not in rt.health.components()
+
+
+class StuckCamera:
+    """A source that opens, then never gives a frame: its read hangs (a stuck driver, a
+    stream that stalls) until released."""
+
+    ended = False
+    index = 0
+    origin = None
+    size = (640, 360)
+    release = threading.Event()
+
+    def __init__(self, spec: SourceSpec) -> None:
+        pass
+
+    def open(self) -> None:
+        pass
+
+    def read(self) -> tuple[Any, float]:
+        self.release.wait(10.0)
+        raise SourceError("released")
+
+    def close(self) -> None:
+        pass
+
+
+async def test_a_camera_stuck_in_a_read_delays_nothing_and_is_reported(
+        rt: Runtime, tmp_path: Path) -> None:
+    StuckCamera.release.clear()
+    cam = CameraAdapter(rt, "1", SourceSpec("device", "/dev/video9"), "/dev/video9",
+                        mode="auto", calibration_path=tmp_path / "none.json",
+                        source_factory=StuckCamera)
+    cam.attach()
+    try:
+        for _ in range(100):  # the thread is in its read
+            if cam.connected:
+                break
+            await asyncio.sleep(0.01)
+        assert cam.connected and cam.frames == 0
+        # the loop does not wait on the camera's thread: commands and timers go on
+        started = monotonic()
+        assert (await rt.command("1", Start()))["phase"] == "running"
+        await asyncio.sleep(0.05)
+        assert (await rt.command("1", Shot()))["phase"] != "running"
+        assert monotonic() - started < 2.0
+        # opened but giving no frames: disconnected, said so (the buttons are the input)
+        assert "camera_disconnected" in codes(rt)
+        assert rt.health.components()["camera"]["connected"] is False
+    finally:
+        StuckCamera.release.set()
+        cam.close()
 
 
 async def test_not_sure_is_a_fault_until_the_camera_is_sure_again(rt: Runtime,
