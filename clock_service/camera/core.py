@@ -272,9 +272,10 @@ class Watcher:
         if len(still) < self.known:
             # Not every ball there can be is seen still: one may still roll, or be hidden
             # (under an arm), or gone (potted). Then every ball seen now must be still, for
-            # recount_ms when fewer are seen than at the last rest.
+            # recount_ms when fewer are seen than at the last rest; and a ball seen moving
+            # a frame or two ago (missed in this one, at a cushion say) still rolls.
             wait = s.rest_ms if len(current) >= (self.expected or 0) else s.recount_ms
-            if any(now - a.since < wait for a in current):
+            if any(now - a.since < wait for a in balls):
                 return None
             still = current
         self.expected = len(still)
@@ -444,6 +445,18 @@ class Watcher:
         path.reverse()
         moving = [(t, d) for t, d in path if d >= s.still_mm]
         first_moved = moving[0][0] if moving else last_at
+        # Before its run away from the spot the ball may have gone the other way (struck
+        # towards a cushion close behind it and back): frames since it was last seen on
+        # its spot that show it off the spot, close by, and not on it, are frames it had
+        # moved in.
+        lower = spot.still_at if spot.still_at is not None else -math.inf
+        for obs in reversed([o for o in self._history if lower < o.at < first_moved]):
+            near = [math.hypot(b.x - spot.x, b.y - spot.y) for b in obs.balls
+                    if b.kind == spot.kind]
+            if any(d < s.still_mm for d in near):
+                break  # on its spot then
+            if any(d <= 1.5 * r for d in near):
+                first_moved = obs.at
         estimate = _start_of(moving[:5], tolerance=0.25 * r) if len(moving) >= 2 \
             else first_moved
         estimate = min(estimate, first_moved)
@@ -452,7 +465,6 @@ class Watcher:
         # ball still on its spot: struck before it, the ball would have been off its spot
         # then. (A path that says otherwise was read wrongly: through a hand or a
         # half-hidden ball, or the ball hit another at once and nearly stopped.)
-        lower = spot.still_at if spot.still_at is not None else -math.inf
         at = first_moved
         for obs in self._history:
             if lower < obs.at <= first_moved and obs.at >= estimate - s.early_ms:

@@ -441,3 +441,41 @@ def test_the_struck_ball_is_followed_not_the_cue_ball_that_stopped_by_its_spot()
     strikes = [d for d in run(w, frames) if isinstance(d, Strike)]
     assert len(strikes) == 1 and strikes[0].spot == (sx, sy)
     assert strikes[0].at == pytest.approx(t + 3 * FRAME)
+
+
+def test_a_ball_struck_towards_a_cushion_behind_it_is_timed_from_its_first_move() -> None:
+    # Struck into the cushion just behind it, the ball comes back over its spot and runs
+    # away: its run away starts frames after the strike; the frames between, that show it
+    # off its spot on the other side, are frames it had moved in (the bench session's
+    # strike three frames late at 244.6 s, seed 11).
+    w = Watcher()
+    t = settle8(w)
+    hit = t + 2.5 * FRAME
+    sx, sy = EIGHT[2][0], EIGHT[2][1]
+    frames = []
+    for k in range(10):
+        at = t + k * FRAME
+        dt = max(0.0, at - hit)
+        dx = -0.66 * dt if dt < 40 else -26.4 + 0.9 * (dt - 40)
+        frames.append(table(at, {2: (sx + dx, sy)}, felt={3: 1.0 if abs(dx) > 34 else 0.0}))
+    strikes = [d for d in run(w, frames) if isinstance(d, Strike)]
+    assert len(strikes) == 1 and strikes[0].at == pytest.approx(t + 3 * FRAME), strikes
+
+
+def test_a_rolling_ball_missed_for_a_frame_still_holds_the_recount_back() -> None:
+    # After a strike the seven other balls lie still for more than recount_ms while the
+    # struck one rolls on; the detector misses it for a frame (at a cushion): that is no
+    # rest of seven (the bench session's rest 3 s early at 127.9 s, seed 11).
+    w = Watcher()
+    t = settle8(w)
+    ox, oy = EIGHT[0][0], EIGHT[0][1]
+    decisions: list[object] = []
+    for k in range(120):
+        at = t + k * FRAME
+        step = min(k, 90)
+        hidden = frozenset({0}) if k == 75 else frozenset()
+        decisions += w.feed(table(at, {0: (ox + 20 * step, oy + 10 * step)}, hidden=hidden,
+                                  felt={1: 1.0 if k else 0.0}))
+    rests = [d for d in decisions if isinstance(d, Rest)]
+    assert [type(d).__name__ for d in decisions][:1] == ["Strike"]
+    assert len(rests) == 1 and rests[0].balls == 8 and rests[0].at >= t + 89 * FRAME, rests
