@@ -108,11 +108,3 @@ def test_camera_routes_and_the_calibration_put_by_the_page(
     finally:
         server.stop()
 
-
-def test_no_camera_configured_answers_404(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "shotclock.db", env={"SHOTCLOCK_CAMERA": ""}).start()
-    try:
-        status_code, body = http("GET", server.url + "/api/camera")
-        assert status_code == 404
-    finally:
-        server.stop()
