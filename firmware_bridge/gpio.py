@@ -163,7 +163,8 @@ class GpioBuzzer:
 
 
 class _ButtonState:
-    __slots__ = ("first_edge_ms", "accepted", "held", "settle", "presses", "seen_at_ms")
+    __slots__ = ("first_edge_ms", "accepted", "held", "settle", "presses", "seen_at_ms",
+                 "last_at_ms")
 
     def __init__(self) -> None:
         self.first_edge_ms: float | None = None  # first edge of the current burst
@@ -172,6 +173,7 @@ class _ButtonState:
         self.settle: _Cancellable | None = None
         self.presses = 0
         self.seen_at_ms: float | None = None  # first press since start-up (self-test)
+        self.last_at_ms: float | None = None  # the latest press (the console's status view)
 
 
 class GpioButtons:
@@ -312,6 +314,7 @@ class GpioButtons:
 
     def _count(self, name: str, state: _ButtonState, at_ms: float) -> None:
         state.presses += 1
+        state.last_at_ms = at_ms
         if state.seen_at_ms is None:
             state.seen_at_ms = at_ms
             # The boot self-test's button check: each button is reported once.
@@ -325,9 +328,12 @@ class GpioButtons:
                 log.exception("button handler failed for %s", event)
 
     def status(self) -> dict[str, Any]:
-        """For /api/health: which buttons were seen working since start-up."""
-        return {name: {"pin": self.pins[name], "seen": self._state[name].seen_at_ms is not None,
-                       "presses": self._state[name].presses} for name in self.pins}
+        """For /api/health: which buttons were seen working since start-up, and when (the
+        service's clock, unix ms: first press and latest press)."""
+        return {name: {"pin": self.pins[name], "seen": state.seen_at_ms is not None,
+                       "presses": state.presses, "seen_at": state.seen_at_ms,
+                       "last_at": state.last_at_ms}
+                for name, state in ((name, self._state[name]) for name in self.pins)}
 
     def close(self) -> None:
         self._on_press = None

@@ -118,6 +118,10 @@ def test_each_button_reports_its_name_and_first_edge_time(mock_factory: Any) -> 
             timers.quiet()
             assert len(presses) == n and presses[-1] == ButtonPress(name, at), presses
         assert all(s["seen"] and s["presses"] == 1 for s in driver.status().values())
+        # when (the console's status view): first and latest press, at their first edges
+        status = driver.status()
+        assert [(status[p.button]["seen_at"], status[p.button]["last_at"]) for p in presses] == [
+            (p.at_ms, p.at_ms) for p in presses]
     finally:
         driver.close()
 

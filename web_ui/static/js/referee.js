@@ -13,6 +13,7 @@ import {
   foulCommandFields, foulText, generalFoul, mountResultPanel, panelMode, respotDetail,
   respotText, resultButtonLabel, summaryLines,
 } from "./result.js";
+import { HealthDialog } from "./health.js";
 import { StatusStrip, faultLevel } from "./status.js";
 
 const $ = (id) => document.getElementById(id);
@@ -412,6 +413,9 @@ $("keys-btn").addEventListener("click", () => {
   drawKeysDialog();
   $("keys-dialog").showModal();
 });
+// The status view: the table's parts as /api/health says, refreshed while open.
+const healthDialog = new HealthDialog($("health-dialog"), $("health-rows"), $("health-faults"), table);
+$("health-btn").addEventListener("click", () => healthDialog.open());
 $("keys-reset").addEventListener("click", () => { keys.reset(); drawKeysDialog(); drawKeyHints(); });
 // Capture: after "+ key" the focus may be anywhere, and Enter must not submit the dialog.
 document.addEventListener("keydown", (ev) => {
@@ -757,6 +761,7 @@ onLangChange(() => {
   strip.draw();
   if (lastBanner) showBanner(lastBanner.kind, lastBanner.error, lastBanner);
   if ($("keys-dialog").open) drawKeysDialog();
+  if ($("health-dialog").open) healthDialog.draw();
   $("unknown-text").textContent = t("unknown.text", { table });
   draw();
   drawHint();
