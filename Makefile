@@ -38,7 +38,8 @@ browser-deps: test-deps  # the old name
 test: venv test-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy clock_service firmware_bridge web_ui
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not serial" -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -m serial
 
 lint: venv
 	$(BIN)/ruff check .
@@ -48,6 +49,7 @@ bench: venv
 	$(BIN)/python bench/bench.py
 	$(BIN)/python bench/camera_bench.py
 	$(BIN)/python bench/reports_bench.py
+	$(BIN)/python bench/hardware_faults.py -n 5
 
 clean:
 	rm -rf $(VENV) var build *.egg-info

@@ -7,6 +7,35 @@ import pytest
 
 from tests.server import ServerProcess
 
+# Tests that measure time against the wall clock (expiry lateness, latencies, timeouts, real
+# gpiozero hold times, a live camera): `make test` runs them alone, after the others have
+# run two at a time (pytest-xdist), so no other test competes with them for a core. A plain
+# `pytest` runs everything in one process, as before.
+SERIAL = (
+    "tests/faults/",
+    "tests/mqtt/",
+    "tests/camera/test_e2e_camera.py",
+    "tests/reports/test_reports_e2e.py",
+    "tests/hardware/test_buttons.py",
+    "tests/hardware/test_gpio.py",
+    "tests/hardware/test_remote.py",
+    "tests/hardware/test_serial_display.py",
+    "tests/hardware/test_serve_faults.py",
+    "tests/hardware/test_serve_serial.py",
+    "tests/browser/test_overlay.py",
+    "tests/browser/test_display.py",
+    "tests/test_e2e.py",
+    "tests/test_client.py",
+    "tests/test_press_time.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        if Path(str(item.path)).relative_to(root).as_posix().startswith(SERIAL):
+            item.add_marker(pytest.mark.serial)
+
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServerProcess]:
