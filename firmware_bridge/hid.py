@@ -137,8 +137,9 @@ class HidButtons:
                         log.exception("HID press handler failed for %s", press)
 
     def status(self) -> dict[str, Any]:
-        return {"device": self.path, "name": self.name, "presses": self.presses,
-                "reading": self._thread is not None and self._thread.is_alive()}
+        """For /api/health, under its own key beside the GPIO buttons' names."""
+        return {"pedal": {"device": self.path, "name": self.name, "presses": self.presses,
+                          "reading": self._thread is not None and self._thread.is_alive()}}
 
     def close(self) -> None:
         self._on_press = None

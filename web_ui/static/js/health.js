@@ -45,14 +45,15 @@ export function healthRows(health, table) {
         d.acknowledging === false ? "error" : "ok");
     }
     const buttons = hw.buttons || {};
-    // GPIO buttons are {name: {pin, seen, presses, seen_at, last_at}}; a USB pedal adds its
-    // own flat fields (device, name, presses, reading) to the same object (CombinedButtons).
-    const names = Object.keys(buttons).filter((k) => buttons[k] && typeof buttons[k] === "object");
-    if (typeof buttons.device === "string") {
-      add("pedal", buttons.reading === false ? t("health.failed") : t("health.pedal", { n: buttons.presses ?? 0 }),
-        buttons.reading === false ? "error" : "ok");
+    // GPIO buttons are {name: {pin, seen, presses, seen_at, last_at}}; a USB pedal or
+    // clicker is {pedal: {device, name, presses, reading}} beside them (CombinedButtons).
+    const pedal = buttons.pedal;
+    const names = Object.keys(buttons).filter((k) => k !== "pedal" && buttons[k] && typeof buttons[k] === "object");
+    if (pedal) {
+      add("pedal", pedal.reading === false ? t("health.failed") : t("health.pedal", { n: pedal.presses ?? 0 }),
+        pedal.reading === false ? "error" : "ok");
     }
-    if (!names.length && typeof buttons.device !== "string") add("buttons", hw.failed && hw.failed.buttons ? t("health.failed") : t("health.none"),
+    if (!names.length && !pedal) add("buttons", hw.failed && hw.failed.buttons ? t("health.failed") : t("health.none"),
       hw.failed && hw.failed.buttons ? "error" : "none");
     for (const name of names) {
       const b = buttons[name] || {};
