@@ -71,6 +71,10 @@ def test_pages_stop_counting_a_table_that_is_not_live(
     expect(display.locator("#clock")).to_have_text(frozen)
     expect(display.locator("#tableoff")).to_be_visible()
     expect(display.locator("#tableoff b")).to_have_text("TABLE OFFLINE")
+    # The page's own link is fine, but its chip must not say "live" over stale data.
+    for page in (display, referee):
+        expect(page.locator("#status .conn")).to_have_text("table offline")
+        expect(page.locator("#status .conn")).to_have_attribute("data-status", "table_offline")
     assert display.locator("#clock").evaluate("e => getComputedStyle(e).color") == "rgb(74, 79, 87)"
     # Nothing on air counts: no digits, no bar, a marker instead.
     expect(overlay.locator("#clock")).to_have_text("–")
@@ -102,6 +106,7 @@ def test_pages_stop_counting_a_table_that_is_not_live(
     expect(display.locator("#tableoff")).to_be_hidden()
     expect(overlay.locator("#clock")).not_to_have_text("–")
     expect(referee.locator("#btn-main")).not_to_have_attribute("aria-disabled", "true")
+    expect(display.locator("#status .conn")).to_have_attribute("data-status", "live")
     live = int(display.locator("#clock").text_content() or 0)
     assert live < int(frozen)
     assert traffic.errors == []

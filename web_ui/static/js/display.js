@@ -73,7 +73,7 @@ const conn = new TableConnection(table, {
     $("unknown").textContent = t("display.unknown", { table });
   },
   onFaults: (faults) => strip.setFaults(faults),
-  onLive: (live) => { document.body.dataset.table = live ? "live" : "offline"; },
+  onLive: (live) => { document.body.dataset.table = live ? "live" : "offline"; strip.setTableLive(live); },
 }, { pingEveryMs: 500, staleMs: 1200 });
 
 // -- a countdown that went up across a reconnect says why ------------------------------------

@@ -39,7 +39,7 @@ const conn = new TableConnection(table, {
   // Through the hall service, a table whose own service is offline: its state is the last
   // known one, frozen, and no command can reach it (the service would answer
   // table_unreachable): every command button disabled, the reason on a tap.
-  onLive: () => { drawClockLiveness(); draw(); },
+  onLive: (live) => { strip.setTableLive(live); drawClockLiveness(); draw(); },
   onTokenRefused: () => { tokenRefused = true; askTokenIfNeeded(); },
 }, { token: getToken });
 

@@ -26,6 +26,7 @@ export class StatusStrip {
   constructor(el) {
     this.el = el;
     this.status = "connecting";
+    this.tableLive = true; // false: the service serves a table it cannot hear (a hall mirror)
     this.faults = [];
     this.conn = document.createElement("span");
     this.conn.className = "conn";
@@ -40,14 +41,22 @@ export class StatusStrip {
     this.draw();
   }
 
+  /** The chip must not say "live" for a table whose own service is offline (the service's
+   * `live: false`): the page's link is fine, the data is not. */
+  setTableLive(live) {
+    this.tableLive = live;
+    this.draw();
+  }
+
   setFaults(faults) {
     this.faults = sortFaults(faults);
     this.draw();
   }
 
   draw() {
-    this.conn.dataset.status = this.status;
-    this.conn.textContent = t(`conn.${this.status}`);
+    const chip = this.status === "live" && !this.tableLive ? "table_offline" : this.status;
+    this.conn.dataset.status = chip;
+    this.conn.textContent = t(`conn.${chip}`);
     const worst = this.faults.length ? faultLevel(this.faults[0]) : "ok";
     this.el.dataset.level = worst;
     this.el.dataset.count = String(this.faults.length);
