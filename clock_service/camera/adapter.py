@@ -275,9 +275,7 @@ class CameraAdapter:
     def _after_command(self, task: asyncio.Future[Any], *, command: Command) -> None:
         exc = task.exception()
         if exc is None:
-            self._camera_steps.append(command.name)
-            del self._camera_steps[:-20]
-            return
+            return  # its step is counted from its event (_compare), which comes first
         if isinstance(exc, ShotClockError):
             log.info("camera: %s refused: %s", command.name, exc.message)
             self._disagree(f"camera {command.name} refused: {exc.code}")
@@ -325,7 +323,15 @@ class CameraAdapter:
         kind = event.get("type")
         by = event.get("by")
         pressed = float(event.get("press_at") or event.get("at") or 0)
-        if kind == "clock.started" and by == "referee":
+        if by == "camera":
+            # The camera's own step, counted when its event is told (before the store's
+            # commit returns): a referee's undo right behind it must find it.
+            step = {"clock.started": "start", "clock.stopped": "shot"}.get(str(kind))
+            if step == "start" or (step == "shot"
+                                   and (event.get("data") or {}).get("reason") == "shot"):
+                self._camera_steps.append(step)
+                del self._camera_steps[:-20]
+        elif kind == "clock.started" and by == "referee":
             self._confirm("start", self.last_rest, pressed)
         elif (kind == "clock.stopped" and by == "referee"
               and (event.get("data") or {}).get("reason") == "shot"):

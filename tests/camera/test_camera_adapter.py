@@ -239,3 +239,27 @@ async def test_auto_sends_capture_times_and_logs_the_referees_overrides(
         assert len(cam.status()["disagreements"]) == 2
     finally:
         cam.close()
+
+
+async def test_an_undo_right_behind_the_cameras_start_is_a_disagreement(
+        rt: Runtime, tmp_path: Path) -> None:
+    # The referee's undo can come while the camera's start is still waiting for the store's
+    # commit (fsync): the step is the camera's from the moment its event is told.
+    time: FakeTime = rt.fake  # type: ignore[attr-defined]
+    cam = adapter(rt, tmp_path, "auto")
+    try:
+        time.advance(1000)
+        t0 = time.now_ms()
+        cam._on_decision(Rest(t0 - 300, t0, 8))
+        for _ in range(1000):  # applied on the table, the command not yet returned
+            if rt.state("1")["phase"] == "running":
+                break
+            await asyncio.sleep(0)
+        assert rt.state("1")["phase"] == "running"
+        await rt.command("1", Undo(by="referee"))
+        await settle(rt)
+        assert rt.state("1")["phase"] == "ready"
+        assert [d["what"] for d in cam.status()["disagreements"]] == [
+            "referee undid the camera's start"]
+    finally:
+        cam.close()
