@@ -38,8 +38,7 @@ browser-deps: test-deps  # the old name
 test: venv test-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy clock_service firmware_bridge web_ui
-	$(BIN)/python -m pytest -q -m "not serial" -n 2 --dist loadfile
-	$(BIN)/python -m pytest -q -m serial
+	$(BIN)/python -m pytest -q
 
 lint: venv
 	$(BIN)/ruff check .

@@ -8,9 +8,9 @@ import pytest
 from tests.server import ServerProcess
 
 # Tests that measure time against the wall clock (expiry lateness, latencies, timeouts, real
-# gpiozero hold times, a live camera): `make test` runs them alone, after the others have
-# run two at a time (pytest-xdist), so no other test competes with them for a core. A plain
-# `pytest` runs everything in one process, as before.
+# gpiozero hold times, a live camera): never run them beside other tests. `make test` runs
+# everything in one process; `pytest -n 2 -m "not serial"` then `pytest -m serial` splits a
+# run for speed (pytest-xdist is in the test extra).
 SERIAL = (
     "tests/faults/",
     "tests/mqtt/",
