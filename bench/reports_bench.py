@@ -133,7 +133,7 @@ async def _http_walk(db: Path, pages: int) -> dict[str, Any]:
     from clock_service.api import create_app
     from clock_service.settings import Settings
 
-    app = create_app(Settings(db=str(db), default_table=None, command_rate=0))
+    app = create_app(Settings(db=str(db), default_table=None, command_rate=0, read_rate=0))
     walks, firsts = [], []
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
