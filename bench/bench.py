@@ -492,7 +492,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         fmt = "raw" if str(args.profile).endswith(".txt") else "flamegraph"
         spy = subprocess.Popen([str(Path(sys.executable).with_name("py-spy")), "record",
                                 "--format", fmt, "-o", str(args.profile),
-                                "--pid", str(server.proc.pid), "-r", "200"],
+                                "--pid", str(server.proc.pid), "-r", "100", "--nonblocking"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     bare = subprocess.Popen([sys.executable, "-c", BARE_LOOP], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE)
