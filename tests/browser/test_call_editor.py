@@ -99,9 +99,14 @@ def test_break_legality_and_general_fouls_with_codes(
     page = open_console(context, shared_server, "call2", PHONE, lang="ru")
     button = page.locator("#btn-result")
     expect(button).to_have_text("Результат удара…")  # the break has no call (4.4)
+    # Start, then shot, each once its answer is in: a second tap while the first press is on
+    # its way is the same command again (the state says "ready" until then), and the
+    # "start" check below would pass at once on the old state.
     page.locator("#btn-main").click()
+    expect(page.locator("#btn-main")).to_have_attribute("data-command", "shot")
     page.locator("#btn-main").click()
     expect(page.locator("#btn-main")).to_have_attribute("data-command", "start")
+    expect(page.locator("#btn-undo")).to_have_attribute("data-step", "shot")
     button.click()
     # The break's legality: one tap, "legal" preselected and marked as the default (D11).
     yes, no = page.locator("#res-break-yes"), page.locator("#res-break-no")
