@@ -6,6 +6,7 @@ how to install it (``make browser-deps``), they do not skip.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -121,6 +122,18 @@ def _polling_wait(page: Any) -> Any:
             page.wait_for_timeout(20)
 
     return wait_for_function
+
+
+def answer_pings(ws: Any) -> None:
+    """A service socket faked with ``page.route_web_socket``: answer the page's pings with
+    the time now, so its clock offset and its liveness check work as against the service."""
+    def answer(message: str | bytes) -> None:
+        ping = json.loads(message)
+        if ping.get("type") == "ping":
+            ws.send(json.dumps({"type": "pong", "id": ping["id"],
+                                "client_time": ping["client_time"],
+                                "server_time": time.time() * 1000}))
+    ws.on_message(answer)
 
 
 def make_table(server: ServerProcess, table: str, players: tuple[str, str] = ("Ivanov", "Petrov"),

@@ -10,7 +10,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import FULL_HD, Traffic, shoot
+from tests.browser.conftest import FULL_HD, Traffic, answer_pings, shoot
 from tests.server import ServerProcess
 
 TOKEN = "hall-page-t0ken"
@@ -35,13 +35,7 @@ def test_the_hall_service_page_shows_offline_tables_as_last_known_and_no_form(
                                card("2", live=False, remaining_ms=17_000, now=now)]}
 
     def feed(ws: Any) -> None:
-        def answer(message: str | bytes) -> None:
-            ping = json.loads(message)
-            if ping.get("type") == "ping":
-                ws.send(json.dumps({"type": "pong", "id": ping["id"],
-                                    "client_time": ping["client_time"],
-                                    "server_time": time.time() * 1000}))
-        ws.on_message(answer)
+        answer_pings(ws)
         ws.send(json.dumps(hall_message))
 
     page = context.new_page()

@@ -12,7 +12,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import FULL_HD, PHONE, Traffic, make_table, shoot
+from tests.browser.conftest import FULL_HD, PHONE, Traffic, answer_pings, make_table, shoot
 from tests.server import ServerProcess
 
 TABLE = "off1"
@@ -28,13 +28,7 @@ def test_pages_stop_counting_a_table_that_is_not_live(
     sockets: list[Any] = []
 
     def feed(ws: Any) -> None:
-        def answer(message: str | bytes) -> None:
-            ping = json.loads(message)
-            if ping.get("type") == "ping":
-                ws.send(json.dumps({"type": "pong", "id": ping["id"],
-                                    "client_time": ping["client_time"],
-                                    "server_time": time.time() * 1000}))
-        ws.on_message(answer)
+        answer_pings(ws)
         ws.send(json.dumps({"type": "snapshot", "seq": state["seq"], "table": TABLE,
                             "state": state, "referee": True, "faults": [], "live": True,
                             "stale_since": None}))
