@@ -5,15 +5,27 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test venv lint bench test-deps browser-deps clean
+.PHONY: run test venv lint bench test-deps browser-deps clean lock bundle
+
+# Every dependency at one version, on every machine: requirements.lock (made by uv from
+# pyproject.toml, for every platform and Python >= 3.11 at once: --universal) constrains
+# make venv, deploy/install-pi.sh and the offline bundle. `make lock` refreshes it.
+LOCK := requirements.lock
+UV_VERSION := 0.13.8
+LOCK_EXTRAS := --extra hardware --extra mqtt --extra camera --extra test
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[hardware,mqtt,camera,test]'
+$(VENV)/.installed: pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/pip install -q -c $(LOCK) -e '.[hardware,mqtt,camera,test]'
 	touch $@
+
+lock: | $(BIN)/python
+	$(BIN)/pip install -q 'uv==$(UV_VERSION)'
+	$(BIN)/uv pip compile -q --universal --python-version 3.11 $(LOCK_EXTRAS) \
+	  --custom-compile-command 'make lock' --upgrade pyproject.toml -o $(LOCK)
 
 venv: $(VENV)/.installed
 

@@ -59,13 +59,12 @@ done
 
 echo "== $PREFIX/venv"
 python3 -m venv --system-site-packages "$PREFIX/venv"
-"$PREFIX/venv/bin/pip" install --quiet --upgrade pip
 # mqtt: paho-mqtt (pure Python, small), for a hall on a broker (deploy/README.md, "A hall
 # on MQTT"): used only when SHOTCLOCK_MQTT_URL is set.
 if [[ $MODE == hall ]]; then
-    "$PREFIX/venv/bin/pip" install --quiet "${SRC}[mqtt]"
+    "$PREFIX/venv/bin/pip" install --quiet -c "$SRC/requirements.lock" "${SRC}[mqtt]"
 else
-    "$PREFIX/venv/bin/pip" install --quiet "${SRC}[hardware,mqtt]"
+    "$PREFIX/venv/bin/pip" install --quiet -c "$SRC/requirements.lock" "${SRC}[hardware,mqtt]"
 fi
 
 echo "== $ETC"
