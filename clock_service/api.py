@@ -29,6 +29,7 @@ from pydantic import TypeAdapter
 from starlette.routing import Match
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
+from clock_service import presets
 from clock_service.commands import parse_command
 from clock_service.errors import (
     Forbidden,
@@ -71,6 +72,7 @@ from clock_service.schemas import (
 from clock_service.settings import Settings
 from clock_service.store import Store
 from clock_service.timesource import RealTime, TimeSource
+from clock_service.tournament.routes import router as tournament_router
 from web_ui import mount_pages
 
 __all__ = ["create_app", "CLOSE_POLICY", "CLOSE_UNKNOWN_TABLE", "CLOSE_TRY_LATER"]
@@ -220,6 +222,10 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
     """The service. ``store``: one already locked and checked (``shotclock serve``)."""
     settings = settings or Settings.from_env()
     time = time or RealTime()
+    try:
+        presets.configure(settings.presets_dir)
+    except presets.PresetError as exc:  # a bad preset file stops start-up, saying which
+        raise SystemExit(f"SHOTCLOCK_PRESETS_DIR: {exc}") from None
     limits = Limits(command_rate=settings.command_rate, command_burst=settings.command_burst,
                     read_rate=settings.read_rate, read_burst=settings.read_burst,
                     message_rate=settings.message_rate, message_burst=settings.message_burst,
@@ -454,6 +460,7 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
         await HallSession(websocket, websocket.app.state.runtime, settings, limits).run()
 
     install_reports(app)
+    app.include_router(tournament_router)
     mount_pages(app)
     _install_openapi(app)
     return app

@@ -199,6 +199,9 @@ class TableClock:
         self.deadline: float | None = None  # authoritative while running
         self.pending_warnings: list[int] = []
         self.extensions_used = [0, 0]
+        # Shots played this frame (``shot`` presses; the break's result counts when its
+        # clock was not timed): the one after the first is the shot after the break.
+        self.frame_shots = 0
         # The instant of the last step (a command, an expiry, a restart): a press time given
         # with a command is never placed before it (see ``press_instant``).
         self.last_step_at: float | None = None
@@ -243,8 +246,23 @@ class TableClock:
     def frames_won(self) -> list[int]:
         return list(self.match.score)
 
+    @property
+    def deciding_frame(self) -> bool:
+        """The frame in play decides the match: both players one frame from the race."""
+        race = self.match.race_to
+        return race is not None and self.match.score == (race - 1, race - 1)
+
+    def extensions_allowed(self) -> int:
+        """Extensions per player in this frame (12.5; the profile's deciding-frame number)."""
+        return self.profile.extensions(self.deciding_frame)
+
     def shot_limit(self) -> int | None:
-        return self.profile.shot_limit(self.round) if self.timer else None
+        if not self.timer:
+            return None
+        if self.frame_shots == 1 and self.profile.after_break_ms is not None:
+            # The first shot after the break (WPA §20: up to 60 s).
+            return self.profile.after_break_ms
+        return self.profile.shot_limit(self.round)
 
     def remaining_ms(self, now: float) -> int | None:
         if not self.timer:
@@ -262,10 +280,11 @@ class TableClock:
         return self.deadline
 
     def state(self, now: float) -> dict[str, Any]:
-        per = self.profile.extensions_per_frame
+        per = self.extensions_allowed()
+        remaining = self.remaining_ms(now)
         return {
             "phase": self.phase,
-            "remaining_ms": self.remaining_ms(now),
+            "remaining_ms": remaining,
             "limit_ms": self.shot_limit(),
             "deadline": self.deadline if self.phase == "running" else None,
             "player": self.player,
@@ -283,6 +302,10 @@ class TableClock:
             "frames_won": self.frames_won,
             "can_undo": self.history[-1][0] if self.history else None,
             "profile": self.profile.to_dict(),
+            "deciding_frame": self.deciding_frame,
+            # The profile's show_from_ms: whether the players see the clock now (a running
+            # clock appears when its deadline is show_from_ms away; pages derive that).
+            "clock_shown": self.profile.shown(remaining),
             "whites": self.whites,
             "on_break": not self.match.frame.break_done and self.phase != "frame_over",
             "announced_call": (None if self.match.frame.announced_call is None
@@ -467,9 +490,14 @@ class TableClock:
         if not self.timer:
             return self._guard_timer(now)
         player = self.player
-        if self.extensions_used[player] >= self.profile.extensions_per_frame:
+        allowed = self.extensions_allowed()
+        if self.extensions_used[player] >= allowed:
+            used = ("the extension" if allowed == 1 else
+                    "no extension" if allowed == 0 else f"all {allowed} extensions")
+            where = "this deciding frame" if self.deciding_frame else "this frame"
             return ("extension_used",
-                    f"{self.players[player]} already used the extension this frame", "12.5")
+                    f"{self.players[player]} already used {used} {where}"
+                    if allowed else f"the profile gives {used} in {where}", "12.5")
         if (self.remaining_ms(now) or 0) <= 0:
             return ("extension_too_late", "the main time has run out", "12.7")
         return None
@@ -529,6 +557,7 @@ class TableClock:
 
     def _on_shot(self, command: Shot, now: float) -> list[Event]:
         event = self._clock_event("clock.stopped", now, {"reason": "shot"})
+        self.frame_shots += 1
         self._make_ready(self.shot_limit())
         self.shot_played = True
         return [event]
@@ -652,6 +681,8 @@ class TableClock:
         """Apply the referee's report of the shot just played (sections 3-11)."""
         report = command.shot_result  # on the break legal_break is required (4.2, D11)
         self._accept_if_choice_open("result")
+        if not self.match.frame.break_done:  # the break's result without its clock timed
+            self.frame_shots = max(self.frame_shots, 1)
         shooter = self.player
         outcome = self._rules("result", lambda: self.match.shot(report))
         events = [Event("shot.result", {
@@ -834,6 +865,7 @@ class TableClock:
         self.player = self.breaker
         self.visit = 1  # the break opens visit 1
         self.extensions_used = [0, 0]  # 12.5: once per frame
+        self.frame_shots = 0
         self._make_ready(self.shot_limit())
         return [Event("frame.started", {
             "frame": self.frame, "breaker": self.breaker, "player": self.player,
@@ -858,10 +890,11 @@ class TableClock:
     # The clock's own facts; "match" (the rules' state) is dumped beside them.
     _FIELDS = (
         "frame", "breaker", "visit", "player", "phase", "remaining", "deadline",
-        "pending_warnings", "extensions_used", "last_step_at", "shot_played",
+        "pending_warnings", "extensions_used", "last_step_at", "shot_played", "frame_shots",
     )
     # Fields added after states were first stored, with the value an old state means.
-    _FIELD_DEFAULTS: dict[str, Any] = {"last_step_at": None, "shot_played": False}
+    _FIELD_DEFAULTS: dict[str, Any] = {"last_step_at": None, "shot_played": False,
+                                       "frame_shots": 2}
 
     def _dump(self) -> dict[str, Any]:
         data = {name: copy.copy(getattr(self, name)) for name in self._FIELDS}

@@ -12,6 +12,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, Final
 
 from clock_service.errors import InvalidCommand, InvalidProfile
+from clock_service.presets import build_profile
 from clock_service.profile import Profile
 from clock_service.rules import Call, FoulCode, GeneralFoul, InvalidResult, Route, ShotResult
 
@@ -294,7 +295,7 @@ class NewMatch(Command):
                 raise InvalidCommand(f"profile must be an object, got {self.profile!r}",
                                      code="invalid_profile")
             try:
-                built = Profile.from_partial(self.profile)
+                built = build_profile(self.profile)
             except InvalidProfile as exc:
                 raise InvalidCommand(f"profile: {exc}", code="invalid_profile") from exc
             object.__setattr__(self, "built_profile", built)

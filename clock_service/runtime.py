@@ -29,7 +29,7 @@ from clock_service.errors import (
 from clock_service.events import Event
 from clock_service.health import Health
 from clock_service.hub import HALL, Hub, encode
-from clock_service.profile import Profile
+from clock_service.presets import build_profile
 from clock_service.store import ARCHIVE_SEP, Store
 from clock_service.timesource import Timer, TimeSource
 
@@ -218,7 +218,7 @@ class Runtime:
             raise TooManyTables(
                 f"the service keeps at most {self.max_tables} live tables "
                 "(SHOTCLOCK_MAX_TABLES): archive one with DELETE /api/tables/{id} first")
-        clock = TableClock(players, timer=timer, profile=Profile.from_partial(profile),
+        clock = TableClock(players, timer=timer, profile=build_profile(profile),
                            first_breaker=first_breaker, race_to=race_to)
         now = self.time.now_ms()
         config = {"players": list(clock.players), "timer": clock.timer,

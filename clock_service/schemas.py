@@ -101,6 +101,18 @@ class ProfileIn(BaseModel):
                                          description="per player per frame (12.5)")
     warnings_ms: list[_Ms] = Field(list(Profile().warnings_ms), max_length=32,
                                    description="clock.warning thresholds")
+    extensions_deciding_frame: _Count | None = Field(
+        None, description="extensions per player in the deciding frame (both one frame from "
+        "the race, or a tie-break frame); null: as extensions_per_frame")
+    after_break_ms: _Ms | None = Field(None, description="limit of the first shot after the "
+                                       "break (WPA §20: 60 s); null: the round's limit")
+    show_from_ms: _Ms | None = Field(None, description="the players see the clock only once "
+                                     "this much is left; null: always")
+    slow_play_ms: _Ms = Field(Profile.slow_play_ms, description="the flat shot limit once the "
+                              "referee switches the clock on for slow play (shot_clock_on)")
+    preset: str | None = Field(None, min_length=1, max_length=60, examples=["wpa-20"],
+                               description="a named preset (GET /api/presets) as the base; "
+                               "the fields given beside it override its numbers")
 
 
 class CreateTable(BaseModel):
@@ -183,6 +195,12 @@ class TableState(BaseModel):
     frames_won: list[int]
     can_undo: str | None = Field(description="the step an undo would take back")
     profile: dict[str, Any]
+    deciding_frame: bool = Field(description="the frame in play decides the match (both one "
+                                 "frame from the race): the profile's "
+                                 "extensions_deciding_frame applies")
+    clock_shown: bool = Field(description="whether the players see the shot clock now "
+                              "(profile.show_from_ms); a running clock appears when its "
+                              "deadline is show_from_ms away")
     whites: list[int] = Field(description="whites credited per player this frame (5.2-5.3)")
     on_break: bool = Field(description="the next shot is the break of the frame (4.x)")
     announced_call: dict[str, Any] | None = Field(
@@ -303,6 +321,25 @@ class TimeProfile(_Closed):
     extension_ms: int = Field(description="one extension adds this much (12.6)")
     extensions_per_frame: int = Field(description="per player per frame (12.5)")
     warnings_ms: list[int] = Field(description="clock.warning thresholds, largest first")
+    extensions_deciding_frame: int | None = Field(
+        description="extensions per player in the deciding frame; null: as per frame")
+    after_break_ms: int | None = Field(description="limit of the first shot after the break; "
+                                       "null: the round's limit")
+    show_from_ms: int | None = Field(description="the clock is shown only from this much "
+                                     "left; null: always")
+    slow_play_ms: int = Field(description="the flat limit of the slow-play clock "
+                              "(shot_clock_on)")
+    preset: str | None = Field(description="the preset the numbers came from; null: by hand")
+
+
+class PresetOut(_Closed):
+    """A named time profile (GET /api/presets)."""
+
+    name: str = Field(examples=["wpa-20"])
+    title: str = Field(examples=["WPA §20"])
+    source: str = Field(description="the rule or regulation whose numbers it holds")
+    builtin: bool = Field(description="shipped with the service; false: SHOTCLOCK_PRESETS_DIR")
+    profile: TimeProfile
 
 
 # -- the rules' report (shot.result, and the result command) -------------------------------

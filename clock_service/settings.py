@@ -115,6 +115,9 @@ class Settings:
     allowed_origins: tuple[str, ...] = ()
     # Listen on a non-loopback address without a referee token (shotclock serve --open).
     open: bool = False
+    # A directory of the federation's own time-profile presets (JSON or TOML files, see
+    # clock_service/presets), besides the built-in ones.
+    presets_dir: str | None = None
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
@@ -152,5 +155,6 @@ class Settings:
             max_tables=_env_int("SHOTCLOCK_MAX_TABLES", cls.max_tables),
             trusted_proxies=_env_list("SHOTCLOCK_TRUSTED_PROXIES"),
             allowed_origins=_env_list("SHOTCLOCK_ALLOWED_ORIGINS"),
+            presets_dir=env.get("SHOTCLOCK_PRESETS_DIR") or None,
         )
         return replace(settings, **{k: v for k, v in overrides.items() if v is not None})
