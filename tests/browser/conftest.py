@@ -124,6 +124,21 @@ def _polling_wait(page: Any) -> Any:
     return wait_for_function
 
 
+def seq_of(server: ServerProcess, table: str) -> int:
+    """The table's last event seq on the service (GET /api/tables/<id>)."""
+    return int(server.get(f"/api/tables/{table}")["seq"])
+
+
+def wait_past(page: Any, seq: int, timeout: float = 30_000) -> int:
+    """Wait until the page has taken an event after ``seq`` (the service's answer to what
+    the test just did), and return the page's last seq. Take ``seq`` before the action:
+    the page's own state may already read what the test expects (a frame still "1")."""
+    page.wait_for_function(
+        f"window.shotclockConnection && window.shotclockConnection.lastSeq > {int(seq)}",
+        timeout=timeout)
+    return int(page.evaluate("window.shotclockConnection.lastSeq"))
+
+
 def answer_pings(ws: Any) -> None:
     """A service socket faked with ``page.route_web_socket``: answer the page's pings with
     the time now, so its clock offset and its liveness check work as against the service."""

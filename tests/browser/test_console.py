@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser import conftest
 from tests.browser.conftest import PHONE, Traffic, make_table, shoot
 from tests.server import ServerProcess
 
@@ -364,9 +365,17 @@ def test_new_match_asks_first_and_the_main_button_offers_it_after_the_match(
     shoot(page, "console-match-over-phone")
     page.locator("#btn-main").click()
     expect(page.locator("#match-ends")).to_contain_text("Match 2 (0:1) is over")
+    before = conftest.seq_of(shared_server, table)
     page.locator("#match-ok").click()
+    # The frame already reads "1" (match 2 was won in its first frame): wait for the
+    # service's answer, an event past the seq read before the press, then read the match.
+    conftest.wait_past(page, before)
+    expect(dialog).to_be_hidden()
     expect(page.locator("#frame")).to_have_text("1")
-    assert shared_server.get(f"/api/tables/{table}")["match"]["number"] == 3
+    state = shared_server.get(f"/api/tables/{table}")
+    assert (state["match"]["number"], state["phase"]) == (3, "ready"), state
+    answer = shared_server.get(f"/api/tables/{table}/events?since={before}")
+    assert (answer[0]["type"], answer[0]["seq"]) == ("match.started", before + 1), answer
     assert traffic.errors == []
 
 
