@@ -70,7 +70,7 @@ from clock_service.schemas import (
     command_union,
 )
 from clock_service.settings import Settings
-from clock_service.store import Store
+from clock_service.storage import Store
 from clock_service.timesource import RealTime, TimeSource
 from clock_service.tournament.routes import router as tournament_router
 from web_ui import mount_pages

@@ -75,7 +75,7 @@ def _serve(args: argparse.Namespace) -> int:
         uvicorn_config,
     )
     from clock_service.settings import Settings
-    from clock_service.store import Store
+    from clock_service.storage import Store
 
     settings = Settings.from_env(host=args.host, port=args.port, db=args.db,
                                  display=args.display, open=args.open or None)
@@ -329,7 +329,7 @@ def _hall(args: argparse.Namespace) -> int:
     from clock_service.api import create_app
     from clock_service.hub import Hub
     from clock_service.settings import Settings, default_db_path
-    from clock_service.store import Store
+    from clock_service.storage import Store
 
     settings = Settings.from_env(host=args.host, port=args.port, mqtt_url=args.mqtt,
                                  open=args.open or None)

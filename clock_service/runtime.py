@@ -30,7 +30,7 @@ from clock_service.events import Event
 from clock_service.health import Health
 from clock_service.hub import HALL, Hub, encode
 from clock_service.presets import build_profile
-from clock_service.store import ARCHIVE_SEP, Store
+from clock_service.storage import ARCHIVE_SEP, Store
 from clock_service.timesource import Timer, TimeSource
 
 __all__ = ["Runtime", "TableRuntime", "TABLE_ID", "Listener", "Publisher", "match_id",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clock_service.runtime import Runtime
-from clock_service.store import Store
+from clock_service.storage import Store
 from clock_service.timesource import FakeTime
 from firmware_bridge.bridge import TableBridge, command_for_press
 from firmware_bridge.interfaces import ButtonPress, FakeButtons, FakeBuzzer, FakeDisplay

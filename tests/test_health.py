@@ -11,7 +11,7 @@ import pytest
 from clock_service.health import Health
 from clock_service.hub import Subscriber
 from clock_service.runtime import Runtime
-from clock_service.store import Store
+from clock_service.storage import Store
 from clock_service.timesource import FakeTime
 
 

@@ -12,7 +12,7 @@ from clock_service.commands import Extension, Pause, Shot, Start, Turn
 from clock_service.errors import RuleRefusal, UnknownTable
 from clock_service.hub import Hub
 from clock_service.runtime import Runtime
-from clock_service.store import Store
+from clock_service.storage import Store
 from clock_service.timesource import FakeTime
 
 SHORT = {"shot_ms": 3000, "floor_ms": 2000, "step_ms": 500, "extension_ms": 2000,

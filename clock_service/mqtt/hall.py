@@ -40,7 +40,7 @@ from clock_service.mqtt.mirror import ClockSkew, TableMirror
 from clock_service.mqtt.topics import ONLINE, BrokerTarget, Topics
 from clock_service.runtime import Runtime, TableRuntime
 from clock_service.settings import Settings
-from clock_service.store import Store
+from clock_service.storage import Store
 from clock_service.timesource import TimeSource
 
 __all__ = ["HallRuntime", "MirrorClock", "command_payload"]

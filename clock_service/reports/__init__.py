@@ -1,8 +1,9 @@
-"""Matches as records: the statistics core, the match index, charts, protocol and exports.
+"""Matches as records: the statistics core, charts, protocol and exports.
 
 - :mod:`.stats` -- the pure statistics core: a match's events in, its record out (no I/O).
-- :mod:`.index` -- the match index the store's writer keeps beside the log (listing, where
-  a match lies in its table's log), rebuilt from the log when missing.
+- The match index and the reading of a match's events live in the store
+  (:mod:`clock_service.storage.index`, :mod:`clock_service.storage.records`); the
+  reports read through them.
 - :mod:`.charts` -- the pictures as SVG text (pure).
 - :mod:`.protocol` -- the protocol page as HTML (pure), ru/en, for ``report.css``.
 - :mod:`.export` -- CSV (one row per shot) and JSON.

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from clock_service.reports.export import dumps, record_json, shots_csv
-from clock_service.reports.index import INDEX_VERSION, SCHEMA, rebuild_index, split_match_id
 from clock_service.reports.protocol import render_protocol, seconds
 from clock_service.reports.service import UnknownMatch, read_match
 from clock_service.reports.stats import MatchRecord
+from clock_service.storage.index import split_match_id
+from clock_service.storage.records import StoreMissing, open_read_only
 
 __all__ = ["add_parser", "run", "find_chromium", "print_pdf", "CHROMIUM_CANDIDATES"]
 
@@ -66,28 +67,10 @@ def add_parser(sub: Any) -> None:
 # -- reading ----------------------------------------------------------------------------------
 
 def _open_store(path: str) -> sqlite3.Connection:
-    if not Path(path).exists():
-        raise ReportError(f"no store at {path} (--db PATH, or --server URL)")
-    uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True)
-    current = conn.execute(
-        "SELECT value FROM meta WHERE key = 'matches_index'").fetchone() if _has(
-            conn, "meta") else None
-    if _has(conn, "matches") and current is not None and current[0] == INDEX_VERSION:
-        return conn
-    # The store predates the index (or has another version): derive it in memory.
-    conn.close()
-    memory = sqlite3.connect(":memory:")
-    memory.execute("ATTACH DATABASE ? AS log", (uri,))
-    memory.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                         "CREATE TEMP VIEW events AS SELECT * FROM log.events;" + SCHEMA)
-    rebuild_index(memory)
-    return memory
-
-
-def _has(conn: sqlite3.Connection, table: str) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                        (table,)).fetchone() is not None
+    try:
+        return open_read_only(path)
+    except StoreMissing:
+        raise ReportError(f"no store at {path} (--db PATH, or --server URL)") from None
 
 
 def _latest(conn: sqlite3.Connection, table: str) -> str:

@@ -13,10 +13,10 @@ from typing import Any, Literal
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from clock_service.reports.index import MAX_PAGE
 from clock_service.reports.protocol import LANGS
 from clock_service.reports.service import Reports
 from clock_service.schemas import ErrorResponse, MatchPage, MatchRecordOut
+from clock_service.storage.index import MAX_PAGE
 
 __all__ = ["install_reports", "reports_of"]
 

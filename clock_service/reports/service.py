@@ -11,7 +11,6 @@ same tables: ``shotclock serve``'s and the hall mirror's (``shotclock hall``) al
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import sqlite3
 from collections.abc import Callable
@@ -19,8 +18,9 @@ from typing import Any
 
 from clock_service.errors import ShotClockError
 from clock_service.reports import worker
-from clock_service.reports.index import list_matches_json, match_row, split_match_id
 from clock_service.reports.stats import MatchRecord, build_match
+from clock_service.storage.index import list_matches_json, match_row, split_match_id
+from clock_service.storage.records import last_seq, load_events
 
 __all__ = ["Reports", "UnknownMatch", "read_match", "load_events", "build_from_store",
            "last_seq"]
@@ -32,46 +32,6 @@ class UnknownMatch(ShotClockError, LookupError):
     def __init__(self, match_id: str) -> None:
         super().__init__(f"no match {match_id!r} (a match id is '<table>.<number>', "
                          "e.g. '1.1'; GET /api/matches lists them)", code="unknown_match")
-
-
-# What the statistics read of each stored event. SQLite projects it out of the stored JSON
-# (in C, with the GIL released): the table state every event carries is most of its bytes
-# and only its seq (the batch) is needed, so Python decodes a seventh of the text. The
-# clock's warnings (a fifth of a match's events) say nothing the statistics use and are
-# never part of a step (stats.opens_step), so they are not even parsed.
-_PROJECTION = ("SELECT json_extract(body, '$.type', '$.seq', '$.at', '$.data', '$.by', "
-               "'$.state.seq') FROM events WHERE table_id = ? AND seq >= ? AND seq <= ? "
-               "AND type != 'clock.warning' ORDER BY seq")
-
-
-def load_events(conn: sqlite3.Connection, table_id: str, first: int,
-                last: int | None) -> tuple[list[dict[str, Any]], str]:
-    """The table's events with ``first <= seq <= last`` (last None: to the end), as much of
-    each as the statistics read, and the SHA-256 of that projection (one JSON array
-    ``[type, seq, at, data, by, state.seq]`` per line, as SQLite writes it: anyone can
-    recompute it from the store with the same query)."""
-    rows = conn.execute(_PROJECTION, (table_id, first,
-                                      last if last is not None else 2**62)).fetchall()
-    lines = [r[0] for r in rows]
-    digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
-    events = []
-    for line in lines:
-        kind, seq, at, data, by, batch = json.loads(line)
-        event = {"type": kind, "seq": seq, "at": at, "data": data or {},
-                 "state": {"seq": batch}}
-        if by is not None:
-            event["by"] = by
-        events.append(event)
-    return events, digest
-
-
-def last_seq(conn: sqlite3.Connection, summary: dict[str, Any]) -> int:
-    """The match's last event: its end, or for the table's current match the table's last."""
-    if summary["end_seq"] is not None:
-        return int(summary["end_seq"])
-    row = conn.execute("SELECT max(seq) FROM events WHERE table_id = ?",
-                       (summary["table"],)).fetchone()
-    return int(row[0] or 0)
 
 
 def build_from_store(conn: sqlite3.Connection, summary: dict[str, Any],

@@ -267,7 +267,7 @@ class MatchRecord:
     frames: list[FrameRecord] = field(default_factory=list)
     stats: tuple[PlayerStats, PlayerStats] | None = None
     # SHA-256 of the match's events as read from the store, set by whoever read them
-    # (reports/service.load_events says exactly what is hashed): a printed protocol can be
+    # (storage/records.load_events says exactly what is hashed): a printed protocol can be
     # checked against the log.
     digest: str | None = None
 

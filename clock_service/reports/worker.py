@@ -65,9 +65,10 @@ def render(db: str, match_id: str, kind: str, options: dict[str, Any]) -> tuple[
     global builds
     from clock_service.reports.charts import CHARTS, chart_svg
     from clock_service.reports.export import record_json, shots_csv
-    from clock_service.reports.index import match_row, split_match_id
     from clock_service.reports.protocol import render_protocol
-    from clock_service.reports.service import build_from_store, last_seq
+    from clock_service.reports.service import build_from_store
+    from clock_service.storage.index import match_row, split_match_id
+    from clock_service.storage.records import last_seq
 
     conn = _connect(db)
     key = split_match_id(match_id)

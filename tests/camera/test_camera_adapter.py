@@ -19,7 +19,7 @@ from clock_service.camera.source import SourceError, SourceSpec
 from clock_service.commands import Shot, Start, Undo
 from clock_service.hub import Hub
 from clock_service.runtime import Runtime
-from clock_service.store import Store
+from clock_service.storage import Store
 from clock_service.timesource import FakeTime
 
 PROFILE = {"shot_ms": 30000, "floor_ms": 2000, "step_ms": 500, "extension_ms": 2000,

@@ -53,7 +53,7 @@ async def fill_store(db: Path, table_id: str, events: int) -> int:
     big batches (making 100,000 through the core would take minutes)."""
     from clock_service.commands import SetTime
     from clock_service.runtime import Runtime
-    from clock_service.store import Store
+    from clock_service.storage import Store
     from clock_service.timesource import FakeTime
 
     fake = FakeTime(time.time() * 1000.0 - 3_600_000)

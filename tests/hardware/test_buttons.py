@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from clock_service.runtime import Runtime
-from clock_service.store import Store
+from clock_service.storage import Store
 from clock_service.timesource import FakeTime
 from firmware_bridge.errors import HardwareConfigError
 from firmware_bridge.interfaces import ButtonPress, Buttons, FakeBuzzer, FakeDisplay

@@ -7,7 +7,7 @@ import pytest
 
 from clock_service.runtime import Runtime
 from clock_service.settings import Settings
-from clock_service.store import Store
+from clock_service.storage import Store
 from clock_service.timesource import RealTime
 from tests.broker import Broker, mosquitto_missing
 

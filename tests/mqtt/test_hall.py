@@ -328,7 +328,7 @@ def test_the_hall_refuses_what_serve_refuses(tmp_path: Path) -> None:
     import sys
 
     from clock_service.cli import EXIT_REFUSED, EXIT_STORE_LOCKED
-    from clock_service.store import Store
+    from clock_service.storage import Store
 
     env = {k: v for k, v in os.environ.items() if k != "SHOTCLOCK_REFEREE_TOKEN"}
     base = [sys.executable, "-m", "clock_service.cli", "hall", "--mqtt",
@@ -357,7 +357,7 @@ def test_the_hall_store_is_where_serve_keeps_its_own_whatever_the_cwd(
     import sys
 
     from clock_service.cli import EXIT_STORE_LOCKED
-    from clock_service.store import Store
+    from clock_service.storage import Store
 
     env = {k: v for k, v in os.environ.items() if k not in (
         "SHOTCLOCK_HALL_DB", "SHOTCLOCK_DB", "STATE_DIRECTORY", "XDG_STATE_HOME",

@@ -18,7 +18,7 @@ from clock_service.mqtt.hall import HallRuntime
 from clock_service.mqtt.publisher import MqttPublisher
 from clock_service.mqtt.topics import parse_url
 from clock_service.runtime import Runtime
-from clock_service.store import Store
+from clock_service.storage import Store
 from clock_service.timesource import RealTime
 from tests.broker import Broker
 from tests.mqtt.conftest import settings

@@ -22,7 +22,7 @@ from clock_service.commands import Pause, Resume, Start
 from clock_service.mqtt.publisher import MqttPublisher
 from clock_service.mqtt.topics import parse_url
 from clock_service.runtime import Runtime
-from clock_service.store import Store
+from clock_service.storage import Store
 from clock_service.timesource import RealTime
 from tests.bare_loop import BareLoopThread
 from tests.broker import Broker

@@ -20,7 +20,7 @@ from clock_service.commands import (
 )
 from clock_service.errors import RuleRefusal
 from clock_service.events import Event
-from clock_service.store import Store
+from clock_service.storage import Store
 
 T0 = 1_700_000_000_000.0
 EARLY_POT = {

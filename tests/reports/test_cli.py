@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clock_service.commands import Result
-from clock_service.store import Store
+from clock_service.storage import Store
 from tests.reports.helpers import Table, write_table
 from tests.server import ROOT
 

@@ -1,4 +1,4 @@
-"""The match index the store keeps beside the log (reports/index.py): kept in the events'
+"""The match index the store keeps beside the log (storage/index.py): kept in the events'
 transaction, equal to a rebuild from the log, rebuilt when missing; keyset pages."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from clock_service.commands import NewFrame, NewMatch, Result, Undo
-from clock_service.reports.index import MAX_PAGE, SCHEMA, index_ops, list_matches
-from clock_service.store import Store
+from clock_service.storage import Store
+from clock_service.storage.index import MAX_PAGE, SCHEMA, index_ops, list_matches
 from tests.reports.helpers import EARLY_POT, Table
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from clock_service.store import Store
+from clock_service.storage import Store
 from tests.reports.helpers import play_200_shots, write_table
 from tests.server import ServerProcess
 

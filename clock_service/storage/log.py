@@ -1,0 +1,537 @@
+"""The embedded event store: one SQLite file in WAL mode, written by one thread.
+
+Every event is appended, with the table's core snapshot, in one transaction that is
+synced to disk (``synchronous=FULL``: an acknowledged event survives a power cut) before
+anyone is told of it. Writes are batched: whatever is queued while a commit runs goes
+into the next commit, so a slow disk costs latency, never throughput or the clock's time.
+The event loop never waits on SQLite: it enqueues and is called back when it is durable.
+
+Reads (start-up, replay for ``?since=``) use their own connections; WAL lets them run
+beside the writer. Reads for clients return the stored JSON text as it is (never decoded
+and encoded again) and are meant to run off the event loop (``asyncio.to_thread``).
+
+One store, one writer: ``open`` takes an exclusive ``flock`` on ``<db>.lock`` and holds it
+until the process ends, so a second service on the same file refuses to start
+(``StoreLocked``) instead of interleaving two clocks' histories; and it runs
+``PRAGMA quick_check`` first (``StoreCorrupt``), so a damaged file is reported at start
+rather than as a 500 on the table that hits the bad page.
+
+Archived tables (``DELETE /api/tables/{id}``) keep their events under the archive id
+``<id>~<n>`` (n counts the archives of that id from 1): the live id is free for a new
+table, and an archived table's events stay addressable for the records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import queue
+import sqlite3
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clock_service.errors import StoreCorrupt, StoreError, StoreLocked
+from clock_service.storage.index import ensure_index, index_ops
+
+__all__ = ["Store", "StoredTable", "ArchivedTable", "ARCHIVE_SEP"]
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS tables (
+    id         TEXT PRIMARY KEY,
+    config     TEXT NOT NULL,
+    core       TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    table_id TEXT NOT NULL,
+    seq      INTEGER NOT NULL,
+    type     TEXT NOT NULL,
+    at       INTEGER NOT NULL,
+    body     TEXT NOT NULL,
+    PRIMARY KEY (table_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS published (
+    target   TEXT NOT NULL,
+    table_id TEXT NOT NULL,
+    seq      INTEGER NOT NULL,
+    PRIMARY KEY (target, table_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS archive (
+    id          TEXT PRIMARY KEY,
+    table_id    TEXT NOT NULL,
+    config      TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    created_at  INTEGER NOT NULL,
+    archived_at INTEGER NOT NULL
+);
+"""
+# ``published``: per MQTT target (broker and hall) and table, the last seq the broker
+# acknowledged, with every seq before it (clock_service/mqtt/feed.py). It may lag behind
+# (a restart then publishes a few events again: consumers drop them by seq), never lead.
+# ``archive``: archived tables (DELETE /api/tables/{id}); their events are under ``id``.
+# An archived table's id: the live id, this separator, and a count (never a live id).
+ARCHIVE_SEP = "~"
+
+# Backoff between attempts to commit on a failing disk.
+RETRY_MIN_S = 0.05
+RETRY_MAX_S = 2.0
+# Most events a single commit takes; more wait for the next one.
+MAX_BATCH = 512
+
+
+@dataclass(frozen=True)
+class StoredTable:
+    id: str
+    config: dict[str, Any]
+    core: dict[str, Any]
+    seq: int
+
+
+@dataclass(frozen=True)
+class ArchivedTable:
+    id: str  # the archive id, <table>~<n>: where its events are now
+    table: str  # the id it had while live
+    config: dict[str, Any]
+    seq: int
+    created_at: int
+    archived_at: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "table": self.table, "config": self.config, "seq": self.seq,
+                "created_at": self.created_at, "archived_at": self.archived_at}
+
+
+@dataclass
+class _Archive:
+    table_id: str
+    archive_id: str
+    archived_at: int
+    done: Callable[[BaseException | None], None] | None
+    seq: int | None = None  # its last event (table.archived); None: the stored row's
+
+
+@dataclass
+class _Write:
+    """One append, already encoded: JSON is made by the caller (the event loop), so the
+    writer thread spends its time in SQLite and fsync with the GIL released. Python work
+    in the writer thread would hold the GIL against the loop (the convoy effect: every
+    I/O call of the loop then waits up to a switch interval, 5 ms, to get it back)."""
+
+    table_id: str
+    rows: list[tuple[str, int, str, int, str]]  # events: (table, seq, type, at, body)
+    core: str | None
+    seq: int
+    done: Callable[[BaseException | None], None] | None
+    config: str | None = None  # set for a new table
+    created_at: int = 0
+    # The match index's statements for these events (storage/index.py), same transaction.
+    index: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+
+
+def _encode(table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | None,
+            texts: list[str] | None = None,
+            ) -> tuple[list[tuple[str, int, str, int, str]], str | None]:
+    bodies = texts if texts is not None else [json.dumps(e) for e in events]
+    rows = [(table_id, e["seq"], e["type"], int(e["at"]), body)
+            for e, body in zip(events, bodies, strict=True)]
+    return rows, None if core is None else json.dumps(core)
+
+
+@dataclass(frozen=True)
+class _Published:
+    target: str
+    table_id: str
+    seq: int
+
+
+_STOP = object()
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout=10000")
+    return conn
+
+
+class Store:
+    def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
+        """``synchronous``: FULL (a table's own log: an acknowledged event survives a power
+        cut); NORMAL for a copy that can be fetched again (the hall's mirror: WAL never
+        corrupts, a power cut may only lose the last commits, which the tables replay)."""
+        if synchronous not in ("FULL", "NORMAL"):
+            raise ValueError(f"synchronous must be FULL or NORMAL, got {synchronous!r}")
+        self.synchronous = synchronous
+        self.path = str(path)
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._local = threading.local()
+        self.commits = 0
+        self.write_errors = 0  # failed commit attempts (each retried, see _commit_until_done)
+        self._closing = False  # for the benchmark: how many fsyncs the batching saved
+        # Duration of the recent commits in ms (BEGIN..COMMIT, fsync included), for /api/health.
+        self.commit_ms: deque[float] = deque(maxlen=1024)
+        # Told from the writer thread when writes start failing (the error) and when they
+        # succeed again (None); the runtime turns it into the store fault.
+        self.on_trouble: Callable[[BaseException | None], None] | None = None
+        self.failing_since: float | None = None  # time.time() of the first failed attempt
+        self._lock_fd: int | None = None
+        self._checked = False
+
+    # -- lifecycle -----------------------------------------------------------------------
+    @property
+    def lock_path(self) -> str:
+        return self.path + ".lock"
+
+    def lock(self) -> None:
+        """Take the store for this process (held until it ends); ``StoreLocked`` if another
+        process has it. The lock file records the holder's pid, for the message."""
+        if self._lock_fd is not None or self.path == ":memory:":
+            return
+        import fcntl
+
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise StoreLocked(
+                f"the event store {self.path} is in use by another shotclock process "
+                f"(pid {holder}); two services on one store would mix two clocks' "
+                "histories: stop the other one, or give this one its own --db") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._lock_fd = fd
+
+    def check(self) -> None:
+        """``PRAGMA quick_check``; ``StoreCorrupt`` with SQLite's findings if it fails."""
+        if self._checked or self.path == ":memory:" or not Path(self.path).exists():
+            self._checked = True
+            return
+        try:
+            conn = _connect(self.path)
+            try:
+                rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            rows = [str(exc)]
+        if rows != ["ok"]:
+            raise StoreCorrupt(
+                f"the event store {self.path} failed its integrity check "
+                f"(PRAGMA quick_check: {'; '.join(rows)}): restore it from a backup, or move "
+                "it aside to start with an empty store")
+        self._checked = True
+
+    def open(self) -> None:
+        if self._thread is not None:
+            return
+        self.lock()
+        self.check()
+        try:
+            conn = _connect(self.path)
+            conn.execute("PRAGMA journal_mode=WAL")
+            # FULL: a commit is on disk before it returns, so an event told to a client
+            # survives a power cut (WAL + NORMAL can lose the last commits). See README.
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            conn.execute("PRAGMA journal_size_limit=67108864")
+            conn.executescript(SCHEMA)
+            if ensure_index(conn):
+                log.info("match index built from the event log (%s)", self.path)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the event store at {self.path}: {exc}") from exc
+        self._writer = conn
+        self._thread = threading.Thread(target=self._write_loop, name="store-writer", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        """Write everything queued, then stop the writer and let go of the store."""
+        if self._thread is not None:
+            self._closing = True
+            self._queue.put(_STOP)
+            self._thread.join(timeout=30)
+            self._thread = None
+            with contextlib.suppress(sqlite3.Error):  # leave one file, not a long WAL
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._writer.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = None
+
+    # -- writes (any thread; ``done`` is called from the writer thread) ----------------------
+    def create_table(
+        self, table_id: str, config: dict[str, Any], core: dict[str, Any],
+        events: list[dict[str, Any]], seq: int, created_at: int,
+        done: Callable[[BaseException | None], None] | None = None,
+        texts: list[str] | None = None,
+    ) -> None:
+        rows, core_text = _encode(table_id, events, core, texts)
+        self._queue.put(_Write(table_id, rows, core_text, seq, done, json.dumps(config),
+                               created_at, index_ops(table_id, events)))
+
+    def append(
+        self, table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | None,
+        seq: int, done: Callable[[BaseException | None], None] | None = None,
+        texts: list[str] | None = None,
+    ) -> None:
+        """Append events (``texts``: their JSON, when the caller already made it)."""
+        rows, core_text = _encode(table_id, events, core, texts)
+        self._queue.put(_Write(table_id, rows, core_text, seq, done,
+                               index=index_ops(table_id, events)))
+
+    def archive_table(self, table_id: str, archive_id: str, archived_at: int,
+                      done: Callable[[BaseException | None], None] | None = None,
+                      seq: int | None = None) -> None:
+        """Move a table out of the live set: its row to ``archive`` and its events under
+        ``archive_id``, in one transaction, after every write queued before it. ``seq``:
+        its last event (the row's seq is only brought up to date at the end of a batch)."""
+        self._queue.put(_Archive(table_id, archive_id, archived_at, done, seq))
+
+    def heartbeat(self, alive_at_ms: float) -> None:
+        """Record that the service is alive (for recovery of running clocks)."""
+        self._queue.put(("alive", alive_at_ms))
+
+    def mark_published(self, target: str, table_id: str, seq: int) -> None:
+        """Record that the broker ``target`` has every event of the table up to ``seq``."""
+        self._queue.put(_Published(target, table_id, seq))
+
+    def _write_loop(self) -> None:
+        conn = self._writer
+        stop = False
+        while not stop:
+            batch = [self._queue.get()]
+            while len(batch) < MAX_BATCH:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            if _STOP in batch:
+                stop = True
+                batch = [item for item in batch if item is not _STOP]
+            if not batch:
+                continue
+            error = self._commit_until_done(conn, batch)
+            for item in batch:
+                if isinstance(item, _Write | _Archive) and item.done is not None:
+                    try:
+                        item.done(error)
+                    except Exception:
+                        log.exception("store callback failed")
+
+    def _commit_until_done(self, conn: sqlite3.Connection, batch: list[Any]) -> StoreError | None:
+        """Commit the batch. A full or failing disk (OperationalError) is retried with
+        backoff for as long as it takes: the batch's events keep their place in the order,
+        so nothing is lost and no client ever sees a gap, only a delay. Anything else (a
+        bug) fails the batch at once, and so does a retry after close() was asked."""
+        delay = RETRY_MIN_S
+        attempt = 0
+        while True:
+            try:
+                started = time.perf_counter()
+                self._commit(conn, batch)
+                self.commit_ms.append((time.perf_counter() - started) * 1000.0)
+                self.commits += 1
+                if attempt:
+                    log.warning("event store writable again after %d failed attempts", attempt)
+                if self.failing_since is not None:
+                    self.failing_since = None
+                    self._tell(None)
+                return None
+            except Exception as exc:
+                attempt += 1
+                self.write_errors += 1
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                retry = isinstance(exc, sqlite3.OperationalError) and not self._closing
+                if self.failing_since is None:
+                    self.failing_since = time.time()
+                    self._tell(exc)
+                if attempt == 1 or not retry:
+                    log.error("event store write failed (%s: %s)%s", type(exc).__name__, exc,
+                              "; retrying until the disk recovers" if retry else "")
+                if not retry:
+                    return StoreError(f"event store write failed: {exc}")
+                time.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
+
+    def _tell(self, error: BaseException | None) -> None:
+        if self.on_trouble is not None:
+            try:
+                self.on_trouble(error)
+            except Exception:
+                log.exception("store trouble callback failed")
+
+    @property
+    def pending(self) -> int:
+        """Writes queued and not yet committed (approximate)."""
+        return self._queue.qsize()
+
+    def _commit(self, conn: sqlite3.Connection, batch: list[Any]) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        alive = None
+        cores: dict[str, tuple[str, int]] = {}  # only a table's last snapshot in a batch
+        published: dict[tuple[str, str], int] = {}
+        for item in batch:
+            if isinstance(item, tuple):
+                alive = item[1]
+                continue
+            if isinstance(item, _Published):
+                published[(item.target, item.table_id)] = item.seq
+                continue
+            if isinstance(item, _Archive):
+                self._archive(conn, item)
+                cores.pop(item.table_id, None)
+                for key in [k for k in published if k[1] == item.table_id]:
+                    del published[key]  # acknowledged seqs of the archived log
+                continue
+            if item.config is not None:
+                conn.execute(
+                    "INSERT INTO tables (id, config, core, seq, created_at) VALUES (?,?,?,?,?)",
+                    (item.table_id, item.config, item.core, item.seq, item.created_at),
+                )
+                cores.pop(item.table_id, None)
+            elif item.core is not None:
+                cores[item.table_id] = (item.core, item.seq)
+            conn.executemany(
+                "INSERT INTO events (table_id, seq, type, at, body) VALUES (?,?,?,?,?)",
+                item.rows)
+            for sql, params in item.index:
+                conn.execute(sql, params)
+        conn.executemany("UPDATE tables SET core = ?, seq = ? WHERE id = ?",
+                         [(core, seq, table_id) for table_id, (core, seq) in cores.items()])
+        if published:
+            conn.executemany(
+                "INSERT INTO published (target, table_id, seq) VALUES (?,?,?) "
+                "ON CONFLICT(target, table_id) DO UPDATE SET seq = excluded.seq",
+                [(target, table_id, seq) for (target, table_id), seq in published.items()])
+        if alive is not None:
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('alive_at', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (repr(float(alive)),),
+            )
+        conn.execute("COMMIT")
+
+    @staticmethod
+    def _archive(conn: sqlite3.Connection, item: _Archive) -> None:
+        conn.execute(
+            "INSERT INTO archive (id, table_id, config, seq, created_at, archived_at) "
+            "SELECT ?, id, config, coalesce(?, seq), created_at, ? FROM tables WHERE id = ?",
+            (item.archive_id, item.seq, item.archived_at, item.table_id))
+        conn.execute("DELETE FROM tables WHERE id = ?", (item.table_id,))
+        conn.execute("UPDATE events SET table_id = ? WHERE table_id = ?",
+                     (item.archive_id, item.table_id))
+        # Its matches go with its events (reports: match ids become <archive id>.<n>); what
+        # MQTT targets acknowledged was of the old log: a new table of this id starts at 0.
+        conn.execute("UPDATE matches SET table_id = ? WHERE table_id = ?",
+                     (item.archive_id, item.table_id))
+        conn.execute("DELETE FROM published WHERE table_id = ?", (item.table_id,))
+
+    # -- reads (any thread) -------------------------------------------------------------------
+    def _reader(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _connect(self.path)
+            self._local.conn = conn
+        return conn
+
+    def reader_connection(self) -> sqlite3.Connection:
+        """This thread's reader connection (for match reports, reports/service.py)."""
+        return self._reader()
+
+    def load_tables(self) -> list[StoredTable]:
+        rows = self._reader().execute(
+            "SELECT id, config, core, seq FROM tables ORDER BY created_at, id"
+        ).fetchall()
+        return [StoredTable(r[0], json.loads(r[1]), json.loads(r[2]), r[3]) for r in rows]
+
+    def alive_at(self) -> float | None:
+        row = self._reader().execute("SELECT value FROM meta WHERE key = 'alive_at'").fetchone()
+        return float(row[0]) if row else None
+
+    def events_since(
+        self, table_id: str, since: int, until: int | None = None, limit: int = 100_000
+    ) -> list[dict[str, Any]]:
+        """Events of a table with ``since < seq <= until``, in order."""
+        upper = until if until is not None else 2**62
+        rows = self._reader().execute(
+            "SELECT body FROM events WHERE table_id = ? AND seq > ? AND seq <= ? "
+            "ORDER BY seq LIMIT ?",
+            (table_id, since, upper, limit),
+        ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def event_texts(self, table_id: str, since: int, until: int | None = None,
+                    limit: int = 1000) -> list[tuple[int, str]]:
+        """(seq, stored JSON) of a table's events with ``since < seq <= until``, in order:
+        sent to clients as they are (no decode, no encode)."""
+        upper = until if until is not None else 2**62
+        rows = self._reader().execute(
+            "SELECT seq, body FROM events WHERE table_id = ? AND seq > ? AND seq <= ? "
+            "ORDER BY seq LIMIT ?",
+            (table_id, since, upper, limit),
+        ).fetchall()
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def events_json(self, table_id: str, since: int, limit: int) -> bytes:
+        """A page of events as one JSON array, built from the stored text."""
+        texts = [text for _, text in self.event_texts(table_id, since, None, limit)]
+        return ("[" + ",".join(texts) + "]").encode()
+
+    def archived(self, table_id: str | None = None, after: str = "",
+                 limit: int = 100) -> list[ArchivedTable]:
+        """Archived tables by archive id (all, or the archives of one live id)."""
+        where, args = "id > ?", [after]
+        if table_id is not None:
+            where += " AND table_id = ?"
+            args.append(table_id)
+        rows = self._reader().execute(
+            f"SELECT id, table_id, config, seq, created_at, archived_at FROM archive "
+            f"WHERE {where} ORDER BY id LIMIT ?", (*args, limit)).fetchall()
+        return [ArchivedTable(r[0], r[1], json.loads(r[2]), r[3], r[4], r[5]) for r in rows]
+
+    def archive_record(self, archive_id: str) -> ArchivedTable | None:
+        row = self._reader().execute(
+            "SELECT id, table_id, config, seq, created_at, archived_at FROM archive "
+            "WHERE id = ?", (archive_id,)).fetchone()
+        return None if row is None else ArchivedTable(row[0], row[1], json.loads(row[2]),
+                                                      row[3], row[4], row[5])
+
+    def archive_count(self, table_id: str) -> int:
+        row = self._reader().execute(
+            "SELECT count(*) FROM archive WHERE table_id = ?", (table_id,)).fetchone()
+        return int(row[0])
+
+    def published(self, target: str) -> dict[str, int]:
+        """Per table, the last seq the broker ``target`` acknowledged (see mark_published)."""
+        rows = self._reader().execute(
+            "SELECT table_id, seq FROM published WHERE target = ?", (target,)).fetchall()
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    def last_event_at(self, table_id: str) -> float | None:
+        """When the table's last stored event happened: the service was alive then."""
+        row = self._reader().execute(
+            "SELECT at FROM events WHERE table_id = ? ORDER BY seq DESC LIMIT 1", (table_id,)
+        ).fetchone()
+        return float(row[0]) if row else None
+
+    def event_count(self, table_id: str) -> int:
+        row = self._reader().execute(
+            "SELECT count(*) FROM events WHERE table_id = ?", (table_id,)
+        ).fetchone()
+        return int(row[0])

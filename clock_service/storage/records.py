@@ -1,0 +1,92 @@
+"""Reading a match's events for its record: the one query the reports build on.
+
+The reports package reads the log through these functions (and the match index through
+:mod:`.index`); nothing here imports the reports.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from clock_service.storage.index import INDEX_VERSION, SCHEMA, rebuild_index
+
+__all__ = ["load_events", "last_seq", "open_read_only", "StoreMissing"]
+
+
+class StoreMissing(FileNotFoundError):
+    """No store file at the path given."""
+
+
+# What the statistics read of each stored event. SQLite projects it out of the stored JSON
+# (in C, with the GIL released): the table state every event carries is most of its bytes
+# and only its seq (the batch) is needed, so Python decodes a seventh of the text. The
+# clock's warnings (a fifth of a match's events) say nothing the statistics use and are
+# never part of a step (stats.opens_step), so they are not even parsed.
+_PROJECTION = ("SELECT json_extract(body, '$.type', '$.seq', '$.at', '$.data', '$.by', "
+               "'$.state.seq') FROM events WHERE table_id = ? AND seq >= ? AND seq <= ? "
+               "AND type != 'clock.warning' ORDER BY seq")
+
+
+def load_events(conn: sqlite3.Connection, table_id: str, first: int,
+                last: int | None) -> tuple[list[dict[str, Any]], str]:
+    """The table's events with ``first <= seq <= last`` (last None: to the end), as much of
+    each as the statistics read, and the SHA-256 of that projection (one JSON array
+    ``[type, seq, at, data, by, state.seq]`` per line, as SQLite writes it: anyone can
+    recompute it from the store with the same query)."""
+    rows = conn.execute(_PROJECTION, (table_id, first,
+                                      last if last is not None else 2**62)).fetchall()
+    lines = [r[0] for r in rows]
+    digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    events = []
+    for line in lines:
+        kind, seq, at, data, by, batch = json.loads(line)
+        event = {"type": kind, "seq": seq, "at": at, "data": data or {},
+                 "state": {"seq": batch}}
+        if by is not None:
+            event["by"] = by
+        events.append(event)
+    return events, digest
+
+
+def last_seq(conn: sqlite3.Connection, summary: dict[str, Any]) -> int:
+    """The match's last event: its end, or for the table's current match the table's last."""
+    if summary["end_seq"] is not None:
+        return int(summary["end_seq"])
+    row = conn.execute("SELECT max(seq) FROM events WHERE table_id = ?",
+                       (summary["table"],)).fetchone()
+    return int(row[0] or 0)
+
+
+
+
+def open_read_only(path: str) -> sqlite3.Connection:
+    """A read-only connection to the store at ``path`` (beside a running service too: WAL
+    lets it), never writing to the file. A store whose match index is missing (never
+    opened by this version) is read by deriving the index in memory from the log."""
+    if not Path(path).exists():
+        raise StoreMissing(f"no store at {path}")
+    uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True)
+    current = conn.execute(
+        "SELECT value FROM meta WHERE key = 'matches_index'").fetchone() if _has(
+            conn, "meta") else None
+    if _has(conn, "matches") and current is not None and current[0] == INDEX_VERSION:
+        return conn
+    # The store predates the index (or has another version): derive it in memory.
+    conn.close()
+    memory = sqlite3.connect(":memory:")
+    memory.execute("ATTACH DATABASE ? AS log", (uri,))
+    memory.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                         "CREATE TEMP VIEW events AS SELECT * FROM log.events;" + SCHEMA)
+    rebuild_index(memory)
+    return memory
+
+
+def _has(conn: sqlite3.Connection, table: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                        (table,)).fetchone() is not None
