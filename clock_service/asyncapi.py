@@ -56,6 +56,8 @@ from clock_service.schemas import (
     PongMessage,
     ReplayRequest,
     RespotEvent,
+    ShotClockOffEvent,
+    ShotClockOnEvent,
     ShotResultEvent,
     SnapshotMessage,
     StatusMessage,
@@ -103,6 +105,10 @@ EVENT_MESSAGES: dict[str, tuple[type[BaseModel], str]] = {
     "correction.undone": (CorrectionUndoneEvent, "undo: the last step was taken back."),
     "foul": (FoulEvent, "A counted foul (10.1, 12.4, I12); the second is a technical loss."),
     "turn": (TurnEvent, "The turn passed: a new visit of the other player."),
+    "shot_clock.on": (ShotClockOnEvent, "Slow play: the referee switched the shot clock on "
+                      "(shot_clock_on, 12.1) for the rest of the frame or the match."),
+    "shot_clock.off": (ShotClockOffEvent, "The frame for which slow play was switched on "
+                       "ended: no shot clock from the next frame."),
 }
 
 # Every message the server sends, by ``type``.

@@ -49,6 +49,7 @@ from clock_service.commands import (
     Resume,
     SetTime,
     Shot,
+    ShotClockOn,
     Start,
     Turn,
     Undo,
@@ -94,6 +95,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     # A new match on the table (the previous one stays on record): not while a shot is
     # being timed; also once the match is over (_why_not).
     "new_match": frozenset({"ready", "expired", "frame_over"}),
+    # The referee switches the shot clock on for slow play in a match without one (12.1
+    # leaves timing to the organiser; this lets the referee decide it at the table).
+    "shot_clock_on": frozenset({"ready", "running", "paused", "frame_over"}),
 }
 
 # Why a command is refused in a phase, where the generic message would not say enough:
@@ -202,6 +206,9 @@ class TableClock:
         # Shots played this frame (``shot`` presses; the break's result counts when its
         # clock was not timed): the one after the first is the shot after the break.
         self.frame_shots = 0
+        # Slow play (shot_clock_on): None, or "frame"/"match", the rest of which it lasts.
+        self.slow_play: str | None = None
+        self.slow_play_reason: str | None = None
         # The instant of the last step (a command, an expiry, a restart): a press time given
         # with a command is never placed before it (see ``press_instant``).
         self.last_step_at: float | None = None
@@ -256,16 +263,24 @@ class TableClock:
         """Extensions per player in this frame (12.5; the profile's deciding-frame number)."""
         return self.profile.extensions(self.deciding_frame)
 
+    @property
+    def timed(self) -> bool:
+        """The shot clock counts: the match is timed (12.1), or the referee switched the
+        clock on for slow play (``shot_clock_on``)."""
+        return self.timer or self.slow_play is not None
+
     def shot_limit(self) -> int | None:
-        if not self.timer:
+        if not self.timed:
             return None
+        if self.slow_play is not None:  # one flat limit, no reduction by round
+            return self.profile.slow_play_ms
         if self.frame_shots == 1 and self.profile.after_break_ms is not None:
             # The first shot after the break (WPA §20: up to 60 s).
             return self.profile.after_break_ms
         return self.profile.shot_limit(self.round)
 
     def remaining_ms(self, now: float) -> int | None:
-        if not self.timer:
+        if not self.timed:
             return None
         if self.phase == "running" and self.deadline is not None:
             return _ceil_ms(self.deadline - now)
@@ -295,7 +310,11 @@ class TableClock:
             "fouls": list(self.fouls),
             "frame": self.frame,
             "breaker": self.breaker,
-            "timer": self.timer,
+            # Whether the shot clock counts now: the match's timer (12.1), or slow play.
+            "timer": self.timed,
+            "slow_play": (None if self.slow_play is None else {
+                "scope": self.slow_play, "reason": self.slow_play_reason,
+                "limit_ms": self.profile.slow_play_ms}),
             "hand_back_to": self.hand_back_to,
             "frame_winner": self.frame_winner,
             "frame_end_reason": self.frame_end_reason,
@@ -482,12 +501,12 @@ class TableClock:
 
     # Guards: what the rules forbid on top of the phase table, from the state alone.
     def _guard_timer(self, now: float) -> _Why | None:
-        if not self.timer:
+        if not self.timed:
             return ("no_timer", "this match is played without a timer", "12.1")
         return None
 
     def _guard_extension(self, now: float) -> _Why | None:
-        if not self.timer:
+        if not self.timed:
             return self._guard_timer(now)
         player = self.player
         allowed = self.extensions_allowed()
@@ -523,7 +542,16 @@ class TableClock:
                     "one", "7.1")
         return None
 
+    def _guard_shot_clock_on(self, now: float) -> _Why | None:
+        if self.timer:
+            return ("already_timed", "this match is played with the shot clock", "12.1")
+        if self.slow_play == "match":
+            return ("shot_clock_already_on", "the shot clock is already on for the rest of "
+                    "the match (slow play)", None)
+        return None
+
     _GUARDS: dict[str, Callable[[TableClock, float], _Why | None]] = {
+        "shot_clock_on": _guard_shot_clock_on,
         "call": _guard_call,
         "extension": _guard_extension,
         "hand_back": _guard_hand_back,
@@ -664,6 +692,8 @@ class TableClock:
         self.profile = command.built_profile or self.profile
         self.first_breaker = first_breaker
         self.match = match
+        self.slow_play = None  # slow play was that match's
+        self.slow_play_reason = None
         self.match_number += 1
         self.frame = 0
         self.history.clear()
@@ -722,7 +752,34 @@ class TableClock:
         return [self._clock_event("clock.corrected", now,
                                   {"by": command.by, "reason": command.reason})]
 
+    def _on_shot_clock_on(self, command: ShotClockOn, now: float) -> list[Event]:
+        """Slow play: the referee switches the clock on, with the profile's flat
+        ``slow_play_ms``, for the rest of the frame or of the match. A shot being played
+        gets the full limit from now; a ready or paused one shows it."""
+        if self.slow_play == command.scope:
+            raise RuleRefusal(
+                f"shot_clock_on refused in phase {self.phase}: the shot clock is already on "
+                f"for the rest of the {command.scope} (slow play)", code="shot_clock_already_on")
+        if self.phase == "frame_over" and command.scope == "frame":
+            raise RuleRefusal(
+                "shot_clock_on refused in phase frame_over: the frame is over; switch it on "
+                "for the match, or once the next frame has started", code="frame_over")
+        upgrade = self.slow_play is not None  # frame -> match: the shot's time stays
+        self.slow_play = command.scope
+        self.slow_play_reason = command.reason
+        limit = self.profile.slow_play_ms
+        if upgrade:
+            pass
+        elif self.phase == "running":
+            self._set_deadline(now + limit, now)
+        elif self.phase in ("ready", "paused"):
+            self.remaining = limit
+        return [self._clock_event("shot_clock.on", now, {
+            "reason": command.reason, "scope": command.scope, "limit_ms": limit,
+            "frame": self.frame})]
+
     _handlers: dict[str, Callable[[TableClock, Any, float], list[Event]]] = {
+        "shot_clock_on": _on_shot_clock_on,
         "start": _on_start,
         "shot": _on_shot,
         "extension": _on_extension,
@@ -742,7 +799,7 @@ class TableClock:
     # -- building blocks -------------------------------------------------------------------
     def _run(self, now: float) -> dict[str, Any]:
         """Turn the shown remaining time into a deadline (start, resume)."""
-        if self.timer:
+        if self.timed:
             self._set_deadline(now + (self.remaining or 0), now)
         return {"limit_ms": self.shot_limit()}
 
@@ -761,7 +818,7 @@ class TableClock:
         self.shot_played = False
         self.deadline = None
         self.pending_warnings = []
-        self.remaining = remaining if self.timer else None
+        self.remaining = remaining if self.timed else None
 
     def _stop_if_counting(self, now: float, reason: str) -> list[Event]:
         if self.phase not in ("running", "paused"):
@@ -848,6 +905,11 @@ class TableClock:
             "outside_rules": frame.end_reason is EndReason.REFEREE,
             "referee_reason": referee_reason, "fouls": self.fouls,
         })]
+        if self.slow_play == "frame":  # switched on for the rest of the frame only
+            self.slow_play = None
+            self.slow_play_reason = None
+            events.append(Event("shot_clock.off", {"frame": self.frame,
+                                                   "reason": "frame_ended"}))
         if self.match.over:
             events.append(Event("match.ended", {
                 "winner": self.match.winner, "score": list(self.match.score),
@@ -891,10 +953,12 @@ class TableClock:
     _FIELDS = (
         "frame", "breaker", "visit", "player", "phase", "remaining", "deadline",
         "pending_warnings", "extensions_used", "last_step_at", "shot_played", "frame_shots",
+        "slow_play", "slow_play_reason",
     )
     # Fields added after states were first stored, with the value an old state means.
     _FIELD_DEFAULTS: dict[str, Any] = {"last_step_at": None, "shot_played": False,
-                                       "frame_shots": 2}
+                                       "frame_shots": 2, "slow_play": None,
+                                       "slow_play_reason": None}
 
     def _dump(self) -> dict[str, Any]:
         data = {name: copy.copy(getattr(self, name)) for name in self._FIELDS}

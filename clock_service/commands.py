@@ -34,6 +34,8 @@ __all__ = [
     "SetTime",
     "Result",
     "AnnounceCall",
+    "ShotClockOn",
+    "SLOW_PLAY_SCOPES",
     "COMMANDS",
     "BY",
     "PRESS_STALE_MS",
@@ -417,6 +419,27 @@ class AnnounceCall(Command):
         object.__setattr__(self, "call", call)
 
 
+@dataclass(frozen=True)
+class ShotClockOn(Command):
+    """Slow play: the referee switches the shot clock on in a match played without one
+    (12.1), with the profile's ``slow_play_ms`` per shot, for the rest of the ``frame`` or
+    of the ``match`` (default). ``reason`` is required: it is the referee's decision."""
+
+    name: ClassVar[str] = "shot_clock_on"
+    reason: str
+    scope: str = "match"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _text(self.reason, "reason", required=True)
+        if self.scope not in SLOW_PLAY_SCOPES:
+            raise InvalidCommand(f"scope must be one of {list(SLOW_PLAY_SCOPES)}, got "
+                                 f"{self.scope!r}", code="invalid_field")
+
+
+SLOW_PLAY_SCOPES = ("frame", "match")
+
+
 def _built(name: str, value: Any, cls: type[Call] | type[Route]) -> Any:
     """A call or route from its JSON object; the rules' ``from_dict`` checks every field."""
     if value is None or isinstance(value, cls):
@@ -444,7 +467,7 @@ def register_command(cls: type[Command]) -> type[Command]:
 
 
 for _cls in (Start, Shot, Extension, Pause, Resume, Turn, Foul, HandBack, NewFrame, Undo, SetTime,
-             Result, AnnounceCall, NewMatch):
+             Result, AnnounceCall, NewMatch, ShotClockOn):
     register_command(_cls)
 
 

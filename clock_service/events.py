@@ -30,6 +30,8 @@ EVENT_TYPES = frozenset(
         "shot.result",
         "call.announced",
         "respot",
+        "shot_clock.on",
+        "shot_clock.off",
     }
 )
 

@@ -172,6 +172,14 @@ class RefusedCommand(BaseModel):
     rule: str | None = Field(None, description="the rule that refuses it; absent otherwise")
 
 
+class SlowPlayState(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    scope: Literal["frame", "match"]
+    reason: str | None
+    limit_ms: int = Field(description="the flat shot limit (profile.slow_play_ms)")
+
+
 class TableState(BaseModel):
     table: str
     seq: int = Field(description="seq of the last event reflected in this state")
@@ -188,7 +196,10 @@ class TableState(BaseModel):
     fouls: list[int]
     frame: int
     breaker: Literal[0, 1]
-    timer: bool
+    timer: bool = Field(description="whether the shot clock counts: the match's timer "
+                        "(12.1), or slow play switched on (shot_clock_on)")
+    slow_play: SlowPlayState | None = Field(
+        description="the shot clock switched on by the referee (shot_clock_on); null: not")
     hand_back_to: int | None = Field(description="the fouler while the 10.4 choice is open")
     frame_winner: int | None
     frame_end_reason: str | None
@@ -811,6 +822,34 @@ class FoulEvent(_EventMessage):
     data: FoulData
 
 
+class ShotClockOnData(_Closed):
+    """shot_clock_on: the referee switched the shot clock on for slow play."""
+
+    reason: str = Field(description="the referee's reason")
+    scope: Literal["frame", "match"] = Field(description="for the rest of the frame or match")
+    limit_ms: int = Field(description="the profile's slow_play_ms: every shot's flat limit")
+    frame: int
+    player: Player
+    remaining_ms: int | None
+    deadline: UnixMs | None = Field(description="set when a shot was being timed: the full "
+                                    "limit counts from the switch")
+
+
+class ShotClockOffData(_Closed):
+    frame: int = Field(description="the frame whose end ended a frame's slow play")
+    reason: Literal["frame_ended"]
+
+
+class ShotClockOnEvent(_EventMessage):
+    type: Literal["shot_clock.on"]
+    data: ShotClockOnData
+
+
+class ShotClockOffEvent(_EventMessage):
+    type: Literal["shot_clock.off"]
+    data: ShotClockOffData
+
+
 class TurnEvent(_EventMessage):
     type: Literal["turn"]
     data: TurnData
@@ -950,6 +989,7 @@ COMMAND_FIELD_TYPES: dict[str, Any] = {
     "code": GeneralFoulCode,
     "balls": list[OffTableBall],
     "touched_with": TouchedWith,
+    "scope": Literal["frame", "match"],
     "referee_foul": Text | GeneralFoulSpec,
     "at": StrictInt | StrictFloat,
     "by": Literal[BY],  # a command that declares its own ``by`` takes any text (see below)
@@ -970,6 +1010,7 @@ COMMAND_FIELD_DOCS: dict[str, str] = {
     "race_to": "frames to win; null: open-ended",
     "event": "for the protocol's header",
     "referee": "for the protocol's header",
+    "scope": "shot_clock_on: for the rest of the frame or of the match (default match)",
 }
 # Fields of the message that are not the command's (commands.ENVELOPE_FIELDS besides
 # ``command``): name -> (type, description). A name the core adds without an entry here

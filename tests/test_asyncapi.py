@@ -223,6 +223,13 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
             # The table's next match (the first stays on record as c.1).
             assert rec.ok("new_match", players=["Sidorov", "Petrov"], race_to=1,
                           event="Cup", referee="Orlov") == ["match.started", "frame.started"]
+            # Slow play in a match without the shot clock (12.1): on for the frame, off with it.
+            assert rec.ok("new_match", timer=False, reason="slow-play check") == [
+                "match.started", "frame.started"]
+            assert rec.ok("shot_clock_on", reason="play is stalled", scope="frame") == [
+                "shot_clock.on"]
+            assert rec.ok("new_frame", winner=0, reason="conceded") == [
+                "frame.ended", "shot_clock.off", "match.ended"]
             raw += rec.raw
             for message in rec.sent:
                 CLIENT_MESSAGES[message["type"]].model_validate(message)

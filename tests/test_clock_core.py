@@ -24,6 +24,7 @@ from clock_service.commands import (
     Resume,
     SetTime,
     Shot,
+    ShotClockOn,
     Start,
     Turn,
     Undo,
@@ -148,6 +149,7 @@ def sample_command(name: str, clock: TableClock | None = None) -> object:
         "call": AnnounceCall(pocket="bottom_left", cushions=["right_bottom"]),
         "new_frame": NewFrame(reason="abandoned"),  # a reason mid-frame (D9)
         "new_match": NewMatch(reason="abandoned"),  # a reason for an unfinished match
+        "shot_clock_on": ShotClockOn(reason="play is stalled"),
     }.get(name) or COMMANDS[name]()
 
 
@@ -164,6 +166,8 @@ def test_every_command_in_every_phase(name: str, phase: str) -> None:
     if name == "undo" and not clock.history:
         legal = False
     if name == "call" and not clock.match.frame.break_done:  # 4.4: the break has no call
+        legal = False
+    if name == "shot_clock_on":  # a timed match: the clock is on already (12.1)
         legal = False
     # The state says the same before the press (convention 3: `allowed`, one check).
     assert (name in clock.state(T0 + 2000)["allowed"]) == legal, clock.state(T0 + 2000)["allowed"]
@@ -219,8 +223,9 @@ ALL = sorted(ALLOWED)
         # match whenever no shot is being timed (reports, issue 14).
         ("fresh", ["extension", "foul", "new_frame", "new_match", "result", "set_time", "start",
                    "turn"]),
-        # 12.1: no extension, no set_time without a timer.
-        ("timer off", ["foul", "new_frame", "new_match", "result", "start", "turn"]),
+        # 12.1: no extension, no set_time without a timer; the referee may switch it on.
+        ("timer off", ["foul", "new_frame", "new_match", "result", "shot_clock_on", "start",
+                       "turn"]),
         # 12.5: the extension once per frame.
         ("extension used", ["foul", "new_frame", "new_match", "result", "set_time", "start",
                             "turn", "undo"]),
@@ -652,7 +657,7 @@ def test_malformed_commands_are_refused_with_a_code(payload: dict, code: str) ->
 
 # The smallest valid body of each command, for the checks that every command shares.
 MINIMAL = {"foul": {"reason": "x"}, "set_time": {"remaining_ms": 1000},
-           "call": {"pocket": "top_left"}}
+           "call": {"pocket": "top_left"}, "shot_clock_on": {"reason": "stalled"}}
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
