@@ -30,6 +30,8 @@ from starlette.routing import Match
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from clock_service import presets
+from clock_service.broadcast.feeds import FeedBoard
+from clock_service.broadcast.feeds import router as feeds_router
 from clock_service.commands import parse_command
 from clock_service.errors import (
     Forbidden,
@@ -244,6 +246,7 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
             runtime = runtime_factory(settings, time)
         runtime.store_wait_s = settings.store_wait_s
         app.state.runtime = runtime
+        app.state.feeds = FeedBoard(runtime)  # the broadcast feeds' memory (before start)
         app.state.replays = asyncio.Semaphore(max(1, settings.max_replays))
         await _warm_executor()
         await runtime.start(default_table=settings.default_table)
@@ -461,6 +464,7 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
 
     install_reports(app)
     app.include_router(tournament_router)
+    app.include_router(feeds_router)
     mount_pages(app)
     _install_openapi(app)
     return app

@@ -14,11 +14,12 @@ Documented values (``Settings``, overridable by environment):
   well inside 20/s. Over it: 429 (HTTP, with ``Retry-After``) or an ``error`` reply with
   ``status`` 429 (WebSocket). ``0`` turns the rate limit off (benchmarks).
 - ``read_rate`` / ``read_burst`` (``SHOTCLOCK_READ_RATE`` default 20 tokens a second,
-  ``SHOTCLOCK_READ_BURST`` default 60): a second bucket per address for ``GET /api/...``
-  and WebSocket connections. A read costs one token plus one per 250 events (or 100
-  tables) it may return, so a client paging through a long log at full size gets about
-  four pages a second; a table's state or the health costs a quarter (80 a second). Over
-  it: 429 with ``Retry-After``; a WebSocket handshake is refused.
+  ``SHOTCLOCK_READ_BURST`` default 60): a second bucket per address for ``GET /api/...``,
+  ``GET /feeds/...`` and WebSocket connections. A read costs one token plus one per 250
+  events (or 100 tables) it may return, so a client paging through a long log at full
+  size gets about four pages a second; a table's state, a broadcast feed or the health
+  costs a quarter (80 a second). Over it: 429 with ``Retry-After``; a WebSocket handshake
+  is refused.
 - ``message_rate`` / ``message_burst`` (``SHOTCLOCK_MESSAGE_RATE`` default 50 a second,
   ``SHOTCLOCK_MESSAGE_BURST`` default 100): every WebSocket message (command, ping or junk)
   of an address, all its sockets together. Answering costs the server CPU even when the
@@ -329,6 +330,8 @@ def read_cost(path: str, query_string: bytes) -> float:
         per, default = TABLES_PER_TOKEN, MAX_TABLES_PAGE
     elif path == "/api/health" or (path.startswith("/api/tables/") and path.count("/") == 3):
         return 0.25
+    elif path.startswith("/feeds/"):
+        return 0.25  # from memory, one body shared by every poller (broadcast/feeds.py)
     else:
         return 1.0
     try:
@@ -360,7 +363,7 @@ class LimitsMiddleware:
             return
         method = scope.get("method", "GET")
         path = scope.get("path", "")
-        if not path.startswith("/api/"):
+        if not path.startswith(("/api/", "/feeds/")):
             await self.app(scope, receive, send)
             return
         if method in WRITE_METHODS:
