@@ -46,6 +46,8 @@ class HardwareConfig:
     debounce_ms: float = 10.0
     long_press_ms: float = 1000.0
     long_press: tuple[str, ...] = ("start_shot",)  # buttons whose long press corrects
+    # A second press of the same button (GPIO or pedal) within this many ms is ignored (23).
+    double_press_ms: float = 300.0
     hid_device: str | None = None  # a USB clicker / foot pedal (/dev/input/by-id/...)
     hid_keys: Mapping[str, str] = field(default_factory=dict)  # KEY_* -> button
     self_test: bool = True  # all segments and a chirp at start-up
@@ -96,6 +98,11 @@ class HardwareConfig:
                 f"need 0 < debounce_ms < long_press_ms, got {self.debounce_ms!r}, "
                 f"{self.long_press_ms!r}"
             )
+        if (isinstance(self.double_press_ms, bool)
+                or not isinstance(self.double_press_ms, int | float)
+                or not 0 <= self.double_press_ms <= 5000):
+            raise HardwareConfigError(
+                f"buttons.double_press_ms must be 0..5000 ms, got {self.double_press_ms!r}")
         for key, button in self.hid_keys.items():
             if button not in BUTTONS:
                 raise HardwareConfigError(
@@ -115,6 +122,7 @@ _TOML_KEYS = {
     ("buttons", "debounce_ms"): "debounce_ms",
     ("buttons", "long_press_ms"): "long_press_ms",
     ("buttons", "long_press"): "long_press",
+    ("buttons", "double_press_ms"): "double_press_ms",
     ("buttons", "pins"): "button_pins",
     ("buzzer", "pin"): "buzzer_pin",
     ("buzzer", "tonal"): "buzzer_tonal",
@@ -301,6 +309,7 @@ def build_devices(
             debounce_ms=config.debounce_ms,
             long_press_ms=config.long_press_ms,
             long_press=config.long_press,
+            double_press_ms=config.double_press_ms,
             now_ms=clock,
         ))
         if gpio_buttons is not None:
@@ -309,7 +318,8 @@ def build_devices(
         from firmware_bridge.hid import HidButtons
 
         device = config.hid_device
-        pedal = opened("pedal", lambda: HidButtons(device, config.hid_keys, now_ms=clock))
+        pedal = opened("pedal", lambda: HidButtons(device, config.hid_keys, now_ms=clock,
+                                                   double_press_ms=config.double_press_ms))
         if pedal is not None:
             sources.append(pedal)
     buttons: Buttons | None = (

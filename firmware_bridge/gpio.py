@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from firmware_bridge import protocol_core as core
 from firmware_bridge.errors import HardwareConfigError
-from firmware_bridge.interfaces import BUTTONS, ButtonPress
+from firmware_bridge.interfaces import BUTTONS, DOUBLE_PRESS_MS, ButtonPress, PressGuard
 from firmware_bridge.render import DisplayFrame
 
 __all__ = [
@@ -197,6 +197,11 @@ class GpioButtons:
     first edge's time); held for ``long_press_ms`` it delivers ``ButtonPress(long=True)``
     from gpiozero's own ``when_held`` instead, and its release then does nothing: a long
     press is only the correction. Other buttons act as soon as the press is stable.
+
+    Double press (issue 23): a short press whose first edge comes less than
+    ``double_press_ms`` after the same button's last accepted press is ignored (counted in
+    ``double_presses``); gpiozero's ``bounce_time`` is not used (see above), so this is the
+    guard. A long press (the correction) is never ignored.
     """
 
     def __init__(
@@ -206,6 +211,7 @@ class GpioButtons:
         debounce_ms: float = 10.0,
         long_press_ms: float = 1000.0,
         long_press: tuple[str, ...] = ("start_shot",),
+        double_press_ms: float = DOUBLE_PRESS_MS,
         now_ms: Callable[[], float] = _monotonic_ms,
         timer: Callable[[float, Callable[[], None]], _Cancellable] = _thread_timer,
     ) -> None:
@@ -225,6 +231,10 @@ class GpioButtons:
         self.long_press_ms = long_press_ms
         self.long_press = frozenset(long_press) & set(self.pins)
         self.noise = 0  # candidate presses dropped as spikes
+        try:
+            self._guard = PressGuard(double_press_ms)
+        except ValueError as exc:
+            raise HardwareConfigError(str(exc)) from None
         self._now_ms = now_ms
         self._timer = timer
         self._on_press: Callable[[ButtonPress], None] | None = None
@@ -290,10 +300,11 @@ class GpioButtons:
                 state.held = False
                 self._count(name, state, first)
                 if name not in self.long_press:
-                    event = ButtonPress(name, first)
+                    event = self._guarded(ButtonPress(name, first))
             elif not low:  # released, stably
                 if name in self.long_press and not state.held and first is not None:
-                    event = ButtonPress(name, first)  # a short press acts on its release
+                    # a short press acts on its release
+                    event = self._guarded(ButtonPress(name, first))
                 state.accepted = False
                 state.held = False
                 state.first_edge_ms = None
@@ -311,6 +322,18 @@ class GpioButtons:
             state.held = True
             event = ButtonPress(name, first, long=True)
         self._deliver(event)
+
+    @property
+    def double_presses(self) -> int:
+        """Presses ignored as a second press within ``double_press_ms``."""
+        return self._guard.ignored
+
+    def _guarded(self, press: ButtonPress) -> ButtonPress | None:
+        if self._guard.accept(press.button, press.at_ms):
+            return press
+        log.info("button %s: second press %s ms after the last ignored (double press)",
+                 press.button, f"< {self._guard.window_ms:g}")
+        return None
 
     def _count(self, name: str, state: _ButtonState, at_ms: float) -> None:
         state.presses += 1

@@ -10,7 +10,9 @@ its keys to the table's buttons, e.g. a two-pedal footswitch sending PAGE DOWN a
 The mapping (:class:`HidKeymap`) is pure: evdev's key events in, ``ButtonPress`` out, so it
 is tested with evdev's own ``InputEvent`` objects without a device. A key acts on key-down
 (value 1; auto-repeat and release are ignored) and keeps the time the kernel stamped on
-the event, moved onto the service's clock. A HID key has no long press: corrections come
+the event, moved onto the service's clock. A second press of the same button within
+``double_press_ms`` of its last accepted one is ignored (a pedal's contact bounce, issue 23).
+A HID key has no long press: corrections come
 from the console or the GPIO start/shot button. The device is grabbed, so its keys do not
 also type into a kiosk browser on the same Pi. The user needs the ``input`` group.
 python-evdev is imported only when a device is configured.
@@ -26,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from firmware_bridge.errors import HardwareConfigError
-from firmware_bridge.interfaces import BUTTONS, ButtonPress
+from firmware_bridge.interfaces import BUTTONS, DOUBLE_PRESS_MS, ButtonPress, PressGuard
 
 __all__ = ["HidKeymap", "HidButtons", "EV_KEY", "KEY_DOWN"]
 
@@ -50,7 +52,7 @@ class HidKeymap:
     """Key names (``KEY_PAGEDOWN``) to table buttons; key codes from evdev's own table."""
 
     def __init__(self, keys: Mapping[str, str], codes: Mapping[str, int] | None = None,
-                 *, source: str = "pedal") -> None:
+                 *, source: str = "pedal", double_press_ms: float = DOUBLE_PRESS_MS) -> None:
         if not keys:
             raise HardwareConfigError("hid.keys is empty: map at least one key to a button")
         if codes is None:
@@ -58,6 +60,10 @@ class HidKeymap:
 
             codes = ecodes.ecodes
         self.source = source
+        try:
+            self.guard = PressGuard(double_press_ms)
+        except ValueError as exc:
+            raise HardwareConfigError(f"hid: {exc}") from None
         self.buttons: dict[int, str] = {}
         for key, button in keys.items():
             if button not in BUTTONS:
@@ -80,17 +86,23 @@ class HidKeymap:
         # How long ago the kernel saw it, clamped to sane values (a wall-clock step or a
         # device with its own clock must not invent a press from the past or the future).
         age_ms = min(max((wall_s - event.timestamp()) * 1000.0, 0.0), 1000.0)
-        return ButtonPress(button, now_ms - age_ms, source=self.source)
+        at_ms = now_ms - age_ms
+        if not self.guard.accept(button, at_ms):
+            log.info("HID %s: a second press within %g ms ignored (double press)", button,
+                     self.guard.window_ms)
+            return None
+        return ButtonPress(button, at_ms, source=self.source)
 
 
 class HidButtons:
     """Reads one input device in a thread and delivers its mapped key presses."""
 
     def __init__(self, device: str, keys: Mapping[str, str], *,
-                 now_ms: Callable[[], float], grab: bool = True, source: str = "pedal") -> None:
+                 now_ms: Callable[[], float], grab: bool = True, source: str = "pedal",
+                 double_press_ms: float = DOUBLE_PRESS_MS) -> None:
         from evdev import InputDevice  # lazy: python-evdev is in the "hardware" extra
 
-        self.keymap = HidKeymap(keys, source=source)
+        self.keymap = HidKeymap(keys, source=source, double_press_ms=double_press_ms)
         self.path = device
         self.presses = 0
         self._now_ms = now_ms

@@ -23,12 +23,41 @@ __all__ = [
     "FakeDisplay",
     "FakeBuzzer",
     "FakeButtons",
+    "DOUBLE_PRESS_MS",
+    "PressGuard",
 ]
 
 # Physical buttons at the table. "start_shot" is one button: start when ready, shot when
 # running. "extension_p1"/"extension_p2" are optional per-player extension buttons (each
 # asks the extension for its own player only).
 BUTTONS = ("start_shot", "extension", "turn", "pause", "extension_p1", "extension_p2")
+
+
+# One press is one press (issue 23): a second press of the same button within this many ms
+# of its last accepted press is a bounce (a clicker's or pedal's contact, a nervous double
+# tap), not a command: Start then Shot 40 ms apart once recorded a 0.04 s shot.
+DOUBLE_PRESS_MS = 300.0
+
+
+class PressGuard:
+    """Accepts a button's press unless the same button's last accepted press was less than
+    ``window_ms`` before it (press times, ms on one clock; 0 turns the guard off).
+    Pure: the drivers call it under their own lock with the press's own time."""
+
+    def __init__(self, window_ms: float = DOUBLE_PRESS_MS) -> None:
+        if not 0 <= window_ms <= 5000:
+            raise ValueError(f"double_press_ms must be 0..5000, got {window_ms!r}")
+        self.window_ms = window_ms
+        self.ignored = 0  # presses dropped as double presses
+        self._last: dict[str, float] = {}
+
+    def accept(self, button: str, at_ms: float) -> bool:
+        last = self._last.get(button)
+        if self.window_ms and last is not None and 0 <= at_ms - last < self.window_ms:
+            self.ignored += 1
+            return False
+        self._last[button] = at_ms
+        return True
 
 
 @dataclass(frozen=True)

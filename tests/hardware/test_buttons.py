@@ -161,8 +161,8 @@ def test_chattering_contacts_give_one_press_with_the_first_edge(
         pin.drive_high()
     timers.quiet()
     assert len(presses) == 1
-    clock.advance(50)
-    pin.drive_low()  # a real second press later still counts
+    clock.advance(250)
+    pin.drive_low()  # a real second press later (past the double-press guard) still counts
     timers.quiet()
     assert presses[-1] == ButtonPress("turn", clock.ms) and len(presses) == 2
 
@@ -286,3 +286,73 @@ async def test_a_long_press_corrects_the_previous_press_not_itself(
     finally:
         bridge.close()
         await runtime.stop()
+
+
+def test_a_second_press_within_the_guard_is_ignored(manual: Any, mock_factory: Any) -> None:
+    """Issue 23, one press is one press: a second press of the same button less than
+    double_press_ms (300) after its last accepted press is a bounce, not a command; the
+    guard measures press times (first edges), so it holds however slowly the test runs.
+    gpiozero's bounce_time is not used (MockFactory ignores it anyway)."""
+    driver, clock, presses, timers = manual
+    turn, pause = mock_factory.pin(22), mock_factory.pin(23)
+
+    def tap(pin: Any, hold_ms: float = 30) -> None:
+        pin.drive_low()
+        timers.quiet()
+        clock.advance(hold_ms)
+        pin.drive_high()
+        timers.quiet()
+
+    tap(turn)
+    first = presses[-1].at_ms
+    clock.advance(40)  # 70 ms after the first press: a clicker's double
+    tap(turn)
+    clock.advance(150)  # 250 ms after it: still a double
+    tap(turn)
+    assert [p.button for p in presses] == ["turn"] and driver.double_presses == 2
+    tap(pause)  # another button is another button
+    assert [p.button for p in presses] == ["turn", "pause"]
+    clock.advance(300 - (clock.ms - first))  # exactly 300 ms after the accepted press
+    tap(turn)
+    assert [p.button for p in presses] == ["turn", "pause", "turn"]
+    assert presses[-1].at_ms - first == 300
+
+
+def test_start_shot_double_press_gives_one_start(manual: Any, mock_factory: Any) -> None:
+    """Start/shot acts on release: a quick second press is ignored on its release too,
+    while a long press (the correction) is never taken for a double press."""
+    driver, clock, presses, timers = manual
+    pin = mock_factory.pin(17)
+    for _ in range(2):  # two short presses 100 ms apart
+        pin.drive_low()
+        timers.quiet()
+        clock.advance(40)
+        pin.drive_high()
+        timers.quiet()
+        clock.advance(60)
+    assert len(presses) == 1 and driver.double_presses == 1
+    pin.drive_low()
+    driver._held("start_shot")  # what gpiozero's hold thread calls after long_press_ms
+    assert presses[-1].long and len(presses) == 2
+
+
+def test_guard_window_is_a_setting(mock_factory: Any) -> None:
+    from firmware_bridge.gpio import GpioButtons
+
+    clock, timers = FakeClock(), ManualTimers()
+    presses: list[ButtonPress] = []
+    driver = GpioButtons({"turn": 22}, debounce_ms=DEBOUNCE_MS, long_press_ms=HOLD_MS,
+                         double_press_ms=0, now_ms=clock, timer=timers)
+    driver.start(presses.append)
+    try:
+        for _ in range(2):
+            mock_factory.pin(22).drive_low()
+            timers.quiet()
+            clock.advance(20)
+            mock_factory.pin(22).drive_high()
+            timers.quiet()
+        assert len(presses) == 2  # 0: off
+    finally:
+        driver.close()
+    with pytest.raises(HardwareConfigError, match="double_press_ms"):
+        GpioButtons({"turn": 22}, double_press_ms=-1)

@@ -54,6 +54,7 @@ def test_shipped_example_is_valid() -> None:
         ({"button_pins": {"shot": 4}}, "unknown buttons"),
         ({"brightness": 9}, "brightness must be 0..7, got 9"),
         ({"debounce_ms": 2000}, "debounce_ms < long_press_ms"),
+        ({"double_press_ms": -5}, "double_press_ms must be 0..5000"),
         ({"baudrate": 0}, "baud rate"),
         ({"display_module": "clock"}, "display.module must be one of"),
         ({"long_press": ("start",)}, "long_press: unknown buttons"),

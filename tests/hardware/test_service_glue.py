@@ -251,3 +251,33 @@ def test_the_terminal_display_says_the_link_is_lost() -> None:
     terminal.show(DisplayFrame("11", "running", 0, offline=True))
     lines = out.getvalue().splitlines()
     assert len(lines) == 2 and "LINK LOST" in lines[1] and "LINK LOST" not in lines[0]
+
+
+def test_hid_keymap_ignores_a_pedal_double_press() -> None:
+    """Issue 23: a pedal's contact bounce (two key-downs 40-250 ms apart) is one press; the
+    guard measures the kernel's own stamps, so a late read does not make a double."""
+    pytest.importorskip("evdev", reason="python-evdev not installable here")
+    from evdev import InputEvent, ecodes
+
+    from firmware_bridge.hid import HidKeymap
+
+    keymap = HidKeymap({"KEY_PAGEDOWN": "start_shot", "KEY_PAGEUP": "pause"})
+    wall0, now0 = 1_700_000_000.0, 5_000_000.0
+
+    def down(code: int, at_s: float) -> Any:
+        sec = int(wall0 + at_s)
+        return InputEvent(sec, round((wall0 + at_s - sec) * 1e6), ecodes.EV_KEY, code, 1)
+
+    def press(code: int, at_s: float, read_late_s: float = 0.01) -> Any:
+        return keymap.press(down(code, at_s), now0 + (at_s + read_late_s) * 1000,
+                            wall0 + at_s + read_late_s)
+
+    assert press(ecodes.KEY_PAGEDOWN, 0.0) is not None
+    assert press(ecodes.KEY_PAGEDOWN, 0.04) is None  # 40 ms: a bounce
+    assert press(ecodes.KEY_PAGEDOWN, 0.25, read_late_s=0.3) is None  # read late, still 250 ms
+    assert press(ecodes.KEY_PAGEUP, 0.26) is not None  # another button
+    assert press(ecodes.KEY_PAGEDOWN, 0.31) is not None  # 310 ms after the accepted one
+    assert keymap.guard.ignored == 2
+    off = HidKeymap({"KEY_PAGEDOWN": "start_shot"}, double_press_ms=0)
+    at = [off.press(down(ecodes.KEY_PAGEDOWN, s), now0 + s * 1000, wall0 + s) for s in (0, 0.04)]
+    assert all(p is not None for p in at)

@@ -164,6 +164,14 @@ const DICT = {
     "hint.match_over": "Match over. Winner: {name}. Start a new match, or undo.",
     "mark.fouls": "Fouls {n}",
     "mark.ext": "Ext.",
+    "ignored.title": "Ignored:",
+    "ignored.double": "double press",
+    "ignored.in_flight": "the previous press is still on its way",
+    "keys.guard": "Ignore a second press of the same key or button within (ms; 0: off)",
+    "keys.unassigned_title": "No action:",
+    "keys.unassigned": "{key} does nothing here: give it an action under Keys.",
+    "card.quick_shot": "Shot {s} s after the start — a double press?",
+    "card.quick_shot_undo": "Nobody plays that fast: undo the shot if it was not played",
     "keys.title": "Keys on this device",
     "keys.help": "Clickers send PageDown/PageUp or arrows, pedals often Enter. Press “+ key”, then the key.",
     "keys.listening": "Press the key (Esc: cancel)…",
@@ -438,6 +446,14 @@ const DICT = {
     "hint.match_over": "Матч окончен. Победитель: {name}. Начните новый матч или отмените шаг.",
     "mark.fouls": "Фолы {n}",
     "mark.ext": "Прод.",
+    "ignored.title": "Пропущено:",
+    "ignored.double": "двойное нажатие",
+    "ignored.in_flight": "предыдущее нажатие ещё не дошло",
+    "keys.guard": "Не считать повторное нажатие той же клавиши или кнопки в пределах (мс; 0 — выкл.)",
+    "keys.unassigned_title": "Нет действия:",
+    "keys.unassigned": "{key} здесь ничего не делает: назначьте действие в «Клавиши».",
+    "card.quick_shot": "Удар через {s} с после старта — двойное нажатие?",
+    "card.quick_shot_undo": "Так быстро не играют: отмените удар, если его не было",
     "keys.title": "Клавиши на этом устройстве",
     "keys.help": "Кликеры шлют PageDown/PageUp или стрелки, педали — часто Enter. Нажмите «+ клавиша», затем саму клавишу.",
     "keys.listening": "Нажмите клавишу (Esc — не менять)…",
@@ -894,6 +910,13 @@ export function addErrors(extra) {
   for (const code of LANGS) {
     for (const [key, text] of Object.entries(extra[code] || {})) ERRORS[code][key] ??= text;
   }
+}
+
+/** A number with `digits` decimals in the page's language: "2.5" in English, "2,5" in
+ * Russian (one rule for every page: tables, charts, the protocol and the console). */
+export function decimal(value, digits = 1) {
+  const text = Number(value).toFixed(digits);
+  return lang === "ru" ? text.replace(".", ",") : text;
 }
 
 export function t(key, vars) {

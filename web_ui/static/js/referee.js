@@ -7,8 +7,8 @@
 import { getToken, sendCommand, setToken } from "./api.js";
 import { TableConnection, tableFromQuery } from "./connection.js";
 import { animate, render, seconds } from "./countdown.js";
-import { applyI18n, bindLangToggle, errorText, onLangChange, t } from "./i18n.js";
-import { ACTIONS, KeyMap, keyLabel, keyName } from "./keymap.js";
+import { applyI18n, bindLangToggle, decimal, errorText, onLangChange, t } from "./i18n.js";
+import { ACTIONS, CLICKER_KEYS, KeyMap, MAX_GUARD_MS, PressGuard, keyLabel, keyName } from "./keymap.js";
 import {
   foulCommandFields, foulText, generalFoul, mountResultPanel, panelMode, respotDetail,
   respotText, resultButtonLabel, summaryLines,
@@ -92,7 +92,10 @@ let pendingPress = null; // the press refused with 401, retried once a token is 
 
 function command(name, fields = {}) {
   inFlight += 1;
-  queue = queue.then(() => send(name, fields)).finally(() => { inFlight -= 1; });
+  queue = queue.then(() => send(name, fields)).finally(() => {
+    inFlight -= 1;
+    if (inFlight === 0) mainPress = null;
+  });
   return queue;
 }
 
@@ -187,8 +190,34 @@ const ACTION_RUN = {
   undo: openUndoDialog,
 };
 
-function press(action) {
+// -- one press is one press (issue 23) -----------------------------------------------------
+// A second press of the same key, or a second tap of the same button, within the guard
+// window of the last accepted one is ignored, and the console says so: a clicker that
+// bounces (PageDown twice 40-250 ms apart) once made Start then Shot, a 0.04 s shot. A tap
+// of the main button while its previous command is still on its way (no answer, no new
+// state yet) is ignored too: the button still shows the old command, so the tap would
+// repeat it or, answered, become the next one. Guard 0 (the Keys dialog) turns both off.
+const pressGuard = new PressGuard(() => keys.guardMs);
+let mainPress = null; // {seq}: the state the last main press was made on, while in flight
+
+function ignoredPress(why) {
+  showBanner("info", { key: why }, { title: t("ignored.title"), fade: 1500 });
+  $("banner").dataset.code = "ignored";
+}
+
+function press(action, source) {
   if (!state) return;
+  if (source && keys.guardMs > 0 && !pressGuard.accept(source)) {
+    ignoredPress("ignored.double");
+    return;
+  }
+  if (action === "main" && keys.guardMs > 0 && inFlight > 0 && mainPress && mainPress.seq === state.seq) {
+    ignoredPress("ignored.in_flight");
+    return;
+  }
+  if (action === "main") {
+    mainPress = { seq: state.seq };
+  }
   attempt(ACTION_COMMAND[action](), ACTION_RUN[action]);
 }
 
@@ -406,7 +435,14 @@ function drawKeysDialog() {
     return row;
   }));
   $("keys-listening").classList.toggle("hidden", !listeningFor);
+  $("keys-guard").value = String(keys.guardMs);
 }
+
+$("keys-guard").max = String(MAX_GUARD_MS);
+$("keys-guard").addEventListener("change", () => {
+  keys.setGuard($("keys-guard").value);
+  $("keys-guard").value = String(keys.guardMs);
+}); 
 
 $("keys-btn").addEventListener("click", () => {
   listeningFor = null;
@@ -434,7 +470,7 @@ $("keys-dialog").addEventListener("close", () => { listeningFor = null; });
 for (const button of document.querySelectorAll("#console [data-action]")) {
   button.addEventListener("click", () => {
     button.blur(); // Space/Enter must not "click" the last tapped button again
-    press(button.dataset.action);
+    press(button.dataset.action, `tap:${button.id}`);
   });
 }
 $("token-btn").addEventListener("click", openTokenDialog);
@@ -448,10 +484,19 @@ document.addEventListener("keydown", (ev) => {
   if (document.querySelector("dialog[open]")) return; // dialogs take their own keys
   const tag = (ev.target && ev.target.tagName) || "";
   if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT") return;
-  const action = keys.action(keyName(ev));
-  if (!action) return;
+  const name = keyName(ev);
+  const action = keys.action(name);
+  if (!action) {
+    // A clicker's or pedal's key that does nothing here: say so, and where to give it one.
+    if (CLICKER_KEYS.includes(name) && name !== "Escape") {
+      ev.preventDefault();
+      showBanner("info", { key: "keys.unassigned", vars: { key: keyLabel(name) } },
+        { title: t("keys.unassigned_title"), fade: 3000 });
+    }
+    return;
+  }
   ev.preventDefault(); // space would "click" a focused button, PageDown would scroll
-  press(action);
+  press(action, `key:${name}`);
 });
 
 // -- the result panel (static/js/result.js) -------------------------------------------------------
@@ -488,10 +533,47 @@ async function fetchSince(since) {
 let card = null; // {kind, seq, at, ...}
 let lastSeqTaken = 0;
 
+// The running shot, from the events: when its clock started and its deadline now. A shot
+// stopped sooner after its start than anyone can see the balls at rest and then the cue
+// strike is flagged for the referee as a probable double press (I18, docs/RULES.md): it
+// stands (the service cannot tell a bounce from a very quick player), the card says so and
+// offers the undo. Every source counts: a button, the pedal, another console.
+const QUICK_SHOT_MS = 300;
+let run = null; // {startedAt, deadline} on the service's clock
+
+function trackRun(event, d) {
+  switch (event.type) {
+    case "clock.started":
+    case "clock.resumed":
+      run = d.deadline != null && d.remaining_ms != null
+        ? { startedAt: d.deadline - d.remaining_ms, deadline: d.deadline } : null;
+      return null;
+    case "clock.extended":
+    case "clock.corrected":
+      if (run && d.deadline != null) run.deadline = d.deadline;
+      return null;
+    case "clock.stopped": {
+      const was = run;
+      run = null;
+      if (!was || d.reason !== "shot" || d.remaining_ms == null) return null;
+      const played = was.deadline - d.remaining_ms - was.startedAt;
+      return played >= 0 && played < QUICK_SHOT_MS ? played : null;
+    }
+    default:
+      return null;
+  }
+}
+
 function takeEvent(event) {
   if (event.seq <= lastSeqTaken) return;
   lastSeqTaken = event.seq;
   const d = event.data || {};
+  const quick = trackRun(event, d);
+  if (quick != null) {
+    card = { kind: "quick", seq: event.seq, at: event.at, player: d.player, ms: quick };
+    drawCard();
+    return;
+  }
   const same = card && card.at === event.at; // the events of one command share their `at`
   switch (event.type) {
     case "shot.result":
@@ -549,6 +631,11 @@ function cardContent() {
   const lines = [];
   let title;
   let kind = card.kind;
+  if (card.kind === "quick") {
+    title = t("card.quick_shot", { s: decimal(card.ms / 1000, 2), name: name(card.player) });
+    lines.push({ kind: "foul", text: t("card.quick_shot_undo"), rule: "I18" });
+    return { title, lines, kind: "foul" };
+  }
   if (card.kind === "result") {
     title = t("res.summary", { name: name(card.player) });
     lines.push(...summaryLines(card, state.players));
