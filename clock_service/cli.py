@@ -69,6 +69,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from clock_service.api import create_app
+    from clock_service.broadcast.cli import attach_text_files
     from clock_service.serving import (
         install_redactor,
         raise_open_files,
@@ -98,6 +99,7 @@ def _serve(args: argparse.Namespace) -> int:
     table_side = _attach_hardware(app, settings)
     _attach_mqtt(app, settings)
     camera = _attach_camera(app, settings)
+    attach_text_files(app, settings)  # SHOTCLOCK_FEED_DIR (clock_service/broadcast)
     base = f"http://{settings.host}:{settings.port}"
     table = settings.default_table or "1"
     print(f"shotclock: serving on {base}  (store: {settings.db}; referee token "
@@ -580,9 +582,12 @@ def main(argv: list[str] | None = None) -> int:
     calibrate.add_argument("--db", default=None, help="the store's path (for the default file)")
     calibrate.add_argument("--snapshot", default=None,
                            help="write the frame with the corners drawn to this image file")
+    from clock_service.broadcast.cli import add_parser as add_feed_parser
+    from clock_service.broadcast.cli import run as run_feed
     from clock_service.reports.cli import add_parser as add_report_parser
 
     add_report_parser(sub)
+    add_feed_parser(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper() if args.cmd in ("serve", "hall")
                         else "INFO",
@@ -597,6 +602,8 @@ def main(argv: list[str] | None = None) -> int:
         return _camera(args)
     if args.cmd == "blank":
         return _blank(args)
+    if args.cmd == "feed":
+        return run_feed(args)
     if args.cmd == "report":
         from clock_service.reports.cli import run as report
 

@@ -118,6 +118,11 @@ class Settings:
     # A directory of the federation's own time-profile presets (JSON or TOML files, see
     # clock_service/presets), besides the built-in ones.
     presets_dir: str | None = None
+    # Text files for OBS/Wirecast (broadcast/textfiles.py): a directory to keep them in,
+    # the table (None: every table, each in DIR/<id>/) and the language of last_event.
+    feed_dir: str | None = None
+    feed_table: str | None = None
+    feed_lang: str = "en"
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Settings:
@@ -156,5 +161,8 @@ class Settings:
             trusted_proxies=_env_list("SHOTCLOCK_TRUSTED_PROXIES"),
             allowed_origins=_env_list("SHOTCLOCK_ALLOWED_ORIGINS"),
             presets_dir=env.get("SHOTCLOCK_PRESETS_DIR") or None,
+            feed_dir=env.get("SHOTCLOCK_FEED_DIR") or None,
+            feed_table=env.get("SHOTCLOCK_FEED_TABLE") or None,
+            feed_lang=env.get("SHOTCLOCK_FEED_LANG") or cls.feed_lang,
         )
         return replace(settings, **{k: v for k, v in overrides.items() if v is not None})

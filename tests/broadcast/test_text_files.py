@@ -1,0 +1,136 @@
+"""The text files for OBS/Wirecast: replaced whole, only when they change; a reader polling
+while a clock runs never reads a half-written file. Against a real ``shotclock serve``
+(the files kept by serve itself, SHOTCLOCK_FEED_DIR) and ``shotclock feed`` (polling)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from clock_service.broadcast.rows import FIELDS
+from clock_service.broadcast.textfiles import FILE_OF, TextFiles
+from tests.server import ROOT, ServerProcess
+
+# 6 s: above 5 s whole seconds, then tenths; the clock runs for the whole test.
+PROFILE = {"shot_ms": 6000, "full_rounds": 1, "step_ms": 1000, "floor_ms": 3000,
+           "extension_ms": 1000, "warnings_ms": [5000]}
+CLOCK = re.compile(r"^(\d+|\d\.\d|--|)$")  # what clock.txt may hold, whole
+
+
+def wait_for(check, timeout: float = 10.0, what: str = "") -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if check():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_file_is_written_only_when_its_text_changes(tmp_path: Path) -> None:
+    files = TextFiles(tmp_path)
+    row = {k: "" for k in FIELDS} | {"remaining": "35", "player_a": "Anna", "score_a": 0}
+    assert files.update(row) == len(FILE_OF)  # the first time: everything
+    assert (tmp_path / "clock.txt").read_text() == "35"
+    assert (tmp_path / "player_a.txt").read_text() == "Anna"
+    assert (tmp_path / "score_a.txt").read_text() == "0"
+    assert files.update(row) == 0
+    assert files.update(row | {"remaining": "34"}) == 1 and files.writes == len(FILE_OF) + 1
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
+    assert not (tmp_path / "seq.txt").exists() and not (tmp_path / "remaining_ms.txt").exists()
+
+
+class Reader(threading.Thread):
+    """Reads clock.txt and player_a.txt as fast as it can (OBS does ten times a second)."""
+
+    def __init__(self, directory: Path, player: str) -> None:
+        super().__init__(daemon=True)
+        self.directory = directory
+        self.player = player
+        self.stop = False
+        self.reads = 0
+        self.seen: set[str] = set()
+        self.bad: list[tuple[str, str]] = []
+
+    def run(self) -> None:
+        while not self.stop:
+            for name in ("clock.txt", "player_a.txt"):
+                try:
+                    text = (self.directory / name).read_text(encoding="utf-8")
+                except FileNotFoundError:
+                    self.bad.append((name, "missing"))
+                    continue
+                self.reads += 1
+                if name == "clock.txt":
+                    self.seen.add(text)
+                    if not CLOCK.match(text):
+                        self.bad.append((name, text))
+                elif text != self.player:
+                    self.bad.append((name, text))
+
+
+def run_clock_and_read(server: ServerProcess, directory: Path) -> Reader:
+    player = "Анна Каренина " * 4  # long enough that a torn write would show
+    status, body = server.post("/api/tables", {"id": "tf", "players": [player.strip(), "B"],
+                                               "profile": PROFILE})
+    assert status == 201, body
+    wait_for(lambda: (directory / "player_a.txt").exists()
+             and (directory / "player_a.txt").read_text() == player.strip(), what="files")
+    reader = Reader(directory, player.strip())
+    reader.start()
+    status, body = server.command("tf", "start")
+    assert status == 200, body
+    # Until the clock's own expiry is in the files (the whole countdown was written).
+    wait_for(lambda: (directory / "phase.txt").read_text() == "expired", timeout=15,
+             what="the expiry in phase.txt")
+    reader.stop = True
+    reader.join(5)
+    return reader
+
+
+@pytest.mark.e2e
+def test_serve_keeps_the_files_and_a_reader_never_sees_half_a_file(tmp_path: Path) -> None:
+    directory = tmp_path / "obs"
+    server = ServerProcess(tmp_path / "s.db", env={
+        "SHOTCLOCK_FEED_DIR": str(directory), "SHOTCLOCK_FEED_TABLE": "tf"}).start()
+    try:
+        reader = run_clock_and_read(server, directory)
+    finally:
+        server.stop()
+    assert reader.bad == [] and reader.reads > 100
+    # Whole seconds, then tenths: the countdown went through the files (ten a second;
+    # a loaded machine may skip some).
+    tenths = {t for t in reader.seen if re.fullmatch(r"\d\.\d", t)}
+    assert "6" in reader.seen and len(tenths) >= 10, reader.seen
+    assert (directory / "clock.txt").read_text() == "0.0"
+    assert (directory / "fouls_a.txt").read_text() == "1"  # the time foul (12.4)
+    assert (directory / "last_event.txt").read_text() == "B to the table"
+
+
+@pytest.mark.e2e
+def test_shotclock_feed_polls_and_writes_the_same(tmp_path: Path) -> None:
+    directory = tmp_path / "obs"
+    server = ServerProcess(tmp_path / "s.db").start()
+    feed = subprocess.Popen(
+        [sys.executable, "-m", "clock_service.cli", "feed", "--dir", str(directory),
+         "--table", "tf", "--server", server.url, "--lang", "ru"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ)
+    try:
+        reader = run_clock_and_read(server, directory)
+        assert (directory / "last_event.txt").read_text() == "К столу: B"
+        server.stop()  # the service goes away: no stale time stays on air
+        wait_for(lambda: (directory / "clock.txt").read_text() == "", timeout=10,
+                 what="clock.txt emptied")
+    finally:
+        feed.terminate()
+        _, err = feed.communicate(timeout=10)
+        server.stop()
+    assert reader.bad == [] and reader.reads > 100
+    assert len({t for t in reader.seen if re.fullmatch(r"\d\.\d", t)}) >= 10, reader.seen
+    assert b"writes" in err  # it says what it wrote on the way out
