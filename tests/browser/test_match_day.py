@@ -4,6 +4,10 @@ each test makes its own table on it."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -143,3 +147,104 @@ def test_unassigned_clicker_keys_say_so(shared_server: ServerProcess, context: A
     page.keyboard.press("e")  # a mapped key after them: its event is the only one
     expect(page.locator("#p0 .mark.ext")).to_have_attribute("data-n", "0")
     assert event_types(shared_server, "unk", seq) == ["clock.extended"]
+
+
+# -- the link never cries wolf ---------------------------------------------------------------
+PAGES_OF_A_TABLE = ("referee", "display", "overlay", "stats")
+
+
+def status_logs(pages: dict[str, Any]) -> dict[str, list[list[Any]]]:
+    """Every page's link status changes, [status, local ms]."""
+    out = {}
+    for name, page in pages.items():
+        feed = "window.shotclockHall" if name == "hall" else (
+            "window.shotclockStats.conn" if name == "stats" else "window.shotclockConnection")
+        out[name] = page.evaluate(f"{feed}.statusLog")
+    return out
+
+
+def open_all(context: Any, server: ServerProcess, table: str, query: str = "") -> dict[str, Any]:
+    pages = {}
+    for name in PAGES_OF_A_TABLE:
+        pages[name] = open_page(context, server, f"/{name}?table={table}{query}", TABLET)
+    pages["hall"] = open_page(context, server, f"/{query.replace('&', '?', 1)}", TABLET)
+    for name, page in pages.items():
+        feed = "window.shotclockHall" if name == "hall" else (
+            "window.shotclockStats && window.shotclockStats.conn" if name == "stats"
+            else "window.shotclockConnection")
+        page.wait_for_function(f"{feed} && {feed}.status === 'live'")
+    return pages
+
+
+def test_a_healthy_link_never_says_no_news(shared_server: ServerProcess, context: Any) -> None:
+    """Build point 2: the stale threshold follows the ping interval (staleAfter in
+    connection.js: one interval plus max(interval, 700 ms)). 30 pings of a healthy run, as 30 s
+    at the default 1000 ms, are played here at ?ping=250 (7.5 s of wall time; stale after
+    950 ms, a tighter margin than the default's 2000 ms) on all five pages at once while the
+    clock runs: not one status change after 'live'."""
+    make_table(shared_server, "healthy", profile=SLOW)
+    pages = open_all(context, shared_server, "healthy", "&ping=250")
+    assert shared_server.command("healthy", "start")[0] == 200
+    pages["referee"].wait_for_timeout(30 * 250)
+    logs = status_logs(pages)
+    for name, log in logs.items():
+        assert [s for s, _ in log if s != "connecting"] == ["live"], f"{name}: {log}"
+    assert pages["referee"].evaluate("window.shotclockConnection.staleMs") == 950
+    clock_box = pages["referee"].locator("#clock-box")
+    assert "stale" not in (clock_box.get_attribute("class") or "")
+    assert shared_server.get("/api/tables/healthy")["phase"] == "running"
+
+
+@pytest.fixture(scope="module")
+def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A server of this module's own, to stop (SIGSTOP) and continue."""
+    server = ServerProcess(tmp_path_factory.mktemp("matchday") / "own.db").start()
+    try:
+        yield server
+    finally:
+        if server.proc is not None and server.proc.poll() is None:
+            os.kill(server.proc.pid, signal.SIGCONT)
+        server.stop()
+
+
+def test_every_page_notices_a_hung_service_within_3_s(own_server: ServerProcess, context: Any) -> None:
+    """Build point 2: the service stopped (SIGSTOP, no close, no message). Every page, the
+    hall included, says so within 3 s of stopping (default pings), and its digits freeze
+    (the same text 1.5 s later); after SIGCONT all are live again."""
+    make_table(own_server, "hung", profile={**SLOW, "shot_ms": 60_000})
+    pages = open_all(context, own_server, "hung")
+    assert own_server.command("hung", "start")[0] == 200
+    pages["hall"].locator(".card[data-table='hung'][data-stage='running']").wait_for()
+    assert own_server.proc is not None
+    t0 = time.monotonic()
+    os.kill(own_server.proc.pid, signal.SIGSTOP)
+    try:
+        detected = {}
+        while len(detected) < len(pages) and time.monotonic() - t0 < 6:
+            for name, page in pages.items():
+                if name in detected:
+                    continue
+                feed = "window.shotclockHall" if name == "hall" else (
+                    "window.shotclockStats.conn" if name == "stats" else "window.shotclockConnection")
+                if page.evaluate(f"{feed}.status") != "live":
+                    detected[name] = time.monotonic() - t0
+            time.sleep(0.05)
+        print("hung service noticed after (s):", {n: round(s, 2) for n, s in detected.items()})
+        slow = {n: round(s, 2) for n, s in detected.items() if s > 3.0}
+        assert len(detected) == len(pages) and not slow, f"noticed after (s): {detected}"
+        clocks = {"referee": "#clock", "display": "#clock", "hall": ".card[data-table='hung'] .clock"}
+        before = {n: pages[n].locator(sel).inner_text() for n, sel in clocks.items()}
+        pages["hall"].wait_for_timeout(1500)
+        after = {n: pages[n].locator(sel).inner_text() for n, sel in clocks.items()}
+        assert after == before, f"digits ran on: {before} -> {after}"
+        expect(pages["hall"].locator(".card[data-table='hung']")).to_have_attribute("data-live", "lost")
+        expect(pages["overlay"].locator("#third")).to_have_attribute("data-stage", "offline")
+        for name in ("hall", "referee", "display", "overlay"):
+            shoot(pages[name], f"hung-service-{name}-tablet")
+    finally:
+        os.kill(own_server.proc.pid, signal.SIGCONT)
+    for name, page in pages.items():
+        feed = "window.shotclockHall" if name == "hall" else (
+            "window.shotclockStats.conn" if name == "stats" else "window.shotclockConnection")
+        page.wait_for_function(f"{feed}.status === 'live'", timeout=15_000)
+    expect(pages["hall"].locator(".card[data-table='hung']")).to_have_attribute("data-live", "live")

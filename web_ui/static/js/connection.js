@@ -10,13 +10,35 @@
 
 import { ClockOffset, localNow } from "./timesync.js";
 
-const PING_EVERY_MS = 2000;
-const SILENCE_MS = 6000; // no message at all for this long: the link is dead
-const STALE_MS = 1500; // no message for this long: what is shown may no longer be true
+// The link's liveness comes from the pings' own rhythm (issue 23: pinging every 2000 ms and
+// calling the link stale after 1500 ms of silence flashed "no news" on a healthy link for
+// 0.2-0.5 s of every 2 s). A healthy link answers each ping within a round trip, so silence
+// is only news after one whole interval plus a round trip's allowance of another interval
+// (at least 700 ms): staleAfter(). With the default 1000 ms that is 2000 ms, so a hung
+// service (SIGSTOP) is shown within 2.25 s (plus the 250 ms tick), under the 3 s promised.
+export const PING_EVERY_MS = 1000;
+const ROUND_TRIP_ALLOWANCE_MS = 700;
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5000;
 const CLOSE_TOO_SLOW = 4001;
 const CLOSE_UNKNOWN_TABLE = 4404;
+
+/** No message for this long (ms) with pings every `pingEveryMs`: the link is stale. */
+export function staleAfter(pingEveryMs) {
+  return pingEveryMs + Math.max(pingEveryMs, ROUND_TRIP_ALLOWANCE_MS);
+}
+
+/** No message for this long: the link is dead, reconnect (three stale periods). */
+export function silenceAfter(pingEveryMs) {
+  return 3 * staleAfter(pingEveryMs);
+}
+
+/** The page's ping interval: its own default, or ?ping=MS (100..10000) from the address,
+ * a knob for a test that wants many ping intervals in little wall time. */
+export function pingEvery(fallback = PING_EVERY_MS) {
+  const raw = Number(new URLSearchParams(location.search).get("ping"));
+  return Number.isFinite(raw) && raw >= 100 && raw <= 10000 ? Math.round(raw) : fallback;
+}
 
 export function tableFromQuery(fallback = null) {
   return new URLSearchParams(location.search).get("table") || fallback;
@@ -36,15 +58,22 @@ export class TableConnection {
    *                           onLive(live, staleSince): the service says whether the
    *                           table's state is live (false on the hall service while the
    *                           table's own service is offline: stop counting, last known)
-   * @param {object} options   pingEveryMs, staleMs, token: () => string
+   * @param {object} options   pingEveryMs (stale and silence thresholds follow from it,
+   *                           staleAfter/silenceAfter), token: () => string
    */
   constructor(table, handlers = {}, options = {}) {
     this.table = table;
     this.handlers = handlers;
     // pingEveryMs: how often to ping (a display that must notice a dead link in 1.5 s pings
     // more often); token(): the referee token to offer, if any.
-    this.pingEveryMs = options.pingEveryMs || PING_EVERY_MS;
-    this.staleMs = options.staleMs || STALE_MS;
+    this.pingEveryMs = pingEvery(options.pingEveryMs || PING_EVERY_MS);
+    this.staleMs = staleAfter(this.pingEveryMs);
+    this.silenceMs = silenceAfter(this.pingEveryMs);
+    // The service's time of the last message heard: while the link is not live the
+    // countdown stops there (frozenNow), never running on from data that may be old.
+    this.heardAt = null;
+    // The last status changes [status, local ms] (the tests read it: no false alarm).
+    this.statusLog = [];
     this.token = options.token || (() => "");
     this.tokenRefused = false; // the offered token was refused at the handshake
     this.tokenSuspect = false; // the last try with the token failed before it opened
@@ -92,10 +121,14 @@ export class TableConnection {
   }
 
   /** The instant to draw the table's countdown at: now, or, while the service says the
-   * state is not live, the moment it went stale (a frozen countdown, never a running one). */
+   * state is not live, the moment it went stale, or, while this page's own link is not live
+   * (a hung service, a dead Wi-Fi), the moment it last heard from the service: a frozen
+   * countdown, never a running one. */
   frozenNow() {
-    const now = this.clock.serverNow();
-    return this.live || this.staleSince == null ? now : Math.min(now, this.staleSince);
+    let now = this.clock.serverNow();
+    if (!this.live && this.staleSince != null) now = Math.min(now, this.staleSince);
+    if (this.status !== "live" && this.heardAt != null) now = Math.min(now, this.heardAt);
+    return now;
   }
 
   start() {
@@ -134,6 +167,8 @@ export class TableConnection {
   _setStatus(status) {
     if (this.status === status) return;
     this.status = status;
+    this.statusLog.push([status, Math.round(localNow())]);
+    if (this.statusLog.length > 50) this.statusLog.shift();
     this.handlers.onStatus?.(status);
   }
 
@@ -195,6 +230,7 @@ export class TableConnection {
       let data;
       try { data = JSON.parse(msg.data); } catch { return; }
       this._receive(data);
+      this.heardAt = this.clock.serverNow();
     };
     ws.onclose = (ev) => {
       if (ws !== this.ws) return;
@@ -230,7 +266,7 @@ export class TableConnection {
   _tick() {
     if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return;
     const quiet = localNow() - this.lastMessageAt;
-    if (quiet > SILENCE_MS) {
+    if (quiet > this.silenceMs) {
       this._reconnect(0);
       return;
     }

@@ -74,7 +74,7 @@ const conn = new TableConnection(table, {
   },
   onFaults: (faults) => strip.setFaults(faults),
   onLive: (live) => { document.body.dataset.table = live ? "live" : "offline"; strip.setTableLive(live); },
-}, { pingEveryMs: 500, staleMs: 1200 });
+}, { pingEveryMs: 500 }); // stale after 1200 ms (staleAfter): a dead link shown within 1.5 s
 
 // -- a countdown that went up across a reconnect says why ------------------------------------
 const JUMP_MS = 500;

@@ -9,15 +9,20 @@
 // the server caps sockets per address.)
 
 import { createTable } from "./api.js";
-import { showStatus, wsBase } from "./connection.js";
+import { pingEvery, showStatus, silenceAfter, staleAfter, wsBase } from "./connection.js";
 import { animate, render } from "./countdown.js";
 import { applyI18n, bindLangToggle, errorText, lang, onLangChange, t } from "./i18n.js";
 import { ClockOffset, localNow } from "./timesync.js";
 
 const $ = (id) => document.getElementById(id);
 const cards = new Map(); // table id -> {el, state}
-const PING_EVERY_MS = 1000;
-const SILENCE_MS = 3000; // a silent link (Wi-Fi gone): every card says "connection lost" within 3-4 s
+// A hung service (SIGSTOP) or a silent link: after staleAfter() (2000 ms at the default
+// 1000 ms pings) every card says "connection lost" and its digits stop, within 2.5 s. A
+// close() on a hung service's socket does not close it (no closing handshake comes back):
+// the page drops the socket itself and says so at once (issue 23: the hall kept counting).
+const PING_EVERY_MS = pingEvery();
+const STALE_MS = staleAfter(PING_EVERY_MS);
+const SILENCE_MS = silenceAfter(PING_EVERY_MS);
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5000;
 
@@ -32,7 +37,10 @@ class HallFeed {
     this.pings = new Map();
     this.pingId = 0;
     this.lastMessageAt = 0;
-    setInterval(() => this._tick(), PING_EVERY_MS / 2);
+    this.lastPingAt = 0;
+    this.statusLog = []; // [status, local ms]: the tests read it (no false alarm)
+    this.retryTimer = 0;
+    setInterval(() => this._tick(), Math.min(250, PING_EVERY_MS / 2));
     document.addEventListener("visibilitychange", () => {
       if (document.visibilityState === "visible") this._tick();
     });
@@ -41,45 +49,59 @@ class HallFeed {
   serverNow() { return this.clock.serverNow(); }
 
   start() {
-    this._setStatus("connecting");
+    if (this.status !== "stale" && this.status !== "offline") this._setStatus("connecting");
     const ws = new WebSocket(`${wsBase()}/ws/hall`);
     this.ws = ws;
     ws.onopen = () => { this.lastMessageAt = localNow(); this.clock.reset(); this._ping(); };
     ws.onmessage = (msg) => {
       if (ws !== this.ws) return;
       this.lastMessageAt = localNow();
+      if (this.status === "stale") this._setStatus("live");
       let data;
       try { data = JSON.parse(msg.data); } catch { return; }
       this._receive(data);
     };
     ws.onclose = () => {
       if (ws !== this.ws) return;
-      this.ws = null;
-      this._setStatus("offline");
-      const base = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt);
-      this.attempt += 1;
-      setTimeout(() => this.start(), base / 2 + Math.random() * base / 2);
+      this._drop();
     };
     ws.onerror = () => { /* onclose follows */ };
+  }
+
+  /** Let the socket go (closed, or silent too long) and try again with backoff. */
+  _drop() {
+    const old = this.ws;
+    this.ws = null;
+    if (old) { try { old.close(); } catch { /* already closed */ } }
+    this._setStatus("offline");
+    const base = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt);
+    this.attempt += 1;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.start(), base / 2 + Math.random() * base / 2);
   }
 
   _setStatus(status) {
     if (this.status === status) return;
     this.status = status;
+    this.statusLog.push([status, Math.round(localNow())]);
+    if (this.statusLog.length > 50) this.statusLog.shift();
     this.handlers.onStatus(status);
   }
 
   _tick() {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) return;
-    if (localNow() - this.lastMessageAt > SILENCE_MS) { ws.close(); return; }
-    this._ping();
+    const quiet = localNow() - this.lastMessageAt;
+    if (quiet > SILENCE_MS) { this._drop(); return; }
+    if (quiet > STALE_MS && this.status === "live") this._setStatus("stale");
+    if (localNow() - this.lastPingAt >= PING_EVERY_MS) this._ping();
   }
 
   _ping() {
     if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return;
     const id = ++this.pingId;
-    this.pings.set(id, localNow());
+    this.lastPingAt = localNow();
+    this.pings.set(id, this.lastPingAt);
     if (this.pings.size > 20) this.pings.delete(this.pings.keys().next().value);
     this.ws.send(JSON.stringify({ type: "ping", id, client_time: Date.now() }));
   }
@@ -280,3 +302,4 @@ onLangChange(() => {
 });
 feed.start();
 animate(() => { for (const entry of cards.values()) tickCard(entry); });
+window.shotclockHall = feed; // for the tests (statusLog) and debugging

@@ -165,7 +165,9 @@ function drawOver(m) {
 
 function tick() {
   if (!state) return;
-  const { text, stage: look, remaining } = conn.live
+  // Off air while the table's service is offline or this page lost the service (a hung
+  // service: no countdown from data that may be old).
+  const { text, stage: look, remaining } = conn.live && conn.status === "live"
     ? render(state, conn.serverNow(), steady)
     : { text: "–", stage: state.phase === "frame_over" ? "frame_over" : "offline", remaining: null };
   const clock = $("clock");
