@@ -29,6 +29,10 @@ lock: | $(BIN)/python
 
 venv: $(VENV)/.installed
 
+# The offline bundle for the venue (deploy/bundle.py; install-pi.sh --offline installs it).
+bundle: venv
+	$(BIN)/python deploy/bundle.py --out dist
+
 run: venv
 	$(BIN)/shotclock serve --host $(HOST) --port $(PORT) --db var/shotclock.db
 
@@ -63,4 +67,4 @@ bench: venv
 	$(BIN)/python bench/hardware_faults.py -n 5
 
 clean:
-	rm -rf $(VENV) var build *.egg-info
+	rm -rf $(VENV) var build dist *.egg-info

@@ -75,5 +75,10 @@ def test_make_the_install_script_and_the_bundle_use_the_lock() -> None:
     assert "-c $(LOCK)" in venv_rule.group(1) and "$(LOCK)" in venv_rule.group(0).split("\n")[0]
     assert re.search(r"^lock:", makefile, re.M)
     install = (ROOT / "deploy" / "install-pi.sh").read_text()
-    for call in re.findall(r"pip\" install[^\n]*", install):
-        assert "requirements.lock" in call or "LOCK" in call, call
+    assert '"$SRC/requirements.lock"' in install
+    calls = re.findall(r'"\$\{PIP\[@\]\}" install[^\n]*', install)
+    assert len(calls) == 3, calls
+    for call in calls:  # the project's own wheel goes in with --no-deps
+        assert '-c "$LOCK"' in call or "--no-deps" in call, call
+    bundle = (ROOT / "deploy" / "bundle.py").read_text()
+    assert 'LOCK = ROOT / "requirements.lock"' in bundle and "read_lock(LOCK" in bundle

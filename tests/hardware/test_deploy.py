@@ -104,7 +104,14 @@ def test_units_run_where_the_state_is_and_never_restart_loop(name: str) -> None:
     allowed = {v.split()[0] for v in u["DeviceAllow"]}
     assert {"char-gpiochip", "char-ttyACM", "char-ttyAMA", "char-input"} <= allowed
     assert int(u["LimitNOFILE"][0]) >= 4096
-    assert set(u["SupplementaryGroups"][0].split()) == {"gpio", "dialout", "input"}
+    groups = {"gpio", "dialout", "input"}
+    if name == "shotclock.service":  # the camera (issue 21 point 6): /dev/video*
+        groups.add("video")
+        assert "char-video4linux" in allowed
+    assert set(u["SupplementaryGroups"][0].split()) == groups
+    # starts anywhere (issue 22 point 4): nothing waits for a network that may never come
+    assert "network-online.target" not in u.get("Wants", [])
+    assert not any("network-online" in v for v in u.get("After", []) + u.get("Wants", []))
 
 
 def test_the_service_unit_allows_many_clients_and_names_its_binary() -> None:
@@ -156,13 +163,14 @@ def test_install_script_installs_what_the_units_expect() -> None:
                    "deploy/shotclock.service", "deploy/shotclock-bridge.service",
                    'chgrp shotclock "$ETC/env"'):
         assert needed in script, needed
-    assert 'ETC=/etc/shotclock' in script and 'PREFIX=/opt/shotclock' in script
+    assert 'ETC="$ROOT/etc/shotclock"' in script and 'PREFIX="$ROOT/opt/shotclock"' in script
     # UART mode (defect 10): the console off, the UART on, and uart0 on the Pi 5
     assert "do_serial_hw 0" in script and "do_serial_cons 1" in script
     assert '"enable_uart=1"' in script and '"dtparam=uart0=on"' in script
     assert "Raspberry Pi 5" in script
-    flags = set(re.findall(r"^\s+(--[a-z]+)\)", script, re.M))
-    assert flags == {"--bridge", "--hall", "--uart"}
+    flags = set(re.findall(r"^\s+(--[a-z-]+)\)", script, re.M))
+    assert flags == {"--bridge", "--hall-server", "--hall", "--display", "--uart", "--camera",
+                     "--offline", "--dry-run"}
 
 
 def test_readme_is_checked_against_the_files_the_script_and_the_code() -> None:
@@ -183,7 +191,8 @@ def test_readme_is_checked_against_the_files_the_script_and_the_code() -> None:
                  "/etc/udev/rules.d/99-shotclock-display.rules"):
         assert path in text
     assert '"$ETC/shotclock.toml"' in script and '"$ETC/env"' in script
-    assert "install -m 0644 \"$SRC/deploy/99-shotclock-display.rules\" /etc/udev/rules.d/" in script
+    assert ('"$SRC/deploy/99-shotclock-display.rules" '
+            '"$ROOT/etc/udev/rules.d/99-shotclock-display.rules"') in script
     for package in ("python3-venv", "python3-lgpio", "python3-evdev"):
         assert package in text and package in script
     # the units it names exist and match what it says about them
