@@ -345,6 +345,7 @@ def create_app(settings: Settings | None = None, *, time: TimeSource | None = No
             body.id, body.players, timer=body.timer, profile=body.partial_profile(),
             first_breaker=body.first_breaker, race_to=body.race_to,
             event=body.event, referee=body.referee,
+            match_limit_ms=body.match_limit_ms, at_match_limit=body.at_match_limit,
         )
 
     @app.get("/api/tables/{table_id}", tags=["tables"], response_model=None,

@@ -48,6 +48,12 @@ from clock_service.schemas import (
     HallRemovedMessage,
     HallStatusMessage,
     HallTableMessage,
+    MatchClockAppliedEvent,
+    MatchClockExpiredEvent,
+    MatchClockPausedEvent,
+    MatchClockResumedEvent,
+    MatchClockStartedEvent,
+    MatchClockWarningEvent,
     MatchEndedEvent,
     MatchStartedEvent,
     MqttCommandMessage,
@@ -107,6 +113,16 @@ EVENT_MESSAGES: dict[str, tuple[type[BaseModel], str]] = {
     "turn": (TurnEvent, "The turn passed: a new visit of the other player."),
     "shot_clock.on": (ShotClockOnEvent, "Slow play: the referee switched the shot clock on "
                       "(shot_clock_on, 12.1) for the rest of the frame or the match."),
+    "match_clock.started": (MatchClockStartedEvent, "The match's first break: its time limit "
+                            "(match_limit_ms) counts."),
+    "match_clock.paused": (MatchClockPausedEvent, "The referee's pause stopped the match "
+                           "clock too."),
+    "match_clock.resumed": (MatchClockResumedEvent, "The match clock counts again."),
+    "match_clock.warning": (MatchClockWarningEvent, "10 or 5 minutes of the match are left."),
+    "match_clock.expired": (MatchClockExpiredEvent, "The match's time limit was reached; the "
+                            "organiser's choice (at_limit) applies, citing its rule."),
+    "match_clock.applied": (MatchClockAppliedEvent, "The organiser's choice at the limit did "
+                            "something: a winner, a draw, a tie-break frame, the shot clock."),
     "shot_clock.off": (ShotClockOffEvent, "The frame for which slow play was switched on "
                        "ended: no shot clock from the next frame."),
 }

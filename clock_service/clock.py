@@ -56,6 +56,7 @@ from clock_service.commands import (
 )
 from clock_service.errors import InvalidCommand, InvalidInput, RuleRefusal
 from clock_service.events import Event
+from clock_service.match_clock import AT_LIMIT, MatchClock, check_match_limit
 from clock_service.profile import Profile
 from clock_service.rules import EndReason, FoulCode, InvalidResult, Match, Outcome, RulesError
 from clock_service.rules import RuleRefusal as RulesRefusal
@@ -173,6 +174,8 @@ class TableClock:
         profile: Profile | None = None,
         first_breaker: int = 0,
         race_to: int | None = None,
+        match_limit_ms: int | None = None,
+        at_match_limit: str = "leader_wins",
     ) -> None:
         names = [str(p).strip() if isinstance(p, str) else p for p in players]
         if len(names) != 2 or not all(isinstance(p, str) and 0 < len(p) <= 60 for p in names):
@@ -191,6 +194,15 @@ class TableClock:
             self.match = Match(race_to, first_breaker)
         except RulesError as exc:
             raise InvalidInput(str(exc), code="invalid_race_to") from exc
+        # The match's time limit and the organiser's choice at it (match_clock.AT_LIMIT).
+        check_match_limit(match_limit_ms, at_match_limit)
+        self.match_limit_ms = match_limit_ms
+        self.at_match_limit = at_match_limit
+        self.match_clock = (None if match_limit_ms is None
+                            else MatchClock(match_limit_ms, at_match_limit))
+        # After the limit: the choice still to apply when the frame in play ends
+        # (leader_wins, tie_break_frame, frame_decides); None otherwise.
+        self.limit_pending: str | None = None
         # 1 for the table's first match; new_match counts on (the match's id is
         # "<table>.<number>", GET /api/matches/{id}).
         self.match_number = 1
@@ -256,6 +268,8 @@ class TableClock:
     @property
     def deciding_frame(self) -> bool:
         """The frame in play decides the match: both players one frame from the race."""
+        if self.limit_pending == "frame_decides":  # the time limit's deciding frame
+            return True
         race = self.match.race_to
         return race is not None and self.match.score == (race - 1, race - 1)
 
@@ -287,7 +301,15 @@ class TableClock:
         return self.remaining
 
     def next_wakeup(self) -> float | None:
-        """The next instant at which ``advance`` has something to do (warning or expiry)."""
+        """The next instant at which ``advance`` has something to do: a warning or expiry
+        of the shot clock or of the match clock."""
+        shot = self._shot_wakeup()
+        match = None if self.match_clock is None else self.match_clock.next_wakeup()
+        if shot is None or match is None:
+            return shot if match is None else match
+        return min(shot, match)
+
+    def _shot_wakeup(self) -> float | None:
         if self.phase != "running" or self.deadline is None:
             return None
         if self.pending_warnings:
@@ -330,6 +352,8 @@ class TableClock:
             "announced_call": (None if self.match.frame.announced_call is None
                                else self.match.frame.announced_call.to_dict()),
             "match": self._match_summary(),
+            "match_clock": (None if self.match_clock is None
+                            else self.match_clock.state(now)),
             **self._legality(now),
         }
 
@@ -371,6 +395,8 @@ class TableClock:
             "number": self.match_number,
             "race_to": match.race_to, "score": list(match.score), "frames_won": self.frames_won,
             "winner": match.winner, "over": match.over, "undecided": match.undecided,
+            "drawn": match.drawn, "by_time_limit": match.decided_by_limit,
+            "match_limit_ms": self.match_limit_ms, "at_match_limit": self.at_match_limit,
         }
 
     # -- entry points --------------------------------------------------------------------
@@ -382,7 +408,20 @@ class TableClock:
         return self._start_frame(now)
 
     def advance(self, now: float) -> list[Event]:
-        """Emit what is due at ``now``: warnings at the profile's thresholds, then expiry."""
+        """Emit what is due at ``now``: the shot clock's warnings at the profile's
+        thresholds, then its expiry; then the match clock's warnings and its limit."""
+        return self._advance_shot(now) + self._advance_match(now)
+
+    def _advance_match(self, now: float) -> list[Event]:
+        if self.match_clock is None:
+            return []
+        made, reached = self.match_clock.advance(now)
+        events = [Event(kind, data) for kind, data in made]
+        if reached:
+            events += self._limit_reached(now)
+        return events
+
+    def _advance_shot(self, now: float) -> list[Event]:
         if self.phase != "running" or self.deadline is None:
             return []
         deadline = self.deadline
@@ -486,10 +525,13 @@ class TableClock:
         phase = self.phase
         if self.match.over and name not in ("undo", "new_match"):
             winner = self.match.winner
-            assert winner is not None
             a, b = self.match.score
-            return ("match_over", f"the match is over: {self.players[winner]} won {a}-{b}; "
-                    "only undo or a new match is allowed", f"race to {self.match.race_to}")
+            result = (f"drawn {a}-{b}" if winner is None
+                      else f"{self.players[winner]} won {a}-{b}")
+            rule = (AT_LIMIT[self.at_match_limit].rule if self.match.decided_by_limit
+                    else f"race to {self.match.race_to}")
+            return ("match_over", f"the match is over: {result}; only undo or a new match is "
+                    "allowed", rule)
         if phase not in ALLOWED[name]:
             return REFUSALS.get(
                 (name, phase),
@@ -581,7 +623,8 @@ class TableClock:
         self._accept_if_choice_open("start")
         self.phase = "running"
         self.shot_played = False
-        return [self._clock_event("clock.started", now, self._run(now))]
+        return [self._clock_event("clock.started", now, self._run(now)),
+                *self._match_clock_step("start", now)]
 
     def _on_shot(self, command: Shot, now: float) -> list[Event]:
         event = self._clock_event("clock.stopped", now, {"reason": "shot"})
@@ -621,11 +664,103 @@ class TableClock:
         self.remaining = self.remaining_ms(now)
         self.deadline = None
         self.phase = "paused"
-        return [self._clock_event("clock.paused", now, {"reason": "referee"})]
+        # The referee's pause is the only one that stops the match clock too.
+        return [self._clock_event("clock.paused", now, {"reason": "referee"}),
+                *self._match_clock_step("pause", now)]
 
     def _on_resume(self, command: Resume, now: float) -> list[Event]:
         self.phase = "running"
-        return [self._clock_event("clock.resumed", now, self._run(now))]
+        return [self._clock_event("clock.resumed", now, self._run(now)),
+                *self._match_clock_step("resume", now)]
+
+    def _match_clock_step(self, step: str, now: float) -> list[Event]:
+        """The match clock follows the first break (start, or the break's result), the
+        referee's pause and resume; it never stops for anything else."""
+        if self.match_clock is None:
+            return []
+        made = getattr(self.match_clock, step)(now)
+        return [Event(kind, data) for kind, data in made]
+
+    # -- the match's time limit (the organiser's choice, 12.1) ------------------------------
+    def _limit_reached(self, now: float) -> list[Event]:
+        """The match clock reached the limit: apply the organiser's choice (AT_LIMIT)."""
+        choice = self.at_match_limit
+        if self.match.over:
+            return []
+        if choice == "shot_clock":
+            return self._limit_shot_clock(now)
+        self.limit_pending = choice
+        if self.phase == "frame_over":  # between frames: no frame in play to finish
+            return self._apply_limit(now, frame_just_ended=False)
+        return []
+
+    def _limit_shot_clock(self, now: float) -> list[Event]:
+        was_timed = self.timed
+        self.slow_play = "match"
+        self.slow_play_reason = "match time limit"
+        limit = self.profile.slow_play_ms
+        if not was_timed:  # as shot_clock_on: a shot being played gets the full limit
+            if self.phase == "running":
+                self._set_deadline(now + limit, now)
+            elif self.phase in ("ready", "paused"):
+                self.remaining = limit
+        return [self._clock_event("shot_clock.on", now, {
+                    "reason": "match time limit", "scope": "match", "limit_ms": limit,
+                    "frame": self.frame}),
+                self._applied("shot_clock_on", None)]
+
+    def _keep_the_limit(self) -> None:
+        """Undo never reaches the match clock: a limit reached stays reached, and a step
+        taken back from before it comes back under the organiser's choice."""
+        if self.match_clock is None or self.match_clock.phase != "expired" or self.match.over:
+            return
+        if self.at_match_limit == "shot_clock":
+            if self.slow_play != "match":
+                self.slow_play, self.slow_play_reason = "match", "match time limit"
+        elif self.limit_pending is None:
+            self.limit_pending = self.at_match_limit
+
+    def _applied(self, decision: str, winner: int | None) -> Event:
+        choice = AT_LIMIT[self.at_match_limit]
+        return Event("match_clock.applied", {
+            "at_limit": choice.code, "decision": decision, "rule": choice.rule,
+            "winner": winner, "score": list(self.match.score), "frame": self.frame})
+
+    def _apply_limit(self, now: float, *, frame_just_ended: bool) -> list[Event]:
+        """After the limit, at the end of the frame in play (or at once between frames)."""
+        pending = self.limit_pending
+        if pending is None or self.match.over:
+            self.limit_pending = None
+            return []
+        a, b = self.match.score
+        leader = None if a == b else (0 if a > b else 1)
+        if pending == "frame_decides":
+            winner = self.match.frame.winner if frame_just_ended else None
+            if winner is None:  # no frame decided it yet: the next one will
+                return [self._applied("next_frame_decides", None)]
+            return self._decide(now, winner, "frame_decides")
+        if leader is not None:
+            return self._decide(now, leader, "leader_wins")
+        if pending == "tie_break_frame":
+            self.limit_pending = "frame_decides"
+            return [self._applied("tie_break_frame", None)]
+        return self._decide(now, None, "drawn")
+
+    def _decide(self, now: float, winner: int | None, decision: str) -> list[Event]:
+        self._rules("match_limit", lambda: self.match.decide(winner))
+        self.limit_pending = None
+        events = [self._applied(decision, winner), self._match_ended()]
+        if self.match_clock is not None:
+            self.match_clock.stop(now)
+        return events
+
+    def _match_ended(self) -> Event:
+        return Event("match.ended", {
+            "winner": self.match.winner, "score": list(self.match.score),
+            "frames_won": self.frames_won, "race_to": self.match.race_to,
+            "frames": self.frame, "by_time_limit": self.match.decided_by_limit,
+            "drawn": self.match.drawn,
+        })
 
     def _on_turn(self, command: Turn, now: float) -> list[Event]:
         events = self._stop_if_counting(now, "turn")
@@ -692,6 +827,11 @@ class TableClock:
         self.profile = command.built_profile or self.profile
         self.first_breaker = first_breaker
         self.match = match
+        self.match_limit_ms = kept(command.match_limit_ms, self.match_limit_ms)
+        self.at_match_limit = kept(command.at_match_limit, self.at_match_limit)
+        self.match_clock = (None if self.match_limit_ms is None
+                            else MatchClock(self.match_limit_ms, self.at_match_limit))
+        self.limit_pending = None
         self.slow_play = None  # slow play was that match's
         self.slow_play_reason = None
         self.match_number += 1
@@ -702,6 +842,8 @@ class TableClock:
             "profile": self.profile.to_dict(), "first_breaker": first_breaker,
             "race_to": race_to,
         }
+        if self.match_limit_ms is not None:  # the match clock, when this match has one
+            data.update(match_limit_ms=self.match_limit_ms, at_match_limit=self.at_match_limit)
         data.update({k: v for k, v in (("event", command.event), ("referee", command.referee),
                                        ("reason", command.reason if unfinished else None))
                      if v is not None})
@@ -711,8 +853,10 @@ class TableClock:
         """Apply the referee's report of the shot just played (sections 3-11)."""
         report = command.shot_result  # on the break legal_break is required (4.2, D11)
         self._accept_if_choice_open("result")
+        started: list[Event] = []
         if not self.match.frame.break_done:  # the break's result without its clock timed
             self.frame_shots = max(self.frame_shots, 1)
+            started = self._match_clock_step("start", now)
         shooter = self.player
         outcome = self._rules("result", lambda: self.match.shot(report))
         events = [Event("shot.result", {
@@ -722,18 +866,19 @@ class TableClock:
         })]
         events += self._foul_events(outcome) + self._respot_events(outcome)
         if outcome.frame_over:
-            return events + self._frame_ended(now)
+            return events + self._frame_ended(now) + started
         if outcome.turn is TurnOutcome.PASSES:
             assert outcome.next_player is not None
             reason = "foul" if outcome.fouls else "result"
             events += self._pass_turn(outcome.next_player, reason, now)
         else:  # I1, 4.6: the same visit goes on with the same limit
             self._make_ready(self.shot_limit())
-        return events
+        return events + started  # last: the rules' own sequence stays as it was
 
     def _on_undo(self, command: Undo, now: float) -> list[Event]:
         step, at, state = self.history.pop()
         self._load(json.loads(state))
+        self._keep_the_limit()
         if self.phase == "running" and self.deadline is not None:
             # Back as it was at that step, but frozen: the referee resumes when ready.
             self.remaining = _ceil_ms(self.deadline - at)
@@ -911,11 +1056,11 @@ class TableClock:
             events.append(Event("shot_clock.off", {"frame": self.frame,
                                                    "reason": "frame_ended"}))
         if self.match.over:
-            events.append(Event("match.ended", {
-                "winner": self.match.winner, "score": list(self.match.score),
-                "frames_won": self.frames_won, "race_to": self.match.race_to,
-                "frames": self.frame,
-            }))
+            events.append(self._match_ended())
+            if self.match_clock is not None:
+                self.match_clock.stop(now)
+        elif self.limit_pending is not None:  # the time limit's choice, at this frame's end
+            events += self._apply_limit(now, frame_just_ended=True)
         return events
 
     def _start_frame(self, now: float) -> list[Event]:
@@ -953,12 +1098,12 @@ class TableClock:
     _FIELDS = (
         "frame", "breaker", "visit", "player", "phase", "remaining", "deadline",
         "pending_warnings", "extensions_used", "last_step_at", "shot_played", "frame_shots",
-        "slow_play", "slow_play_reason",
+        "slow_play", "slow_play_reason", "limit_pending",
     )
     # Fields added after states were first stored, with the value an old state means.
     _FIELD_DEFAULTS: dict[str, Any] = {"last_step_at": None, "shot_played": False,
                                        "frame_shots": 2, "slow_play": None,
-                                       "slow_play_reason": None}
+                                       "slow_play_reason": None, "limit_pending": None}
 
     def _dump(self) -> dict[str, Any]:
         data = {name: copy.copy(getattr(self, name)) for name in self._FIELDS}
@@ -1000,6 +1145,10 @@ class TableClock:
             "profile": self.profile.to_dict(),
             "first_breaker": self.first_breaker,
             "match_number": self.match_number,
+            "match_limit_ms": self.match_limit_ms,
+            "at_match_limit": self.at_match_limit,
+            # Not in the undo dump: undo never reaches the match clock (its deadline stays).
+            "match_clock": None if self.match_clock is None else self.match_clock.to_dict(),
             # Entries are immutable tuples: this copy shares their text.
             "history": [list(entry) for entry in self.history],
             **self._dump(),
@@ -1010,8 +1159,12 @@ class TableClock:
         clock = cls(data["players"], timer=data["timer"],
                     profile=Profile.from_partial(data["profile"]),
                     first_breaker=data["first_breaker"],
-                    race_to=(data.get("match") or {}).get("race_to"))
+                    race_to=(data.get("match") or {}).get("race_to"),
+                    match_limit_ms=data.get("match_limit_ms"),
+                    at_match_limit=data.get("at_match_limit", "leader_wins"))
         clock._load(data)
+        if data.get("match_clock") is not None:
+            clock.match_clock = MatchClock.from_dict(data["match_clock"])
         clock.match_number = int(data.get("match_number", 1))  # stored before new_match: 1
         clock.history = [
             (e["step"], e["at"], json.dumps(e["state"])) if isinstance(e, dict) else

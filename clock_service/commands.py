@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, Final
 
-from clock_service.errors import InvalidCommand, InvalidProfile
+from clock_service.errors import InvalidCommand, InvalidInput, InvalidProfile
+from clock_service.match_clock import check_match_limit
 from clock_service.presets import build_profile
 from clock_service.profile import Profile
 from clock_service.rules import Call, FoulCode, GeneralFoul, InvalidResult, Route, ShotResult
@@ -280,6 +281,8 @@ class NewMatch(Command):
     profile: Mapping[str, Any] | _Same = SAME
     race_to: int | None | _Same = SAME
     first_breaker: int | _Same = SAME
+    match_limit_ms: int | None | _Same = SAME
+    at_match_limit: str | _Same = SAME
     event: str | None = None
     referee: str | None = None
     reason: str | None = None
@@ -311,6 +314,15 @@ class NewMatch(Command):
             if self.first_breaker is None:
                 raise InvalidCommand("first_breaker must be 0 or 1, got None",
                                      code="invalid_field")
+        if not isinstance(self.match_limit_ms, _Same) or not isinstance(self.at_match_limit,
+                                                                        _Same):
+            limit = None if isinstance(self.match_limit_ms, _Same) else self.match_limit_ms
+            choice = ("leader_wins" if isinstance(self.at_match_limit, _Same)
+                      else self.at_match_limit)
+            try:
+                check_match_limit(limit, choice)
+            except InvalidInput as exc:
+                raise InvalidCommand(str(exc), code=exc.code) from exc
         _text(self.event, "event", required=False)
         _text(self.referee, "referee", required=False)
         _text(self.reason, "reason", required=self.reason is not None)

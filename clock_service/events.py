@@ -32,6 +32,12 @@ EVENT_TYPES = frozenset(
         "respot",
         "shot_clock.on",
         "shot_clock.off",
+        "match_clock.started",
+        "match_clock.paused",
+        "match_clock.resumed",
+        "match_clock.warning",
+        "match_clock.expired",
+        "match_clock.applied",
     }
 )
 

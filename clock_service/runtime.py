@@ -206,6 +206,7 @@ class Runtime:
         self, table_id: str, players: list[str], *, timer: bool = True,
         profile: dict[str, Any] | None = None, first_breaker: int = 0,
         race_to: int | None = None, event: str | None = None, referee: str | None = None,
+        match_limit_ms: int | None = None, at_match_limit: str = "leader_wins",
     ) -> dict[str, Any]:
         if not isinstance(table_id, str) or not TABLE_ID.match(table_id):
             raise InvalidInput(
@@ -219,11 +220,14 @@ class Runtime:
                 f"the service keeps at most {self.max_tables} live tables "
                 "(SHOTCLOCK_MAX_TABLES): archive one with DELETE /api/tables/{id} first")
         clock = TableClock(players, timer=timer, profile=build_profile(profile),
-                           first_breaker=first_breaker, race_to=race_to)
+                           first_breaker=first_breaker, race_to=race_to,
+                           match_limit_ms=match_limit_ms, at_match_limit=at_match_limit)
         now = self.time.now_ms()
         config = {"players": list(clock.players), "timer": clock.timer,
                   "profile": clock.profile.to_dict(), "first_breaker": first_breaker,
                   "race_to": race_to}
+        if match_limit_ms is not None:  # the match's time limit and the organiser's choice
+            config.update(match_limit_ms=match_limit_ms, at_match_limit=at_match_limit)
         # For the match protocol's header (GET /api/matches/{id}), when given.
         config.update({k: v for k, v in (("event", event), ("referee", referee)) if v})
         table = TableRuntime(table_id, clock, config=config)
@@ -326,6 +330,10 @@ class Runtime:
         now = self.time.now_ms()
         if state.get("phase") == "running" and state.get("deadline") is not None:
             state["remaining_ms"] = max(0, int(state["deadline"] - now + 0.999999))
+        match_clock = state.get("match_clock")
+        if match_clock and match_clock.get("deadline") is not None:
+            state["match_clock"] = {**match_clock, "remaining_ms": max(
+                0, int(match_clock["deadline"] - now + 0.999999))}
         state["server_time"] = now
         return table.published_seq, state
 

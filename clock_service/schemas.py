@@ -34,6 +34,7 @@ from clock_service.commands import (
     SAME,
     Command,
 )
+from clock_service.match_clock import AT_LIMIT, MATCH_WARNINGS_MS, MAX_MATCH_MS
 from clock_service.profile import MAX_MS, Profile
 from clock_service.rules import (
     BALLS,
@@ -82,6 +83,9 @@ ARCHIVE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}~[0-9]{1,9}$"
 MAX_SEQ = 2**53  # seqs and cursors: exact in every JSON reader (and in SQLite's 64 bits)
 _Ms = Annotated[StrictInt, Field(ge=1, le=MAX_MS)]
 _Count = Annotated[StrictInt, Field(ge=0, le=MAX_MS)]
+# The organiser's choices at a match's time limit (match_clock.AT_LIMIT).
+AtLimitCode = Literal["leader_wins", "frame_decides", "tie_break_frame", "shot_clock"]
+assert set(AtLimitCode.__args__) == set(AT_LIMIT)  # type: ignore[attr-defined]
 
 
 class ProfileIn(BaseModel):
@@ -134,6 +138,15 @@ class CreateTable(BaseModel):
     event: str | None = Field(None, min_length=1, max_length=MAX_TEXT,
                               description="the event (tournament) of the first match, for "
                               "its protocol", examples=["City cup, round 2"])
+    match_limit_ms: Annotated[StrictInt, Field(ge=1000, le=MAX_MATCH_MS)] | None = Field(
+        None, description="the match's time limit, counted from its first break, paused only "
+        "by the referee's pause; null: none", examples=[7_200_000])
+    at_match_limit: AtLimitCode = Field(
+        "leader_wins", description="the organiser's choice at the limit: leader_wins (the "
+        "frame in play is finished, the leader wins, level is a draw), frame_decides (the "
+        "frame in play decides), tie_break_frame (the frame in play is finished, the leader "
+        "wins, level: one tie-break frame), shot_clock (a per-shot clock, the profile's "
+        "slow_play_ms, for the rest)")
     referee: str | None = Field(None, min_length=1, max_length=MAX_TEXT,
                                 description="the referee of the first match, for its protocol")
 
@@ -163,6 +176,29 @@ class MatchState(BaseModel):
     winner: int | None
     over: bool
     undecided: int = Field(description="frames the referee ended without a winner")
+    drawn: bool = Field(description="the match's time limit ended it level (leader_wins)")
+    by_time_limit: bool = Field(description="the match was ended by its time limit")
+    match_limit_ms: int | None = Field(description="the match's time limit; null: none")
+    at_match_limit: AtLimitCode = Field(description="the organiser's choice at the limit")
+
+
+class MatchClockState(BaseModel):
+    """The match clock (match_limit_ms): counted from the first break, paused only by the
+    referee's pause."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit_ms: int
+    phase: Literal["waiting", "running", "paused", "expired", "stopped"] = Field(
+        description="waiting: before the first break; stopped: the match ended first")
+    remaining_ms: int
+    deadline: float | None = Field(description="unix ms of the limit, while running")
+    started_at: float | None = Field(description="unix ms of the first break")
+    at_limit: AtLimitCode
+    at_limit_text: str = Field(description="the organiser's choice as shown to the players")
+    rule: str = Field(description="the rule the choice applies")
+    warnings_ms: list[int] = Field(description=f"match_clock.warning thresholds "
+                                   f"({', '.join(str(w) for w in MATCH_WARNINGS_MS)})")
 
 
 class RefusedCommand(BaseModel):
@@ -198,6 +234,8 @@ class TableState(BaseModel):
     breaker: Literal[0, 1]
     timer: bool = Field(description="whether the shot clock counts: the match's timer "
                         "(12.1), or slow play switched on (shot_clock_on)")
+    match_clock: MatchClockState | None = Field(
+        description="the match's time limit (match_limit_ms); null: the match has none")
     slow_play: SlowPlayState | None = Field(
         description="the shot clock switched on by the referee (shot_clock_on); null: not")
     hand_back_to: int | None = Field(description="the fouler while the 10.4 choice is open")
@@ -508,6 +546,8 @@ class TableCreatedData(_Closed):
     race_to: int | None
     event: str | None = Field(None, description="absent unless given at creation")
     referee: str | None = Field(None, description="absent unless given at creation")
+    match_limit_ms: int | None = Field(None, description="absent unless given at creation")
+    at_match_limit: AtLimitCode | None = Field(None, description="with match_limit_ms")
 
 
 class MatchStartedData(_Closed):
@@ -519,6 +559,9 @@ class MatchStartedData(_Closed):
     profile: TimeProfile
     first_breaker: Player
     race_to: int | None
+    match_limit_ms: int | None = Field(None, description="this match's time limit; absent: "
+                                       "none")
+    at_match_limit: AtLimitCode | None = Field(None, description="with match_limit_ms")
     event: str | None = Field(None, description="absent unless given")
     referee: str | None = Field(None, description="absent unless given")
     reason: str | None = Field(None, description="why the previous match was left "
@@ -556,11 +599,14 @@ class FrameEndedData(_Closed):
 
 
 class MatchEndedData(_Closed):
-    winner: Player
+    winner: Player | None = Field(description="null: drawn at the time limit")
     score: PlayerPair
     frames_won: PlayerPair
     race_to: int | None
     frames: int = Field(description="frames played")
+    by_time_limit: bool = Field(description="ended by the match's time limit (see "
+                                "match_clock.applied), not by the race")
+    drawn: bool = Field(description="the time limit ended it level (winner null)")
 
 
 class ShotResultData(_Closed):
@@ -850,6 +896,67 @@ class ShotClockOffEvent(_EventMessage):
     data: ShotClockOffData
 
 
+class MatchClockData(_Closed):
+    """match_clock.started (the first break), .paused and .resumed (the referee's pause)."""
+
+    limit_ms: int
+    remaining_ms: int
+    deadline: UnixMs | None = Field(description="unix ms of the limit while running")
+    at_limit: AtLimitCode
+
+
+class MatchClockWarningData(MatchClockData):
+    threshold_ms: int = Field(description="600000 or 300000: 10 or 5 minutes left")
+
+
+class MatchClockExpiredData(MatchClockData):
+    late_ms: float
+    rule: str = Field(description="the rule the organiser's choice applies")
+    text: str = Field(description="the choice as shown to the players")
+
+
+class MatchClockAppliedData(_Closed):
+    at_limit: AtLimitCode
+    decision: Literal["leader_wins", "drawn", "frame_decides", "tie_break_frame",
+                      "next_frame_decides", "shot_clock_on"] = Field(
+        description="what the choice did: the leader won, drawn, the frame in play decided, "
+        "a tie-break frame follows, the next frame decides, the shot clock switched on")
+    rule: str = Field(description="the rule it applies")
+    winner: Player | None
+    score: PlayerPair
+    frame: int
+
+
+class MatchClockStartedEvent(_EventMessage):
+    type: Literal["match_clock.started"]
+    data: MatchClockData
+
+
+class MatchClockPausedEvent(_EventMessage):
+    type: Literal["match_clock.paused"]
+    data: MatchClockData
+
+
+class MatchClockResumedEvent(_EventMessage):
+    type: Literal["match_clock.resumed"]
+    data: MatchClockData
+
+
+class MatchClockWarningEvent(_EventMessage):
+    type: Literal["match_clock.warning"]
+    data: MatchClockWarningData
+
+
+class MatchClockExpiredEvent(_EventMessage):
+    type: Literal["match_clock.expired"]
+    data: MatchClockExpiredData
+
+
+class MatchClockAppliedEvent(_EventMessage):
+    type: Literal["match_clock.applied"]
+    data: MatchClockAppliedData
+
+
 class TurnEvent(_EventMessage):
     type: Literal["turn"]
     data: TurnData
@@ -990,6 +1097,8 @@ COMMAND_FIELD_TYPES: dict[str, Any] = {
     "balls": list[OffTableBall],
     "touched_with": TouchedWith,
     "scope": Literal["frame", "match"],
+    "match_limit_ms": Annotated[StrictInt, Field(ge=1000, le=MAX_MATCH_MS)],
+    "at_match_limit": AtLimitCode,
     "referee_foul": Text | GeneralFoulSpec,
     "at": StrictInt | StrictFloat,
     "by": Literal[BY],  # a command that declares its own ``by`` takes any text (see below)
@@ -1011,6 +1120,8 @@ COMMAND_FIELD_DOCS: dict[str, str] = {
     "event": "for the protocol's header",
     "referee": "for the protocol's header",
     "scope": "shot_clock_on: for the rest of the frame or of the match (default match)",
+    "match_limit_ms": "the match's time limit (from its first break); null: none",
+    "at_match_limit": "the organiser's choice at the limit (see POST /api/tables)",
 }
 # Fields of the message that are not the command's (commands.ENVELOPE_FIELDS besides
 # ``command``): name -> (type, description). A name the core adds without an entry here

@@ -230,6 +230,21 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
                 "shot_clock.on"]
             assert rec.ok("new_frame", winner=0, reason="conceded") == [
                 "frame.ended", "shot_clock.off", "match.ended"]
+            # The match clock: its first warning 10 min before a limit of 10 min + 1 s ...
+            assert rec.ok("new_match", match_limit_ms=601_000) == [
+                "match.started", "frame.started"]
+            assert rec.ok("start") == ["clock.started", "match_clock.started"]
+            assert rec.until(lambda m: m["type"] == "match_clock.warning", timeout=5)
+            assert rec.ok("shot") == ["clock.stopped"]
+            # ... and a limit of 1 s with a per-shot clock switched on at it.
+            assert rec.ok("new_match", match_limit_ms=1000, at_match_limit="shot_clock",
+                          reason="match clock check") == ["match.started", "frame.started"]
+            assert rec.ok("start") == ["clock.started", "match_clock.started"]
+            assert rec.ok("pause") == ["clock.paused", "match_clock.paused"]
+            assert rec.ok("resume") == ["clock.resumed", "match_clock.resumed"]
+            at_limit = rec.until(lambda m: m["type"] == "match_clock.applied", timeout=5)
+            assert [m["type"] for m in at_limit][-3:] == [
+                "match_clock.expired", "shot_clock.on", "match_clock.applied"]
             raw += rec.raw
             for message in rec.sent:
                 CLIENT_MESSAGES[message["type"]].model_validate(message)

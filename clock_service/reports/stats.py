@@ -60,6 +60,24 @@ TIME_FOUL_RULE = "12.4"
 # undo itself, and the openings of a table or a match (their history starts empty).
 _NON_STEP = frozenset({"clock.warning", "correction.undone", "table.created", "match.started",
                        "table.archived"})
+# Events that tell what a step (or a wake-up) also did and are never a step themselves: the
+# match clock's, and slow play ending with its frame. ``effective_events`` looks through
+# them, so the event after one is judged by the event before it (a frame.started after
+# frame.ended + shot_clock.off belongs to the new_frame step as it did before).
+_ASIDE = frozenset({"match_clock.started", "match_clock.paused", "match_clock.resumed",
+                    "match_clock.warning", "match_clock.expired", "match_clock.applied",
+                    "shot_clock.off"})
+
+
+def _aside(event: Mapping[str, Any]) -> bool:
+    kind = event["type"]
+    if kind in _ASIDE:
+        return True
+    # The shot clock switched on by the match's time limit (not the referee's command).
+    return kind == "shot_clock.on" and (event.get("data") or {}).get("reason") == \
+        "match time limit"
+
+
 # Events that always begin a step: a command's first (and usually only) event.
 _ALWAYS_STEP = frozenset({"clock.started", "clock.resumed", "clock.extended",
                           "clock.corrected", "clock.expired", "shot.result", "clock.stopped"})
@@ -358,6 +376,8 @@ def effective_events(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, A
     prev: Mapping[str, Any] | None = None
     prev_batch: Any = None
     for i, event in enumerate(events):
+        if _aside(event):
+            continue
         batch = _batch(event)
         if event["type"] == "correction.undone":
             if steps:

@@ -46,6 +46,10 @@ class Match:
         self._undecided = 0  # frames the referee ended without a winner
         self._frame_number = 1
         self._frame = FrameRules(breaker=first_breaker)
+        # Decided outside the race by the match's time limit (the organiser's choice, 12.1):
+        # a winner, or a draw.
+        self._decided: int | None = None
+        self._drawn = False
 
     @classmethod
     def best_of(cls, frames: int, first_breaker: int = 0) -> Match:
@@ -88,6 +92,8 @@ class Match:
 
     @property
     def winner(self) -> int | None:
+        if self._decided is not None:
+            return self._decided
         if self._race_to is None:
             return None
         for player in (0, 1):
@@ -97,7 +103,34 @@ class Match:
 
     @property
     def over(self) -> bool:
-        return self.winner is not None
+        return self.winner is not None or self._drawn
+
+    @property
+    def drawn(self) -> bool:
+        return self._drawn
+
+    @property
+    def decided_by_limit(self) -> bool:
+        """The match was ended by its time limit, not by the race."""
+        return self._decided is not None or self._drawn
+
+    def decide(self, winner: int | None) -> None:
+        """The match's time limit ends it between frames: ``winner`` wins, or (None) it is
+        drawn. Only once the frame in play is over (the clock applies the organiser's
+        choice at a frame's end)."""
+        if self.over:
+            raise RuleRefusal("decide: the match is already over", code="match_over",
+                              rule=f"race to {self._race_to}")
+        if not self._frame.over:
+            raise RuleRefusal(f"decide: frame {self._frame_number} is still being played",
+                              code="frame_in_progress", rule="3.2, 10.5")
+        if winner is None:
+            self._drawn = True
+        elif winner in (0, 1):
+            self._decided = winner
+        else:
+            raise InvalidResult(f"decide: winner must be 0, 1 or None, got {winner!r}",
+                                code="unknown_player")
 
     def breaker_of(self, frame_number: int) -> int:
         """Who breaks frame ``frame_number`` (1-based): alternating from the first (I3)."""
@@ -166,7 +199,7 @@ class Match:
     # -- serialisation -------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "race_to": self._race_to,
             "first_breaker": self._first_breaker,
             "score": list(self._score),
@@ -174,12 +207,17 @@ class Match:
             "frame_number": self._frame_number,
             "frame": self._frame.to_dict(),
         }
+        if self.decided_by_limit:  # only then: states stored before keep their shape
+            out["decided"] = self._decided
+            out["drawn"] = self._drawn
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Match:
         """Rebuild from :meth:`to_dict`; an impossible state is refused (``bad_state``)."""
         keys = {"race_to", "first_breaker", "score", "undecided", "frame_number", "frame"}
-        if not isinstance(data, Mapping) or set(data) != keys:
+        limit_keys = {"decided", "drawn"}
+        if not isinstance(data, Mapping) or set(data) not in (keys, keys | limit_keys):
             raise InvalidResult(f"match state needs fields {sorted(keys)}", code="bad_state")
         match = cls(data["race_to"], data["first_breaker"])
         score, number = data["score"], data["frame_number"]
@@ -211,6 +249,12 @@ class Match:
         match._undecided = undecided
         match._frame_number = number
         match._frame = frame
+        decided, drawn = data.get("decided"), data.get("drawn", False)
+        if decided not in (None, 0, 1) or not isinstance(drawn, bool) or (
+                (decided is not None or drawn) and not frame.over):
+            raise InvalidResult(f"inconsistent match state: {dict(data)}", code="bad_state")
+        match._decided = decided
+        match._drawn = drawn
         return match
 
     def __eq__(self, other: object) -> bool:
