@@ -18,6 +18,7 @@ import { TableConnection, tableFromQuery } from "./connection.js";
 import { Steady, animate, render, seconds } from "./countdown.js";
 import { applyI18n, onLangChange, t } from "./i18n.js";
 import { callShort } from "./result.js";
+import { fitText, refitOn } from "./fit.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -142,8 +143,30 @@ function draw() {
     tag.querySelector("b").textContent = on ? callShort(call) : "";
   }
   drawOver(m);
-  tick();
+  tick(); // the stage first: the winner's lines are measured once they are displayed
+  fitTexts();
 }
+
+// Names and the winner's lines in full: smaller, then on two lines, never cut (fit.js).
+function fitTexts() {
+  for (let i = 0; i < 2; i++) {
+    const side = $(`p${i}`);
+    fitText(side.querySelector(".call-tag b"), { min: 11 });
+    fitText(side.querySelector(".name"), { min: 26, wrap: { min: 14 } });
+  }
+  if (state && state.phase === "frame_over") {
+    fitText($("over-title"), { min: 20, wrap: { min: 13 } });
+    const whyEl = $("over-why");
+    if (whyEl.textContent !== overWhy) whyEl.textContent = overWhy;
+    fitText(whyEl, { min: 13 });
+    if (whyEl.scrollHeight > whyEl.clientHeight + 1 || whyEl.scrollWidth > whyEl.clientWidth + 1) {
+      whyEl.textContent = overWhyShort;
+      fitText(whyEl, { min: 13 });
+    }
+  }
+  fitText(third.querySelector(".info"), { min: 14 });
+}
+refitOn(fitTexts);
 
 function drawOver(m) {
   const over = state.phase === "frame_over";
@@ -154,14 +177,21 @@ function drawOver(m) {
   const matchWon = m.over && m.winner != null;
   const who = matchWon ? m.winner : winner;
   $("over-title").textContent = who == null ? t("over.no_winner") : state.players[who];
-  let why = state.frame_end_reason ? t(`end.${state.frame_end_reason}`) : "";
+  const reason = state.frame_end_reason ? t(`end.${state.frame_end_reason}`) : "";
+  let why = reason;
   if (state.frame_end_reason === "technical_loss" && winner != null) {
     why = t("over.technical_loss", { name: state.players[1 - winner] });
   }
-  const won = matchWon ? t("overlay.won_match", { score: `${m.score[0]}:${m.score[1]}` })
+  // The score in the winner's favour ("wins the match 2:0", whichever side won).
+  const won = matchWon ? t("overlay.won_match", { score: `${m.score[m.winner]}:${m.score[1 - m.winner]}` })
     : who == null ? "" : t("overlay.won_frame", { n: state.frame });
-  $("over-why").textContent = [won, why].filter(Boolean).join(" · ");
+  overWhy = [won, why].filter(Boolean).join(" · ");
+  // Two long names do not fit the centre cell: then the loser's name is left out.
+  overWhyShort = [won, reason].filter(Boolean).join(" · ");
+  $("over-why").textContent = overWhy;
 }
+let overWhy = "";
+let overWhyShort = "";
 
 function tick() {
   if (!state) return;
