@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test venv lint bench test-deps browser-deps clean lock bundle
+.PHONY: run test venv lint bench test-deps browser-deps node-deps clean lock bundle
 
 # Every dependency at one version, on every machine: requirements.lock (made by uv from
 # pyproject.toml, for every platform and Python >= 3.11 at once: --universal) constrains
@@ -41,17 +41,26 @@ run: venv
 # systemd: systemd-analyze verifies the units in deploy/. python3-venv: the install test
 # makes a venv of Debian's python3 (as on a Pi) and serves from it as another user.
 # poppler-utils: pdftoppm turns the match protocol's PDF pages into PNGs.
-TEST_DEBS := chromium mosquitto systemd python3-venv poppler-utils
+# nodejs, npm: the Companion module's tests (integrations/companion, node's test runner).
+TEST_DEBS := chromium mosquitto systemd python3-venv poppler-utils nodejs npm
 test-deps:
 	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/sbin/mosquitto ] || [ ! -x /usr/bin/systemd-analyze ] \
-	  || ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || [ ! -x /usr/bin/pdftoppm ]; then \
+	  || ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || [ ! -x /usr/bin/pdftoppm ] \
+	  || ! command -v npm >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_DEBS) >/dev/null; \
 	  else echo "missing: sudo apt-get install $(TEST_DEBS) (browser and MQTT tests will fail without them)"; fi; \
 	fi
 
 browser-deps: test-deps  # the old name
 
-test: venv test-deps
+# The Companion module's node dependencies, exactly as in its package-lock.json (its tests run
+# from pytest: tests/broadcast/test_companion.py). Without npm the test says it is skipped.
+node-deps:
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd integrations/companion && npm ci --prefer-offline --no-audit --no-fund --loglevel=error; \
+	else echo "missing: node and npm (apt-get install nodejs npm): the Companion module's tests are skipped"; fi
+
+test: venv test-deps node-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy clock_service firmware_bridge web_ui
 	$(BIN)/python -m pytest -q
