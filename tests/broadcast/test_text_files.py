@@ -80,7 +80,8 @@ def run_clock_and_read(server: ServerProcess, directory: Path) -> Reader:
     status, body = server.post("/api/tables", {"id": "tf", "players": [player.strip(), "B"],
                                                "profile": PROFILE})
     assert status == 201, body
-    wait_for(lambda: (directory / "player_a.txt").exists()
+    # Every file there first (the first set is written one file after another).
+    wait_for(lambda: all((directory / name).exists() for name in FILE_OF.values())
              and (directory / "player_a.txt").read_text() == player.strip(), what="files")
     reader = Reader(directory, player.strip())
     reader.start()
