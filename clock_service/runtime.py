@@ -48,7 +48,7 @@ CLOSE_ARCHIVED = 4404
 # What the hall feed tells about each table: what a hall card shows, and no more.
 HALL_FIELDS = ("table", "seq", "phase", "timer", "player", "players", "remaining_ms",
                "limit_ms", "deadline", "server_time", "round", "frame", "fouls",
-               "extensions_left", "whites", "frames_won")
+               "extensions_left", "whites", "frames_won", "match_clock")
 
 
 def match_id(table_id: str, number: int) -> str:

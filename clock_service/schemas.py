@@ -983,6 +983,8 @@ class HallTable(_Closed):
     extensions_left: PlayerPair
     whites: PlayerPair
     frames_won: PlayerPair
+    match_clock: MatchClockState | None = Field(None, description="the match's time limit "
+                                                "(as in the table state); null: none")
     live: bool = Field(description=(
         "false when this state may be out of date: on the hall service (shotclock hall), "
         "while the table's own service is offline (its MQTT status/will), the hall is not "

@@ -15,6 +15,7 @@ import { applyI18n, bindLangToggle, onLangChange, t } from "./i18n.js";
 import { callLine } from "./result.js";
 import { Buzzer } from "./sound.js";
 import { StatusStrip } from "./status.js";
+import { drawMatchClock } from "./tournament.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -185,6 +186,7 @@ function tick() {
   const clock = $("clock");
   if (clock.textContent !== shown) clock.textContent = shown;
   if (document.body.dataset.stage !== stage) document.body.dataset.stage = stage;
+  drawMatchClock($("match-clock"), state, conn.frozenNow());
 }
 
 applyI18n();

@@ -13,6 +13,7 @@ import { pingEvery, showStatus, silenceAfter, staleAfter, wsBase } from "./conne
 import { animate, render } from "./countdown.js";
 import { applyI18n, bindLangToggle, errorText, lang, onLangChange, t } from "./i18n.js";
 import { ClockOffset, localNow } from "./timesync.js";
+import { drawMatchClock } from "./tournament.js";
 
 const $ = (id) => document.getElementById(id);
 const cards = new Map(); // table id -> {el, state}
@@ -250,6 +251,7 @@ function tickCard(entry) {
   const shown = text || "–";
   if (clock.textContent !== shown) clock.textContent = shown;
   if (entry.el.dataset.stage !== stage) entry.el.dataset.stage = stage;
+  drawMatchClock(entry.el.querySelector(".match-clock"), state, feed.serverNow());
 }
 
 // -- the create form -------------------------------------------------------------------------

@@ -734,6 +734,11 @@ const ERRORS = {
     rule_with_code: "a foul code brings its own rule",
     detail_without_code: "the balls or 'touched with' need a foul code",
     missing_reason: "ending a frame or a match in progress is a decision outside the rules: give the reason",
+    // The tournament around the table (issue 25).
+    already_timed: "this match is played with the shot clock",
+    shot_clock_already_on: "the shot clock is already on",
+    invalid_match_limit: "the match time limit or the choice at it is not valid",
+    unknown_preset: "no such time-profile preset",
   },
   ru: {
     already_running: "время уже идёт",
@@ -880,6 +885,10 @@ const ERRORS = {
     rule_with_code: "у кода фола своё правило",
     detail_without_code: "шары или «чем коснулся» указываются вместе с кодом фола",
     missing_reason: "завершить идущую партию или матч — решение вне правил: укажите причину",
+    already_timed: "этот матч играется с контролем времени",
+    shot_clock_already_on: "контроль времени уже включён",
+    invalid_match_limit: "неверный лимит времени матча или решение по нему",
+    unknown_preset: "нет такого набора контроля времени",
   },
 };
 

@@ -19,6 +19,7 @@ import { Steady, animate, render, seconds } from "./countdown.js";
 import { applyI18n, onLangChange, t } from "./i18n.js";
 import { callShort } from "./result.js";
 import { fitText, refitOn } from "./fit.js";
+import { drawMatchClock } from "./tournament.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -208,6 +209,7 @@ function tick() {
   const limit = Math.max(state.limit_ms || 0, state.remaining_ms || 0, 1);
   const fraction = remaining == null ? 0 : Math.min(1, remaining / limit);
   $("progress").style.transform = `scaleX(${fraction})`;
+  drawMatchClock($("match-clock"), state, conn.frozenNow());
 }
 
 applyI18n();

@@ -15,6 +15,7 @@ import {
 } from "./result.js";
 import { HealthDialog } from "./health.js";
 import { StatusStrip, faultLevel } from "./status.js";
+import { drawMatchClock } from "./tournament.js";
 
 const $ = (id) => document.getElementById(id);
 const table = tableFromQuery("1");
@@ -815,6 +816,7 @@ function draw() {
   resultLabel.dataset.i18n = resultButtonLabel(state);
   resultLabel.textContent = t(resultLabel.dataset.i18n);
   drawScore();
+  $("btn-shot-clock-on").classList.toggle("hidden", !state.allowed.includes("shot_clock_on"));
   drawCard();
   panel.redraw();
   if ($("foul-dialog").open) drawFoulDialog();
@@ -841,6 +843,7 @@ function tick() {
   const shown = text || "–";
   if (clock.textContent !== shown) clock.textContent = shown;
   $("clock-box").dataset.stage = stage;
+  drawMatchClock($("match-clock"), state, conn.frozenNow());
 }
 
 onLangChange(() => {
@@ -852,6 +855,13 @@ onLangChange(() => {
   $("unknown-text").textContent = t("unknown.text", { table });
   draw();
   drawHint();
+});
+
+// Slow play: the referee switches the shot clock on for the rest of the match (12.1), with
+// the reason the command requires.
+$("btn-shot-clock-on").addEventListener("click", () => {
+  const reason = window.prompt(t("prompt.shot_clock_on"), "");
+  if (reason && reason.trim()) command("shot_clock_on", { reason: reason.trim(), scope: "match" });
 });
 
 applyI18n();
