@@ -29,6 +29,10 @@ EX_CONFIG = 78
 EXIT_REFUSED = EX_CONFIG  # a non-loopback address without a referee token or --open
 EXIT_STORE_LOCKED = 75  # EX_TEMPFAIL: another process serves this store (retry later)
 EXIT_STORE_CORRUPT = 65  # EX_DATAERR: the store failed PRAGMA quick_check
+# The integrity check before READY stops after this long and finishes after start: systemd
+# waits 90 s for READY (TimeoutStartSec), and on a Pi the imports and loading the tables
+# take seconds too. 10 s is ~0.3-1 GB of store on an SD card (see README).
+STORE_CHECK_BUDGET_S = 10.0
 
 
 def _refuse_exposed(settings: Any, prog: str) -> int | None:
@@ -55,7 +59,11 @@ def _locked_store(store: Any) -> Any:
 
     try:
         store.lock()  # held until the process ends
-        store.check()
+        if not store.check(budget_s=STORE_CHECK_BUDGET_S):
+            logging.getLogger("shotclock.store").warning(
+                "the event store %s is big: its integrity check did not finish in %.0f s "
+                "and goes on after start (a fault on /api/health if it finds damage)",
+                store.path, STORE_CHECK_BUDGET_S)
     except StoreLocked as exc:
         print(f"shotclock: {exc.message}", file=sys.stderr, flush=True)
         return EXIT_STORE_LOCKED

@@ -21,6 +21,7 @@ from clock_service.commands import Command
 from clock_service.errors import (
     InvalidInput,
     RuleRefusal,
+    StoreCorrupt,
     StoreError,
     TableExists,
     TooManyTables,
@@ -31,7 +32,7 @@ from clock_service.health import Health
 from clock_service.hub import HALL, Hub, encode
 from clock_service.presets import build_profile
 from clock_service.storage import ARCHIVE_SEP, Store
-from clock_service.timesource import Timer, TimeSource
+from clock_service.timesource import RealTime, Timer, TimeSource
 
 __all__ = ["Runtime", "TableRuntime", "TABLE_ID", "Listener", "Publisher", "match_id",
            "HALL_FIELDS", "MAX_TABLES", "CLOSE_ARCHIVED"]
@@ -40,8 +41,10 @@ log = logging.getLogger(__name__)
 
 TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 HEARTBEAT_MS = 500.0
+WALL_STEP_LOG_MS = 1000.0  # a wall-clock step this large is logged (NTP slews smaller ones)
 STORE_WAIT_S = 5.0
 STORE_FAULT = "store.write"
+STORE_CHECK_FAULT = "store.check"  # the integrity check after start found damage
 MAX_TABLES = 200
 # WebSocket close code for the clients of a table that was archived (as for no such table).
 CLOSE_ARCHIVED = 4404
@@ -98,6 +101,7 @@ class Runtime:
         self.health = Health(time.now_ms)
         self.health.listeners.append(self._faults_changed)
         self.health.register("store", self._store_status)
+        self._wall_step_ms = 0.0  # RealTime.wall_step_ms() last seen (_notice_wall_step)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self, default_table: str | None = "1") -> None:
@@ -109,9 +113,23 @@ class Runtime:
 
         self.store.on_trouble = store_trouble
         self.store.open()
+        if self.store.check_pending:  # a big store: its integrity check finishes now
+            def checked(problem: StoreCorrupt | None) -> None:  # from the check's thread
+                loop.call_soon_threadsafe(self._store_checked, problem)
+
+            self.store.check_later(checked)
         alive_at = self.store.alive_at()
+        stored_tables = list(self.store.load_tables())
+        if isinstance(self.time, RealTime):
+            # Event times never go backwards within the store, whatever the wall clock
+            # says after a power cut (no real-time clock on a Pi): see RealTime.not_before.
+            last = [t for t in (alive_at, *(self.store.last_event_at(s.id)
+                                            for s in stored_tables)) if t is not None]
+            if last:
+                self.time.not_before(max(last))
+            self._wall_step_ms = self.time.wall_step_ms()
         now = self.time.now_ms()
-        for stored in self.store.load_tables():
+        for stored in stored_tables:
             clock = TableClock.from_dict(stored.core)
             table = TableRuntime(stored.id, clock, seq=stored.seq, published_seq=stored.seq,
                                  config=stored.config)
@@ -153,8 +171,21 @@ class Runtime:
         if not self._running:
             return
         now = self.time.now_ms()
+        if isinstance(self.time, RealTime):
+            self._notice_wall_step(self.time)
         self.store.heartbeat(now)
         self._heartbeat = self.time.call_at(now + HEARTBEAT_MS, self._beat)
+
+    def _notice_wall_step(self, time: RealTime) -> None:
+        """Log a wall-clock step while running (NTP arriving after a boot without a clock,
+        a manual set): event times keep the service's own timeline, so say how far apart
+        they now are. One ``time.time()`` per heartbeat."""
+        step = time.wall_step_ms()
+        if abs(step - self._wall_step_ms) >= WALL_STEP_LOG_MS:
+            log.warning("the wall clock was stepped by %+.3f s; event times keep the "
+                        "service's timeline (now %+.3f s from the wall clock) until a restart",
+                        (step - self._wall_step_ms) / 1000.0, -step / 1000.0)
+            self._wall_step_ms = step
 
     # -- status and faults -------------------------------------------------------------------------
     def _store_status(self) -> dict[str, Any]:
@@ -164,6 +195,16 @@ class Runtime:
                 "commit_ms_p50": commit_ms[len(commit_ms) // 2] if commit_ms else None,
                 "commit_ms_max": commit_ms[-1] if commit_ms else None,
                 "write_errors": store.write_errors, "pending": store.pending}
+
+    def _store_checked(self, problem: StoreCorrupt | None) -> None:
+        if problem is None:
+            log.info("the event store's integrity check finished after start: ok")
+            return
+        log.error("%s", problem.message)
+        self.health.fault(
+            STORE_CHECK_FAULT, component="store", code="store_corrupt",
+            message=f"{problem.message}. Found after start: the clocks keep running; "
+            "finish the match, then replace the store")
 
     def _store_trouble(self, error: BaseException | None) -> None:
         if error is None:

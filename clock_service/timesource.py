@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import logging
 import time
 from collections.abc import Callable
 from typing import Protocol
 
 __all__ = ["TimeSource", "Timer", "RealTime", "FakeTime"]
+
+log = logging.getLogger("shotclock.time")
 
 
 class Timer(Protocol):
@@ -30,13 +33,45 @@ class TimeSource(Protocol):
 
 
 class RealTime:
-    """CLOCK_MONOTONIC in ms, shifted to read as unix ms; timers through ``loop.call_at``."""
+    """CLOCK_MONOTONIC in ms, shifted to read as unix ms; timers through ``loop.call_at``.
 
-    def __init__(self) -> None:
-        self._offset_ms = time.time() * 1000.0 - time.monotonic() * 1000.0
+    ``wall_ms`` (default ``time.time()`` in ms) is read at start to align the timeline, and
+    by ``wall_step_ms`` to notice the wall clock being set while the service runs.
+    """
+
+    def __init__(self, wall_ms: Callable[[], float] | None = None) -> None:
+        self._wall_ms = wall_ms or (lambda: time.time() * 1000.0)
+        self._offset_ms = self._wall_ms() - time.monotonic() * 1000.0
+        self.held_ms = 0.0  # how far not_before moved the timeline ahead of the wall clock
 
     def now_ms(self) -> float:
         return time.monotonic() * 1000.0 + self._offset_ms
+
+    def not_before(self, at_ms: float) -> float:
+        """Keep this timeline after ``at_ms`` (the store's last event or heartbeat).
+
+        A Pi has no real-time clock: after a power cut ``fake-hwclock`` (or no clock at
+        all) can start the wall clock before the time of events already stored, and event
+        times (``at``) would go backwards within the store. Then the timeline starts 1 ms
+        after ``at_ms`` instead, and the step is logged. Returns the shift in ms (0: none).
+        """
+        now = self.now_ms()
+        if now > at_ms:
+            return 0.0
+        shift = at_ms - now + 1.0
+        self._offset_ms += shift
+        self.held_ms += shift
+        log.warning(
+            "the wall clock is %.3f s behind the store's last event (a power cut without a "
+            "real-time clock, or the clock was set back): event times continue after it, "
+            "%.3f s ahead of the wall clock until a restart with the clock set (NTP)",
+            shift / 1000.0, shift / 1000.0)
+        return shift
+
+    def wall_step_ms(self) -> float:
+        """The wall clock minus this timeline now: 0 at start (or ``-held_ms``); it moves
+        when the wall clock is stepped (NTP, a manual set, a fake-hwclock restore)."""
+        return self._wall_ms() - self.now_ms()
 
     def call_at(self, at_ms: float, callback: Callable[[], None]) -> Timer:
         loop = asyncio.get_running_loop()

@@ -190,6 +190,7 @@ class Store:
         self.failing_since: float | None = None  # time.time() of the first failed attempt
         self._lock_fd: int | None = None
         self._checked = False
+        self.check_pending = False  # check(budget_s) ran out: check_later finishes it
 
     # -- lifecycle -----------------------------------------------------------------------
     @property
@@ -218,17 +219,30 @@ class Store:
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
 
-    def check(self) -> None:
-        """``PRAGMA quick_check``; ``StoreCorrupt`` with SQLite's findings if it fails."""
+    def check(self, budget_s: float | None = None) -> bool:
+        """``PRAGMA quick_check``; ``StoreCorrupt`` with SQLite's findings if it fails.
+
+        ``budget_s``: give up after that long and return False, the check left for
+        ``check_later``. It reads every page: a store of several GB on an SD card takes
+        minutes, longer than systemd waits for READY (issue 22 point 4).
+        """
         if self._checked or self.path == ":memory:" or not Path(self.path).exists():
             self._checked = True
-            return
+            return True
         try:
             conn = _connect(self.path)
+            if budget_s is not None:
+                give_up = time.monotonic() + budget_s
+                conn.set_progress_handler(lambda: int(time.monotonic() > give_up), 20_000)
             try:
                 rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
             finally:
                 conn.close()
+        except sqlite3.OperationalError as exc:
+            if budget_s is not None and "interrupted" in str(exc):
+                self.check_pending = True
+                return False
+            rows = [str(exc)]
         except sqlite3.DatabaseError as exc:
             rows = [str(exc)]
         if rows != ["ok"]:
@@ -237,12 +251,28 @@ class Store:
                 f"(PRAGMA quick_check: {'; '.join(rows)}): restore it from a backup, or move "
                 "it aside to start with an empty store")
         self._checked = True
+        self.check_pending = False
+        return True
+
+    def check_later(self, on_result: Callable[[StoreCorrupt | None], None]) -> None:
+        """Finish a check that ran out of its budget, in a thread of its own (WAL: beside
+        the writer); ``on_result`` is called from that thread with the finding."""
+        def run() -> None:
+            try:
+                self.check()
+            except StoreCorrupt as exc:
+                on_result(exc)
+                return
+            on_result(None)
+
+        threading.Thread(target=run, name="store-check", daemon=True).start()
 
     def open(self) -> None:
         if self._thread is not None:
             return
         self.lock()
-        self.check()
+        if not self.check_pending:  # (a check past its budget finishes after start)
+            self.check()
         try:
             conn = _connect(self.path)
             conn.execute("PRAGMA journal_mode=WAL")
