@@ -88,7 +88,7 @@ class ServerProcess:
 
         return Origin(self.url)
 
-    def start(self, timeout: float = 20.0) -> ServerProcess:
+    def start(self, timeout: float = 60.0) -> ServerProcess:
         out = open(self.log, "ab")  # noqa: SIM115 - owned by the process
         nofile = self.nofile
 

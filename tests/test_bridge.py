@@ -3,7 +3,6 @@ each boundary, beeps at warnings and the long tone at expiry, button presses as 
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from clock_service.timesource import FakeTime
 from firmware_bridge.bridge import TableBridge, command_for_press
 from firmware_bridge.interfaces import ButtonPress, FakeButtons, FakeBuzzer, FakeDisplay
 from firmware_bridge.render import format_remaining, next_change_ms, render
+from tests.waiting import until_async
 
 PROFILE = {"shot_ms": 7000, "floor_ms": 7000, "warnings_ms": [5000, 1000]}
 
@@ -47,8 +47,7 @@ async def test_bridge_draws_every_second_then_tenths_and_sounds(tmp_path: Path) 
     assert display.frames[-1].text == "7" and display.frames[-1].stage == "ready"
 
     buttons.press("start_shot", time.now_ms())  # from the loop thread here; threads hop
-    await asyncio.sleep(0.05)
-    assert runtime.state("t")["phase"] == "running"
+    await until_async(lambda: runtime.state("t")["phase"] == "running", what="started")
     time.advance(7000)
     texts = [f.text for f in display.frames]
     start = texts.index("7", 1)
@@ -59,8 +58,7 @@ async def test_bridge_draws_every_second_then_tenths_and_sounds(tmp_path: Path) 
     assert buzzer.calls == ["beep", "beep", "long_tone"]
 
     buttons.press("start_shot", time.now_ms(), long=True)  # long press: undo the expiry
-    await asyncio.sleep(0.05)
-    assert runtime.state("t")["phase"] == "paused"
+    await until_async(lambda: runtime.state("t")["phase"] == "paused", what="expiry undone")
     bridge.close()
     await runtime.stop()
 

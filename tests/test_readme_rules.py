@@ -65,7 +65,11 @@ def test_the_first_row_is_the_issue_example_exactly() -> None:
 
 @pytest.mark.parametrize("row", COMMANDS, ids=[r[0][:40] for r in COMMANDS])
 def test_each_command_is_valid(row: list[str]) -> None:
-    parse_command(_json(row[1]))
+    payload = _json(row[1])
+    command = parse_command(payload)  # raises on an invalid command
+    assert command.name == payload["command"], (row[0], command)
+    # Every field the README shows is one the command takes (none silently dropped).
+    assert not set(payload) - {"command"} - set(vars(command)), (row[0], vars(command))
 
 
 def test_the_commands_play_out_on_a_clock() -> None:

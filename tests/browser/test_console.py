@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser import conftest
-from tests.browser.conftest import PHONE, Traffic, make_table, shoot
+from tests.browser.conftest import PHONE, Traffic, make_table, shoot, wait_past
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.browser
@@ -115,11 +115,18 @@ def test_main_button_never_moves_and_follows_the_phase(
     expect(banner).to_have_attribute("data-kind", "why")
     expect(banner).to_contain_text("Not now")
     expect(banner).to_contain_text("Ivanov already used the extension this frame")
-    assert seq_of(shared_server, table) == seq, "a disabled button sent a command"
     look("why", "shot", "Shot")
+    # Nothing was sent: the next press (pause), sent after anything the tap could have sent,
+    # is the only command the service got; then resume.
+    page.keyboard.press("p")
+    expect(main).to_have_attribute("data-command", "resume")
+    assert [e["type"] for e in shared_server.get(f"/api/tables/{table}/events?since={seq}")
+            ] == ["clock.paused"], "a disabled button sent a command"
+    page.keyboard.press(" ")
+    expect(main).to_have_attribute("data-command", "shot")
 
     # The summary card of a shot result (from the feed) ... gone at the next start (point 4).
-    page.locator("#banner").click()
+    expect(banner).to_be_hidden()  # a press hides the banner
     post(shared_server, table, "shot")
     post(shared_server, table, "result", whites_potted=2, legal_break=True)
     card = page.locator("#outcome")
@@ -200,8 +207,13 @@ def test_foul_dialog_says_the_clock_runs_warns_of_the_second_foul_and_enter_conf
     expect(warning).to_contain_text("Second foul of Ivanov: a technical loss, the frame goes to Petrov")
     expect(page.locator("#foul-ok")).to_have_text("Record: technical loss")
     shoot(page, "console-foul-dialog-second-phone")
-    page.keyboard.press("Escape")  # and Esc records nothing
-    expect(dialog).to_be_hidden()
+    seq = seq_of(shared_server, "fouls")
+    page.keyboard.press("Escape")  # and Esc records nothing: the next press is all that
+    expect(dialog).to_be_hidden()  # the service gets
+    page.locator("#btn-main").click()
+    wait_past(page, seq)
+    assert [e["type"] for e in shared_server.get(f"/api/tables/fouls/events?since={seq}")
+            ] == ["clock.started"]
     assert shared_server.get("/api/tables/fouls")["fouls"] == [1, 0]
     assert traffic.errors == []
 

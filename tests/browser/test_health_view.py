@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from firmware_bridge.emulator import DisplayEmulator
-from tests.browser.conftest import PHONE, Traffic, shoot
+from tests.browser.conftest import PHONE, Traffic, seq_of, shoot, wait_past
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.browser
@@ -93,7 +92,13 @@ def test_the_console_shows_the_tables_hardware(
     expect(dialog.locator("h2")).to_have_text("Состояние стола")
     expect(row("display")).to_have_text("подключено")
     shoot(page, "referee-status-view-phone-ru")
+    seq = seq_of(server, "1")
     page.keyboard.press("Escape")
-    time.sleep(0.1)
-    assert server.get("/api/tables/1")["phase"] == "ready"  # no key reached the clock
+    expect(dialog).to_be_hidden()
+    # No key reached the clock: the next press, sent after anything Escape could have sent,
+    # is the only command the service got.
+    main.click()
+    wait_past(page, seq)
+    assert [e["type"] for e in server.get(f"/api/tables/1/events?since={seq}")] == [
+        "clock.started"]
     assert traffic.errors == [], json.dumps(traffic.errors)

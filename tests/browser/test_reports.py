@@ -17,6 +17,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import FULL_HD, shoot
 from tests.server import ROOT, ServerProcess
+from tests.waiting import until
 
 pytestmark = pytest.mark.browser
 
@@ -74,8 +75,8 @@ def match(shared_server: ServerProcess) -> dict[str, Any]:
     ok(s, table, "new_frame")
     # Frame 2: Petrov breaks and lets the clock run out (time foul 12.4): Ivanov's visit.
     ok(s, table, "start")
-    time.sleep(1.8)
-    assert s.get(f"/api/tables/{table}")["phase"] == "expired"
+    until(lambda: s.get(f"/api/tables/{table}")["phase"] == "expired", timeout=15.0,
+          what="the 1.5 s shot to expire")
     timed(s, table, 0.2)  # Ivanov accepts: the break is still to be played (4.2)
     ok(s, table, "result", whites_potted=0, legal_break=True)
     ok(s, table, "new_frame", winner=0, reason="conceded")  # 1-1: the referee awards frame 2

@@ -4,8 +4,8 @@ the store. Also the limits (413, 429) and the referee token on HTTP and WebSocke
 
 from __future__ import annotations
 
+import itertools
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -171,7 +171,8 @@ def test_oversized_websocket_message_is_refused_and_the_server_stays_up(
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc = start_server(tmp_path_factory.mktemp("guarded"), SHOTCLOCK_REFEREE_TOKEN="s3cret",
-                        SHOTCLOCK_COMMAND_RATE="5", SHOTCLOCK_COMMAND_BURST="5")
+                        # a token a second: a spent bucket stays spent while a test checks it
+                        SHOTCLOCK_COMMAND_RATE="1", SHOTCLOCK_COMMAND_BURST="5")
     create_table(proc, "r", token="s3cret", timer=False)
     try:
         yield proc
@@ -179,8 +180,27 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]
         proc.stop()
 
 
-def test_http_commands_need_the_token(guarded: ServerProcess) -> None:
-    with httpx.Client(base_url=guarded.url) as http:
+_addresses = itertools.count(2)
+
+
+@pytest.fixture
+def address() -> str:
+    """A loopback address of this test's own (127.0.0.N): the per-address limits give it a
+    fresh bucket, so a test does not depend on what the module's other tests spent."""
+    return f"127.0.0.{next(_addresses)}"
+
+
+def http_from(server: ServerProcess, address: str) -> httpx.Client:
+    return httpx.Client(base_url=server.url, timeout=10,
+                        transport=httpx.HTTPTransport(local_address=address))
+
+
+def ws_from(url: str, address: str, **kwargs: Any) -> ClientConnection:
+    return connect(url, source_address=(address, 0), **kwargs)
+
+
+def test_http_commands_need_the_token(guarded: ServerProcess, address: str) -> None:
+    with http_from(guarded, address) as http:
         before = snapshot(http, "1")
         for headers in ({}, {"authorization": "Bearer wrong"}, {"authorization": "s3cret"}):
             response = http.post("/api/tables/1/commands", json={"command": "start"},
@@ -191,16 +211,16 @@ def test_http_commands_need_the_token(guarded: ServerProcess) -> None:
         assert response.status_code == 401
         assert snapshot(http, "1") == before
         assert http.get("/api/tables/1").status_code == 200  # reading needs no token
-        time.sleep(1.1)  # refused attempts count against the rate too (no token guessing)
+        # Four refused attempts spent four of the burst of five (no token guessing): one left.
         ok = http.post("/api/tables/1/commands", json={"command": "start"},
                        headers={"authorization": "Bearer s3cret"})
         assert ok.status_code == 200, ok.text
 
 
-def test_read_only_websocket_cannot_command(guarded: ServerProcess) -> None:
-    with httpx.Client(base_url=guarded.url) as http:
+def test_read_only_websocket_cannot_command(guarded: ServerProcess, address: str) -> None:
+    with http_from(guarded, address) as http:
         before = snapshot(http, "1")
-        with connect(f"{guarded.ws_url}/ws/tables/1") as ws:
+        with ws_from(f"{guarded.ws_url}/ws/tables/1", address) as ws:
             snap = json.loads(ws.recv(timeout=5))
             assert snap["type"] == "snapshot" and snap["referee"] is False
             reply = ws_answer(ws, '{"type": "command", "command": "pause"}')
@@ -209,17 +229,16 @@ def test_read_only_websocket_cannot_command(guarded: ServerProcess) -> None:
         assert snapshot(http, "1") == before
         # A wrong token is refused before the handshake completes (uvicorn answers 403).
         with pytest.raises(InvalidStatus) as refused:
-            connect(f"{guarded.ws_url}/ws/tables/1?token=wrong")
+            ws_from(f"{guarded.ws_url}/ws/tables/1?token=wrong", address)
         assert refused.value.response.status_code == 403
-        with connect(f"{guarded.ws_url}/ws/tables/1",
-                     subprotocols=["bearer.s3cret"]) as ws:  # type: ignore[list-item]
+        with ws_from(f"{guarded.ws_url}/ws/tables/1", address,
+                     subprotocols=["bearer.s3cret"]) as ws:
             assert json.loads(ws.recv(timeout=5))["referee"] is True
 
 
-def test_command_rate_is_limited(guarded: ServerProcess) -> None:
-    time.sleep(1.1)  # the earlier tests spent this address's burst; it refills at 5/s
+def test_command_rate_is_limited(guarded: ServerProcess, address: str) -> None:
     auth = {"authorization": "Bearer s3cret"}
-    with httpx.Client(base_url=guarded.url) as http:
+    with http_from(guarded, address) as http:
         statuses = [http.post("/api/tables/r/commands", json={"command": "turn"},
                               headers=auth).status_code for _ in range(12)]
         assert 429 in statuses and statuses[0] == 200, statuses
@@ -231,7 +250,8 @@ def test_command_rate_is_limited(guarded: ServerProcess) -> None:
     # The same address's sockets share its bucket (limits.py, issue 11 point 9): spent by
     # the HTTP burst above, a new socket gets no fresh one, nor does a reconnect.
     for _ in range(2):
-        with connect(f"{guarded.ws_url}/ws/tables/r", subprotocols=["bearer.s3cret"]) as ws:  # type: ignore[list-item]
+        with ws_from(f"{guarded.ws_url}/ws/tables/r", address,
+                     subprotocols=["bearer.s3cret"]) as ws:
             ws.recv(timeout=5)
             reply = ws_answer(ws, '{"type": "command", "command": "turn"}')
             assert reply.get("status") == 429 and reply["error"]["code"] == "rate_limited"
