@@ -131,10 +131,10 @@ def fill_matches(store: Store, tables: int, per_table: int) -> None:
 async def _http_walk(db: Path, pages: int) -> dict[str, Any]:
     import httpx
 
-    from clock_service.api import create_app
+    from clock_service.cli import table_app
     from clock_service.settings import Settings
 
-    app = create_app(Settings(db=str(db), default_table=None, command_rate=0, read_rate=0))
+    app = table_app(Settings(db=str(db), default_table=None, command_rate=0, read_rate=0))
     walks, firsts = [], []
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)

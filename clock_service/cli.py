@@ -1,4 +1,9 @@
-"""``shotclock serve``: the service with its embedded store and the table-side display."""
+"""The ``shotclock`` command, and its composition root.
+
+``serve`` and ``hall`` build every part of the service here (the store, the runtime, the
+match reports, the table-side devices, the MQTT publisher, the camera) and hand them to
+``create_app`` (clock_service/api), which starts them with the app and mounts the routers.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,25 @@ import gc
 import logging
 import os
 import sys
-from dataclasses import replace
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["main", "EXIT_REFUSED", "EXIT_STORE_LOCKED", "EXIT_STORE_CORRUPT"]
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from clock_service.broadcast.feeds import FeedBoard
+    from clock_service.camera.adapter import CameraAdapter
+    from clock_service.mqtt.topics import BrokerTarget
+    from clock_service.runtime import Runtime
+    from clock_service.settings import Settings
+    from clock_service.storage import Store
+    from clock_service.timesource import TimeSource
+    from firmware_bridge.bridge import TableBridge
+    from firmware_bridge.monitor import HardwareMonitor
+
+__all__ = ["main", "table_runtime", "table_app", "EXIT_REFUSED", "EXIT_STORE_LOCKED",
+           "EXIT_STORE_CORRUPT"]
 
 log = logging.getLogger("shotclock")
 
@@ -35,7 +55,7 @@ EXIT_STORE_CORRUPT = 65  # EX_DATAERR: the store failed PRAGMA quick_check
 STORE_CHECK_BUDGET_S = 10.0
 
 
-def _refuse_exposed(settings: Any, prog: str) -> int | None:
+def _refuse_exposed(settings: Settings, prog: str) -> int | None:
     """Refuse (exit 78) a non-loopback address without a referee token unless --open."""
     from clock_service.serving import is_loopback
 
@@ -53,7 +73,7 @@ def _refuse_exposed(settings: Any, prog: str) -> int | None:
     return None
 
 
-def _locked_store(store: Any) -> Any:
+def _locked_store(store: Store) -> Store | int:
     """The store, locked for this process and checked; or the exit code (75, 65)."""
     from clock_service.errors import StoreCorrupt, StoreLocked
 
@@ -73,11 +93,66 @@ def _locked_store(store: Any) -> Any:
     return store
 
 
+# -- the composition root ----------------------------------------------------------------------
+
+def table_runtime(settings: Settings, *, time: TimeSource | None = None,
+                  store: Store | None = None) -> Runtime:
+    """A table service's runtime: the clocks over the store (``settings.db`` unless given;
+    ``serve`` gives one already locked and checked)."""
+    from clock_service.hub import Hub
+    from clock_service.runtime import Runtime
+    from clock_service.storage import Store
+    from clock_service.timesource import RealTime
+
+    _configure_presets(settings)
+    runtime = Runtime(store or Store(settings.db), time or RealTime(), Hub(settings.ws_queue),
+                      max_tables=settings.max_tables)
+    runtime.store_wait_s = settings.store_wait_s
+    return runtime
+
+
+def _configure_presets(settings: Settings) -> None:
+    from clock_service import presets
+
+    try:
+        presets.configure(settings.presets_dir)
+    except presets.PresetError as exc:  # a bad preset file stops start-up, saying which
+        raise SystemExit(f"SHOTCLOCK_PRESETS_DIR: {exc}") from None
+
+
+def _app(settings: Settings, runtime: Runtime, *, feeds: FeedBoard | None = None,
+         **parts: Any) -> FastAPI:
+    """The app over ``runtime`` with the projections every service reads from it: the
+    match reports and the broadcast feeds (made before the runtime starts: they see every
+    publication)."""
+    from clock_service.api import create_app
+    from clock_service.broadcast.feeds import FeedBoard
+    from clock_service.reports.service import Reports
+
+    reports = Reports(runtime.store.reader_connection, runtime.store.path)
+    return create_app(settings, runtime, reports=reports, feeds=feeds or FeedBoard(runtime),
+                      **parts)
+
+
+def table_app(settings: Settings, *, time: TimeSource | None = None) -> FastAPI:
+    """A table service with no devices, publisher or camera (tests and benchmarks)."""
+    return _app(settings, table_runtime(settings, time=time))
+
+
+@dataclass
+class _Part:
+    """A part made of two coroutine functions (clock_service.api.Part)."""
+
+    start: Callable[[], Awaitable[None]]
+    stop: Callable[[], Awaitable[None]]
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from clock_service.api import create_app
-    from clock_service.broadcast.cli import attach_text_files
+    from clock_service.api import Part
+    from clock_service.broadcast.cli import text_files
+    from clock_service.broadcast.feeds import FeedBoard
     from clock_service.serving import (
         install_redactor,
         raise_open_files,
@@ -103,13 +178,28 @@ def _serve(args: argparse.Namespace) -> int:
                     "at %d instead of %d (SHOTCLOCK_MAX_CONNECTIONS); raise the limit", soft,
                     cap, settings.max_connections)
         settings = replace(settings, max_connections=cap)
-    app = create_app(settings, store=store)
-    table_side = _attach_hardware(app, settings)
-    _attach_mqtt(app, settings)
-    camera = _attach_camera(app, settings)
-    attach_text_files(app, settings)  # SHOTCLOCK_FEED_DIR (clock_service/broadcast)
+    runtime = table_runtime(settings, store=store)
+    # Started in this order once the runtime has started, stopped in reverse before it
+    # stops: the devices, then the publisher (it closes before the store: the last acked
+    # seqs), then the camera.
+    table_side = _table_side(runtime, settings)
+    parts: list[Part] = [table_side]
+    publisher = _mqtt_publisher(runtime, settings)
+    if publisher is not None:
+        parts.append(publisher)
+    camera = _camera_adapter(runtime, settings)
+    if camera is not None:
+        parts.append(_Part(_async(camera.attach), _async(camera.close)))
+    feeds = FeedBoard(runtime)
+    files = text_files(feeds, settings)  # SHOTCLOCK_FEED_DIR (clock_service/broadcast)
+    if files is not None:
+        parts.append(files)
+    app = _app(settings, runtime, feeds=feeds, parts=parts, hardware=table_side.dimmable,
+               camera=camera)
     base = f"http://{settings.host}:{settings.port}"
     table = settings.default_table or "1"
+    about_camera = None if camera is None else (
+        f"{camera.spec.kind} ({camera.mode} mode, table {camera.table_id})")
     print(f"shotclock: serving on {base}  (store: {settings.db}; referee token "
           f"{'on' if settings.referee_token else 'off'})\n"
           f"  hall view        {base}/\n"
@@ -117,7 +207,8 @@ def _serve(args: argparse.Namespace) -> int:
           f"  stream overlay   {base}/overlay?table={table}\n"
           f"  table display    {base}/display?table={table}\n"
           f"  API              {base}/docs"
-          + (f"\n  camera           {camera}  (calibrate: {base}/calibrate)" if camera else ""),
+          + (f"\n  camera           {about_camera}  (calibrate: {base}/calibrate)"
+             if about_camera else ""),
           file=sys.stderr, flush=True)
     config = uvicorn_config(app, settings, log_level=args.log_level,
                             access_log=args.access_log)
@@ -137,13 +228,56 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-class _TableSide:
-    """What ``serve`` runs beside the API: the table's devices and systemd's watchdog."""
+def _async(call: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
+        call()
 
-    def __init__(self) -> None:
+    return run
+
+
+def _table_side(runtime: Runtime, settings: Settings) -> _TableSide:
+    """The table-side devices: hardware if configured, else the terminal (or nothing).
+
+    The configuration is read (and a bad one refused, exit 78) before the service starts.
+    """
+    from firmware_bridge.config import load_config
+    from firmware_bridge.errors import HardwareConfigError
+    from firmware_bridge.monitor import HardwareMonitor
+
+    try:
+        config = load_config()
+    except HardwareConfigError as exc:
+        print(f"shotclock: hardware configuration refused: {exc}", file=sys.stderr)
+        raise SystemExit(EX_CONFIG) from None
+    return _TableSide(runtime, settings, config, HardwareMonitor(runtime.health, config))
+
+
+class _TableSide:
+    """What ``serve`` runs beside the API: the table's devices and systemd's watchdog.
+
+    A device that fails to open is a fault in ``/api/health`` and on the console (and in
+    the log): the clock runs without it, and the serial driver keeps reconnecting by
+    itself. The display shows its self-test (all segments, a chirp) first. Devices are
+    closed (the digits blanked) when the service stops. Under systemd the service says
+    READY once it listens and pats the watchdog from the event loop.
+    """
+
+    def __init__(self, runtime: Runtime, settings: Settings, config: Any,
+                 monitor: HardwareMonitor) -> None:
+        self.runtime = runtime
+        self.settings = settings
+        self.config = config
+        self.monitor = monitor
         self.server: Any = None
-        self.bridge: Any = None
+        self.bridge: TableBridge | None = None
         self.loop: Any = None
+        self._ready: Any = None
+        self._watchdog: Any = None
+
+    @property
+    def dimmable(self) -> HardwareMonitor | None:
+        """The monitor, for the brightness route, when there are devices to dim."""
+        return self.monitor if self.config.kind != "none" or self.config.hid_device else None
 
     def on_signal(self) -> None:
         """From the signal handler: hop onto the loop (call_soon_threadsafe is safe here)."""
@@ -152,84 +286,54 @@ class _TableSide:
             with contextlib.suppress(RuntimeError):  # the loop is already closed
                 loop.call_soon_threadsafe(bridge.driver.blank)
 
+    async def start(self) -> None:
+        import asyncio
 
-def _attach_hardware(app: Any, settings: Any) -> _TableSide:
-    """Start the table-side devices with the app: hardware if configured, else the terminal.
+        from clock_service.sdnotify import Watchdog
+        from firmware_bridge.bridge import TableBridge
+        from firmware_bridge.config import build_devices
+        from firmware_bridge.terminal import TerminalDisplay
 
-    The configuration is read (and a bad one refused, exit 78) before the service starts.
-    A device that fails to open is a fault in ``/api/health`` and on the console (and in
-    the log): the clock runs without it, and the serial driver keeps reconnecting by
-    itself. The display shows its self-test (all segments, a chirp) first. Devices are
-    closed (the digits blanked) when the service stops. Under systemd the service says
-    READY once it listens and pats the watchdog from the event loop.
-    """
-    import asyncio
-    from collections.abc import AsyncIterator
+        runtime, settings, config, monitor = (self.runtime, self.settings, self.config,
+                                              self.monitor)
+        self.loop = asyncio.get_running_loop()
+        # Everything loaded so far (libraries, restored tables) lives as long as the
+        # process: keep it out of the garbage collector's passes, and make the passes
+        # rarer. The service makes almost no cyclic garbage, and a full pass over a
+        # hall of tables and clients stalled the loop for 60-160 ms (bench/README.md).
+        gc.freeze()
+        gc.set_threshold(20_000, 20, 100)
+        bridge = None
+        hardware_log = logging.getLogger("shotclock.hardware")
+        if config.kind != "none" or config.hid_device:
+            monitor.check_permissions()
+            display, buzzer, buttons = build_devices(
+                config, now_ms=runtime.time.now_ms, on_error=monitor.device_failed)
+            if display is None and settings.display == "terminal" and config.kind == "none":
+                display = TerminalDisplay(config.table_id)
+            bridge = TableBridge(runtime, config.table_id, display=display,
+                                 buzzer=buzzer, buttons=buttons)
+            monitor.attach(display, buzzer, buttons)
+            hardware_log.info("table %s: %s hardware attached", config.table_id, config.kind)
+        else:
+            monitor.attach(None, None, None)  # /api/health still says "none"
+            if settings.display == "terminal":
+                table_id = settings.default_table or "1"
+                bridge = TableBridge(runtime, table_id, display=TerminalDisplay(table_id))
+        if bridge is not None:
+            bridge.attach(self_test=config.self_test and config.kind != "none")
+        self.bridge = bridge
+        self._watchdog = Watchdog()
+        self._ready = self.loop.create_task(_when_listening(self, self._watchdog))
 
-    from fastapi import FastAPI
-
-    from clock_service.sdnotify import Watchdog
-    from firmware_bridge.bridge import TableBridge
-    from firmware_bridge.config import build_devices, load_config
-    from firmware_bridge.errors import HardwareConfigError
-    from firmware_bridge.monitor import HardwareMonitor
-    from firmware_bridge.terminal import TerminalDisplay
-
-    assert isinstance(app, FastAPI)
-    try:
-        config = load_config()
-    except HardwareConfigError as exc:
-        print(f"shotclock: hardware configuration refused: {exc}", file=sys.stderr)
-        raise SystemExit(EX_CONFIG) from None
-    log = logging.getLogger("shotclock.hardware")
-    inner = app.router.lifespan_context
-    side = _TableSide()
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app_: FastAPI) -> AsyncIterator[Any]:
-        async with inner(app_) as value:
-            runtime = app_.state.runtime
-            side.loop = asyncio.get_running_loop()
-            # Everything loaded so far (libraries, restored tables) lives as long as the
-            # process: keep it out of the garbage collector's passes, and make the passes
-            # rarer. The service makes almost no cyclic garbage, and a full pass over a
-            # hall of tables and clients stalled the loop for 60-160 ms (bench/README.md).
-            gc.freeze()
-            gc.set_threshold(20_000, 20, 100)
-            bridge = None
-            monitor = HardwareMonitor(runtime.health, config)
-            if config.kind != "none" or config.hid_device:
-                monitor.check_permissions()
-                display, buzzer, buttons = build_devices(
-                    config, now_ms=runtime.time.now_ms, on_error=monitor.device_failed)
-                if display is None and settings.display == "terminal" and config.kind == "none":
-                    display = TerminalDisplay(config.table_id)
-                bridge = TableBridge(runtime, config.table_id, display=display,
-                                     buzzer=buzzer, buttons=buttons)
-                monitor.attach(display, buzzer, buttons)
-                app_.state.hardware = monitor
-                log.info("table %s: %s hardware attached", config.table_id, config.kind)
-            else:
-                monitor.attach(None, None, None)  # /api/health still says "none"
-                if settings.display == "terminal":
-                    table_id = settings.default_table or "1"
-                    bridge = TableBridge(runtime, table_id, display=TerminalDisplay(table_id))
-            if bridge is not None:
-                bridge.attach(self_test=config.self_test and config.kind != "none")
-            side.bridge = bridge
-            watchdog = Watchdog()
-            ready = asyncio.get_running_loop().create_task(_when_listening(side, watchdog))
-            try:
-                yield value
-            finally:
-                ready.cancel()
-                await watchdog.stop()
-                monitor.close()
-                if bridge is not None:
-                    bridge.close()
-
-    app.router.lifespan_context = lifespan
-    return side
+    async def stop(self) -> None:
+        if self._ready is not None:
+            self._ready.cancel()
+        if self._watchdog is not None:
+            await self._watchdog.stop()
+        self.monitor.close()
+        if self.bridge is not None:
+            self.bridge.close()
 
 
 async def _when_listening(side: _TableSide, watchdog: Any) -> None:
@@ -286,7 +390,7 @@ def _blank(args: argparse.Namespace) -> int:
     return 0
 
 
-def _broker_target(url: str) -> Any:
+def _broker_target(url: str) -> BrokerTarget:
     """The broker and hall of ``SHOTCLOCK_MQTT_URL``; refuses a bad URL or a missing client
     library before the service starts."""
     from clock_service.errors import InvalidInput
@@ -304,31 +408,16 @@ def _broker_target(url: str) -> Any:
     return target
 
 
-def _attach_mqtt(app: Any, settings: Any) -> None:
+
+
+def _mqtt_publisher(runtime: Runtime, settings: Settings) -> _Part | None:
     """With SHOTCLOCK_MQTT_URL, publish every table on the broker (clock_service/mqtt)."""
     if not settings.mqtt_url:
-        return
-    from collections.abc import AsyncIterator
-
-    from fastapi import FastAPI
-
+        return None
     from clock_service.mqtt.publisher import MqttPublisher
 
-    target = _broker_target(settings.mqtt_url)
-    inner = app.router.lifespan_context
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app_: FastAPI) -> AsyncIterator[Any]:
-        async with inner(app_) as value:
-            publisher = MqttPublisher(app_.state.runtime, target, settings)
-            await publisher.start()
-            app_.state.mqtt = publisher
-            try:
-                yield value
-            finally:
-                await publisher.close()  # before the store closes: the last acked seqs
-
-    app.router.lifespan_context = lifespan
+    publisher = MqttPublisher(runtime, _broker_target(settings.mqtt_url), settings)
+    return _Part(publisher.start, publisher.close)
 
 
 def _hall(args: argparse.Namespace) -> int:
@@ -336,10 +425,11 @@ def _hall(args: argparse.Namespace) -> int:
     HTTP/WebSocket API and pages (clock_service/mqtt/hall.py)."""
     import uvicorn
 
-    from clock_service.api import create_app
     from clock_service.hub import Hub
+    from clock_service.mqtt.hall import HallRuntime
     from clock_service.settings import Settings, default_db_path
     from clock_service.storage import Store
+    from clock_service.timesource import RealTime
 
     settings = Settings.from_env(host=args.host, port=args.port, mqtt_url=args.mqtt,
                                  open=args.open or None)
@@ -363,13 +453,10 @@ def _hall(args: argparse.Namespace) -> int:
     store = _locked_store(Store(settings.db, synchronous="NORMAL"))
     if isinstance(store, int):
         return store
-
-    def mirror(settings_: Any, time: Any) -> Any:
-        from clock_service.mqtt.hall import HallRuntime
-
-        return HallRuntime(store, time, Hub(settings_.ws_queue), target, settings_)
-
-    app = create_app(settings, runtime_factory=mirror)
+    _configure_presets(settings)
+    runtime = HallRuntime(store, RealTime(), Hub(settings.ws_queue), target, settings)
+    runtime.store_wait_s = settings.store_wait_s
+    app = _app(settings, runtime)
     base = f"http://{settings.host}:{settings.port}"
     print(f"shotclock hall: mirroring hall {target.hall!r} from {target.redacted()} on {base}"
           f"  (store: {settings.db})\n  hall view  {base}/\n  API        {base}/docs",
@@ -383,20 +470,15 @@ def _hall(args: argparse.Namespace) -> int:
     return 0
 
 
-def _attach_camera(app: Any, settings: Any) -> str | None:
-    """Watch the table with the overhead camera when SHOTCLOCK_CAMERA is set (issue 15).
+def _camera_adapter(runtime: Runtime, settings: Settings) -> CameraAdapter | None:
+    """The overhead camera's adapter when SHOTCLOCK_CAMERA is set (issue 15), else None.
 
     The setting is checked (and a bad one refused) before the service starts; OpenCV is
     imported only then. The camera's thread starts with the app and stops with it; its
-    routes (/api/camera, the calibration) and the /calibrate page come with it.
+    routes (/api/camera, the calibration) are mounted only with it.
     """
-    from collections.abc import AsyncIterator
-
-    from fastapi import FastAPI, Request
-
     from clock_service.camera.config import load_camera_config
 
-    assert isinstance(app, FastAPI)
     try:
         config = load_camera_config(settings.db, settings.default_table)
     except ValueError as exc:
@@ -408,39 +490,13 @@ def _attach_camera(app: Any, settings: Any) -> str | None:
     except ImportError:
         raise SystemExit("shotclock: SHOTCLOCK_CAMERA is set but OpenCV is not installed: "
                          "pip install 'shotclock[camera]'") from None
-    from clock_service.api import token_matches
     from clock_service.camera.adapter import CameraAdapter
-    from clock_service.camera.routes import camera_router
 
-    holder: dict[str, CameraAdapter] = {}
-
-    def authorized(request: Request) -> bool:
-        header = request.headers.get("authorization", "")
-        offered = header[7:].strip() if header[:7].lower() == "bearer " else None
-        return token_matches(settings.referee_token, offered)
-
-    app.include_router(camera_router(lambda request: holder.get("camera"), authorized))
-    inner = app.router.lifespan_context
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app_: FastAPI) -> AsyncIterator[Any]:
-        async with inner(app_) as value:
-            adapter = CameraAdapter(app_.state.runtime, config.table_id, config.spec,
-                                    config.source, mode=config.mode,
-                                    calibration_path=config.calibration_path)
-            adapter.attach()
-            holder["camera"] = adapter
-            logging.getLogger("shotclock.camera").info(
-                "table %s: camera %s in %s mode", config.table_id, adapter.source_text,
-                config.mode)
-            try:
-                yield value
-            finally:
-                holder.pop("camera", None)
-                adapter.close()
-
-    app.router.lifespan_context = lifespan
-    return f"{config.spec.kind} ({config.mode} mode, table {config.table_id})"
+    adapter = CameraAdapter(runtime, config.table_id, config.spec, config.source,
+                            mode=config.mode, calibration_path=config.calibration_path)
+    logging.getLogger("shotclock.camera").info(
+        "table %s: camera %s in %s mode", config.table_id, adapter.source_text, config.mode)
+    return adapter
 
 
 def _camera(args: argparse.Namespace) -> int:

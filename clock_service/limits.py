@@ -43,7 +43,7 @@ Origins: a command request (HTTP write) or a WebSocket handshake that carries an
 at) or one listed in ``SHOTCLOCK_ALLOWED_ORIGINS``; any other is refused with 403
 ``origin_not_allowed`` (cross-site request forgery, cross-site WebSocket hijacking). A
 request without ``Origin`` is not from a browser page (curl, the bridge, OBS); on the
-WebSocket it is read-only unless it offers the referee token (see api.py).
+WebSocket it is read-only unless it offers the referee token (see api/sockets.py).
 
 Every refusal is a JSON ``{"error": {"code", "message"}}`` like the rest of the API, and so
 are Starlette's own HTTP errors (404 route, 405 method, 400 unreadable body), through
@@ -84,7 +84,7 @@ MAX_JSON_DEPTH = 32
 # A read costs one token plus one per this many events or tables it may return.
 EVENTS_PER_TOKEN = 250
 TABLES_PER_TOKEN = 100
-MAX_EVENTS_PAGE = 1000  # the most events one read returns (api.py)
+MAX_EVENTS_PAGE = 1000  # the most events one read returns (api/events.py)
 MAX_TABLES_PAGE = 200
 # The scope key under which the middleware leaves the client address it decided on.
 CLIENT_KEY = "shotclock.client"

@@ -325,11 +325,11 @@ async def test_the_runtime_wakes_at_the_match_limit_and_stores_the_events(tmp_pa
 def test_http_a_table_with_a_match_limit(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from clock_service.api import create_app
+    from clock_service.cli import table_app
     from clock_service.settings import Settings
     from clock_service.timesource import FakeTime
 
-    app = create_app(Settings(db=str(tmp_path / "c.db"), display="none"), time=FakeTime())
+    app = table_app(Settings(db=str(tmp_path / "c.db"), display="none"), time=FakeTime())
     with TestClient(app) as client:
         made = client.post("/api/tables", json={
             "id": "2", "players": ["Ivanov", "Petrov"], "race_to": 5,

@@ -193,12 +193,12 @@ def test_parse_command_reads_the_envelope() -> None:
 def test_http_stale_press_is_409_and_future_is_422(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from clock_service.api import create_app
+    from clock_service.cli import table_app
     from clock_service.settings import Settings
     from clock_service.timesource import FakeTime
 
     time = FakeTime()
-    app = create_app(Settings(db=str(tmp_path / "c.db"), display="none"), time=time)
+    app = table_app(Settings(db=str(tmp_path / "c.db"), display="none"), time=time)
     with TestClient(app) as client:
         url = "/api/tables/1/commands"
         time.advance(5_000)  # the table was made at start: presses come later

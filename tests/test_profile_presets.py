@@ -259,7 +259,7 @@ def test_bad_preset_files_stop_loading_with_the_file_and_reason(
 def test_http_presets_listed_and_named_at_table_creation(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from clock_service.api import create_app
+    from clock_service.cli import table_app
     from clock_service.settings import Settings
     from clock_service.timesource import FakeTime
 
@@ -270,7 +270,7 @@ def test_http_presets_listed_and_named_at_table_creation(tmp_path: Path) -> None
         "profile": {"shot_ms": 45000, "floor_ms": 45000, "step_ms": 0}}), encoding="utf-8")
     settings = Settings(db=str(tmp_path / "c.db"), display="none", presets_dir=str(own))
     try:
-        with TestClient(create_app(settings, time=FakeTime())) as client:
+        with TestClient(table_app(settings, time=FakeTime())) as client:
             listed = client.get("/api/presets").json()
             names = [p["name"] for p in listed]
             assert {"section-12", "wpa-20", "mosconi", "deciding-frame-2-extensions",

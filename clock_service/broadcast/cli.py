@@ -21,14 +21,18 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clock_service.broadcast.rows import LANGS, row_key
 from clock_service.broadcast.textfiles import TextFiles, file_names
 
-__all__ = ["add_parser", "run", "attach_text_files", "Poller", "TextFilesTask", "INTERVAL_S"]
+if TYPE_CHECKING:
+    from clock_service.broadcast.feeds import FeedBoard
+
+__all__ = ["add_parser", "run", "text_files", "TextFilesPart", "Poller", "TextFilesTask",
+           "INTERVAL_S"]
 
 log = logging.getLogger(__name__)
 
@@ -133,15 +137,16 @@ class TextFilesTask:
     """Inside ``serve``: the rows from the app's FeedBoard ten times a second; a table's
     files are written (in a worker thread) only when its row key changed."""
 
-    def __init__(self, app: Any, directory: Path, table: str | None, lang: str) -> None:
-        self.app = app
+    def __init__(self, board: FeedBoard, directory: Path, table: str | None,
+                 lang: str) -> None:
+        self.board = board
         self.dirs = _Directories(directory, table)
         self.table = table
         self.lang = lang
         self.keys: dict[str, Any] = {}
 
     async def step(self) -> None:
-        board = self.app.state.feeds
+        board = self.board
         runtime = board.runtime
         now = runtime.time.now_ms()
         ids = [self.table] if self.table else sorted(runtime.tables)
@@ -161,7 +166,7 @@ class TextFilesTask:
         """Forever; restarted after any failure (a full disk, a removed directory) with
         the failure in /api/health, never silent."""
         loop = asyncio.get_running_loop()
-        health = self.app.state.runtime.health
+        health = self.board.runtime.health
         while True:
             try:
                 next_at = loop.time()
@@ -181,30 +186,33 @@ class TextFilesTask:
                 await asyncio.sleep(1.0)
 
 
-def attach_text_files(app: Any, settings: Any) -> None:
+class TextFilesPart:
+    """The text files as a part of ``serve`` (clock_service.api.Part): the task runs from
+    the app's start to its stop."""
+
+    def __init__(self, task: TextFilesTask) -> None:
+        self.task = task
+        self._runner: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._runner = asyncio.create_task(self.task.run(), name="feed-text-files")
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            self._runner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._runner
+
+
+def text_files(board: FeedBoard, settings: Any) -> TextFilesPart | None:
     """With SHOTCLOCK_FEED_DIR, ``serve`` keeps the text files itself."""
     if not settings.feed_dir:
-        return
+        return None
     if settings.feed_lang not in LANGS:
         raise SystemExit(f"SHOTCLOCK_FEED_LANG must be one of {', '.join(LANGS)}, "
                          f"got {settings.feed_lang!r}")
-    inner = app.router.lifespan_context
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app_: Any) -> AsyncIterator[Any]:
-        async with inner(app_) as value:
-            task = TextFilesTask(app_, Path(settings.feed_dir), settings.feed_table,
-                                 settings.feed_lang)
-            app_.state.text_files = task
-            runner = asyncio.create_task(task.run(), name="feed-text-files")
-            try:
-                yield value
-            finally:
-                runner.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await runner
-
-    app.router.lifespan_context = lifespan
+    return TextFilesPart(TextFilesTask(board, Path(settings.feed_dir), settings.feed_table,
+                                   settings.feed_lang))
 
 
 def add_parser(sub: Any) -> None:

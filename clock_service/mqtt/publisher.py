@@ -384,7 +384,7 @@ class MqttPublisher:
                 "code": "unknown_message", "message": f"unknown message type {kind!r}; "
                 "send {\"type\": \"command\", \"command\": ...}, {\"type\": \"replay\", "
                 "\"since\": N} or {\"type\": \"ping\"}"}}
-        from clock_service.api import _status, token_matches
+        from clock_service.api.common import status_of, token_matches
 
         try:
             offered = message.get("token")
@@ -401,7 +401,8 @@ class MqttPublisher:
             fields.setdefault("source", "mqtt")
             state = await self.runtime.command(table.table_id, parse_command(fields))
         except ShotClockError as exc:
-            return {"type": "error", "id": msg_id, "status": _status(exc), "error": exc.to_dict()}
+            return {"type": "error", "id": msg_id, "status": status_of(exc),
+                    "error": exc.to_dict()}
         return {"type": "ack", "id": msg_id, "state": state}
 
     # -- status and faults (TEAM convention 2) ---------------------------------------------------

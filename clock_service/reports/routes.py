@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import FastAPI, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from clock_service.reports.protocol import LANGS
@@ -18,7 +18,7 @@ from clock_service.reports.service import Reports
 from clock_service.schemas import ErrorResponse, MatchPage, MatchRecordOut
 from clock_service.storage.index import MAX_PAGE
 
-__all__ = ["install_reports", "reports_of"]
+__all__ = ["matches_router", "report_router", "reports_of"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse} for code in (404, 422)}
@@ -26,82 +26,81 @@ MatchId = str
 
 
 def reports_of(request: Request) -> Reports:
-    """The app's ``Reports``: set by whoever composes the app (the hall sets its own), or
-    made on first use over the runtime's store."""
-    state = request.app.state
-    reports: Reports | None = getattr(state, "reports", None)
-    if reports is None:
-        store = state.runtime.store
-        reports = Reports(store.reader_connection, store.path)
-        state.reports = reports
+    """The app's ``Reports`` (``create_app`` sets them)."""
+    reports: Reports = request.app.state.reports
     return reports
 
 
-def install_reports(app: FastAPI) -> None:
-    """Add the match routes to ``app`` (``create_app`` and the hall's app call this)."""
+matches_router = APIRouter()
+report_router = APIRouter()
 
-    @app.get("/api/matches", tags=["matches"], response_model=None,
-             responses={200: {"model": MatchPage}, **_ERRORS})
-    async def list_matches(
-        request: Request,
-        table: str | None = Query(None, description="only this table's matches"),
-        since: int | None = Query(None, ge=0, description="only matches started at or "
-                                  "after this unix ms"),
-        after: str | None = Query(None, description="the 'next' of the previous page",
-                                  pattern=r"^[A-Za-z0-9_~-]{1,48}\.[0-9]{1,9}$"),
-        limit: int = Query(50, ge=1, le=MAX_PAGE),
-    ) -> Response:
-        """Matches, newest first, from the match index (archived tables' too)."""
-        text = await reports_of(request).list(table=table, since=since, after=after,
-                                              limit=limit)
-        return Response(text, media_type="application/json")
 
-    @app.get("/api/matches/{match_id}", tags=["matches"], response_model=None,
-             responses={200: {"model": MatchRecordOut}, **_ERRORS})
-    async def get_match(
-        match_id: MatchId, request: Request,
-        shots: bool = Query(True, description="false: leave out the per-shot lists"),
-    ) -> Response:
-        """The match's record: frames, fouls, extensions, shots and per-player statistics
-        of each frame and of the match, built from the event log."""
-        text = await reports_of(request).output(match_id, "json", shots=shots)
-        return Response(text, media_type="application/json")
+@matches_router.get("/api/matches", tags=["matches"], response_model=None,
+                    responses={200: {"model": MatchPage}, **_ERRORS})
+async def list_matches(
+    request: Request,
+    table: str | None = Query(None, description="only this table's matches"),
+    since: int | None = Query(None, ge=0, description="only matches started at or "
+                              "after this unix ms"),
+    after: str | None = Query(None, description="the 'next' of the previous page",
+                              pattern=r"^[A-Za-z0-9_~-]{1,48}\.[0-9]{1,9}$"),
+    limit: int = Query(50, ge=1, le=MAX_PAGE),
+) -> Response:
+    """Matches, newest first, from the match index (archived tables' too)."""
+    text = await reports_of(request).list(table=table, since=since, after=after,
+                                          limit=limit)
+    return Response(text, media_type="application/json")
 
-    @app.get("/api/matches/{match_id}/shots.csv", tags=["matches"],
-             responses={200: {"content": {"text/csv": {}}}, **_ERRORS})
-    async def get_match_csv(match_id: MatchId, request: Request) -> Response:
-        """One row per shot: match, frame, visit, round, player, limit_ms, used_ms,
-        extension, outcome, fouls (then shot, player_index, extension_ms, whites, ...)."""
-        text = await reports_of(request).output(match_id, "csv")
-        name = match_id.replace(".", "-")
-        return Response(text, media_type="text/csv; charset=utf-8", headers={
-            "Content-Disposition": f'attachment; filename="match-{name}.csv"'})
 
-    @app.get("/api/matches/{match_id}/charts/{chart}.svg", tags=["matches"],
-             responses={200: {"content": {"image/svg+xml": {}}}, **_ERRORS})
-    async def get_match_chart(
-        match_id: MatchId, chart: Literal["distribution", "shots", "timeline"],
-        request: Request,
-        frame: int | None = Query(None, ge=1, description="one frame (default: the match)"),
-        lang: Literal["ru", "en"] = Query("en"),
-        width: int | None = Query(None, ge=400, le=2400, description="px (default: print)"),
-        height: int | None = Query(None, ge=200, le=1400, description="px (default: print)"),
-    ) -> Response:
-        """A picture of the match, drawn on the server (no script, nothing from outside):
-        shot-time distribution per player, time used per shot with the limit line, or
-        the timeline of who was at the table."""
-        svg = await reports_of(request).output(match_id, "svg", chart=chart, frame=frame,
-                                               lang=lang, width=width, height=height)
-        return Response(svg, media_type="image/svg+xml",
-                        headers={"Cache-Control": "no-cache"})
+@matches_router.get("/api/matches/{match_id}", tags=["matches"], response_model=None,
+                    responses={200: {"model": MatchRecordOut}, **_ERRORS})
+async def get_match(
+    match_id: MatchId, request: Request,
+    shots: bool = Query(True, description="false: leave out the per-shot lists"),
+) -> Response:
+    """The match's record: frames, fouls, extensions, shots and per-player statistics
+    of each frame and of the match, built from the event log."""
+    text = await reports_of(request).output(match_id, "json", shots=shots)
+    return Response(text, media_type="application/json")
 
-    @app.get("/report", include_in_schema=False)
-    async def report_page(request: Request, match: MatchId,
-                          lang: str | None = None) -> HTMLResponse:
-        """The match protocol: the official record, printable on one or two A4 pages."""
-        language = lang if lang in LANGS else _preferred(request)
-        html = await reports_of(request).output(match, "html", lang=language)
-        return HTMLResponse(html, headers={"Cache-Control": "no-cache"})
+
+@matches_router.get("/api/matches/{match_id}/shots.csv", tags=["matches"],
+                    responses={200: {"content": {"text/csv": {}}}, **_ERRORS})
+async def get_match_csv(match_id: MatchId, request: Request) -> Response:
+    """One row per shot: match, frame, visit, round, player, limit_ms, used_ms,
+    extension, outcome, fouls (then shot, player_index, extension_ms, whites, ...)."""
+    text = await reports_of(request).output(match_id, "csv")
+    name = match_id.replace(".", "-")
+    return Response(text, media_type="text/csv; charset=utf-8", headers={
+        "Content-Disposition": f'attachment; filename="match-{name}.csv"'})
+
+
+@matches_router.get("/api/matches/{match_id}/charts/{chart}.svg", tags=["matches"],
+                    responses={200: {"content": {"image/svg+xml": {}}}, **_ERRORS})
+async def get_match_chart(
+    match_id: MatchId, chart: Literal["distribution", "shots", "timeline"],
+    request: Request,
+    frame: int | None = Query(None, ge=1, description="one frame (default: the match)"),
+    lang: Literal["ru", "en"] = Query("en"),
+    width: int | None = Query(None, ge=400, le=2400, description="px (default: print)"),
+    height: int | None = Query(None, ge=200, le=1400, description="px (default: print)"),
+) -> Response:
+    """A picture of the match, drawn on the server (no script, nothing from outside):
+    shot-time distribution per player, time used per shot with the limit line, or
+    the timeline of who was at the table."""
+    svg = await reports_of(request).output(match_id, "svg", chart=chart, frame=frame,
+                                           lang=lang, width=width, height=height)
+    return Response(svg, media_type="image/svg+xml",
+                    headers={"Cache-Control": "no-cache"})
+
+
+@report_router.get("/report", include_in_schema=False)
+async def report_page(request: Request, match: MatchId,
+                      lang: str | None = None) -> HTMLResponse:
+    """The match protocol: the official record, printable on one or two A4 pages."""
+    language = lang if lang in LANGS else _preferred(request)
+    html = await reports_of(request).output(match, "html", lang=language)
+    return HTMLResponse(html, headers={"Cache-Control": "no-cache"})
 
 
 def _preferred(request: Request) -> str:

@@ -176,13 +176,13 @@ def test_xml_escapes_names() -> None:
 def test_the_feeds_take_the_read_limit_of_a_tables_state(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from clock_service.api import create_app
+    from clock_service.cli import table_app
     from clock_service.limits import read_cost
     from clock_service.settings import Settings
 
     assert read_cost("/feeds/tables.json", b"") == read_cost("/api/tables/1", b"") == 0.25
     settings = Settings(db=str(tmp_path / "l.db"), read_rate=1, read_burst=1, display="none")
-    with TestClient(create_app(settings)) as client:
+    with TestClient(table_app(settings)) as client:
         statuses = [client.get("/feeds/tables/1.csv").status_code for _ in range(4)]
         assert statuses == [200] * 4  # a burst of 1 token is 4 quarters
         # Then 429, once the quarter a second refills (250 ms) is spent faster than that.

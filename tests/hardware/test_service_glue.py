@@ -176,7 +176,7 @@ def test_hid_keymap_refuses_bad_names() -> None:
 def test_brightness_api_dims_the_display_or_says_there_is_none(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from clock_service.api import create_app
+    from clock_service.cli import table_app
     from clock_service.timesource import FakeTime
 
     class Dimmable:
@@ -188,8 +188,8 @@ def test_brightness_api_dims_the_display_or_says_there_is_none(tmp_path: Path) -
             self.levels.append(level)
             return level
 
-    app = create_app(Settings(db=str(tmp_path / "c.db"), display="none",
-                              referee_token="t"), time=FakeTime())
+    app = table_app(Settings(db=str(tmp_path / "c.db"), display="none",
+                             referee_token="t"), time=FakeTime())
     with TestClient(app) as client:
         auth = {"Authorization": "Bearer t"}
         none = client.put("/api/hardware/brightness", json={"level": 2}, headers=auth)

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from clock_service.api import create_app
+from clock_service.cli import table_app
 from clock_service.settings import Settings
 from clock_service.timesource import FakeTime
 from tests.reports.scripted import FRAMES, PLAYERS, SHOTS, play_match_1, settle_runtime
@@ -28,7 +28,7 @@ PLAYER_NAMES = ["Ivanov", "Petrov"]
 
 async def _scenario(db: Path) -> dict[str, Any]:
     time = FakeTime()
-    app = create_app(Settings(db=str(db), default_table=None, command_rate=0), time=time)
+    app = table_app(Settings(db=str(db), default_table=None, command_rate=0), time=time)
     out: dict[str, Any] = {}
     async with app.router.lifespan_context(app):
         runtime = app.state.runtime
