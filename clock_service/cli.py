@@ -652,6 +652,9 @@ def main(argv: list[str] | None = None) -> int:
 
     add_report_parser(sub)
     add_feed_parser(sub)
+    from clock_service import doctor
+
+    doctor.add_parser(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper() if args.cmd in ("serve", "hall")
                         else "INFO",
@@ -668,6 +671,8 @@ def main(argv: list[str] | None = None) -> int:
         return _blank(args)
     if args.cmd == "feed":
         return run_feed(args)
+    if args.cmd == "doctor":
+        return doctor.run(args)
     if args.cmd == "report":
         from clock_service.reports.cli import run as report
 

@@ -282,6 +282,9 @@ else
     "${PIP[@]}" install --quiet -c "$LOCK" "${SRC}[$EXTRAS]"
 fi
 
+# What shotclock doctor compares the installed versions with.
+install -m 0644 "$LOCK" "$PREFIX/requirements.lock"
+
 echo "== $ETC"
 install -d -m 0755 "$ETC"
 # set_key FILE KEY VALUE: KEY=VALUE in an env file (replaced, or added once).
