@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import contextlib
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -7,6 +10,14 @@ from typing import Any
 import pytest
 
 from tests.server import ServerProcess
+
+# Every process a test starts (shotclock serve/hall, their reports workers and
+# multiprocessing's resource trackers, mosquitto, chromium, emulators) stays a descendant of
+# this pytest process: it is made a child subreaper (Linux prctl), so a process orphaned by
+# its parent's death (a SIGKILLed serve's worker) is handed to pytest instead of init. At the
+# end of the session any such process still alive fails the run (issue 18).
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+LEFTOVER_GRACE_S = 10.0
 
 # Tests that measure time against the wall clock (expiry lateness, latencies, timeouts, real
 # gpiozero hold times, a live camera): never run them beside other tests. `make test` runs
@@ -39,6 +50,20 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
         yield proc
     finally:
         proc.stop()
+
+
+_reaping = False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _reaping
+    if not sys.platform.startswith("linux") or hasattr(config, "workerinput"):
+        return  # with pytest-xdist the controller reaps: its workers' children are its too
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        _reaping = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -87,3 +112,66 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     line = _seed_line(config)
     if line:
         terminalreporter.write_line(line)
+
+
+def _ours() -> list[Any]:
+    """Live descendants of this pytest process (zombies are dead; they wait to be reaped),
+    but for its own multiprocessing resource tracker (it ends when pytest does) and
+    pytest-xdist's workers."""
+    import psutil
+
+    exempt = set()
+    tracker = getattr(sys.modules.get("multiprocessing.resource_tracker"), "_resource_tracker",
+                      None)
+    if tracker is not None and getattr(tracker, "_pid", None):
+        exempt.add(tracker._pid)
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if proc.pid in exempt or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if any("execnet" in part for part in proc.cmdline()):
+                continue
+        except psutil.Error:
+            continue
+        found.append(proc)
+    return found
+
+
+def _describe(proc: Any) -> str:
+    try:
+        return f"{proc.pid} {' '.join(proc.cmdline())[:160]}"
+    except Exception:  # noqa: BLE001 - it may have just ended
+        return str(proc.pid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if a process started by the tests outlived them (killed then, so it
+    does not outlive the run too). In-process reports workers are shut down first: they
+    end with pytest, they are not left behind."""
+    if not _reaping:
+        return  # not Linux, or a pytest-xdist worker (the controller checks)
+    worker = sys.modules.get("clock_service.reports.worker")
+    pool = getattr(worker, "_executor", None)
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+    deadline = time.monotonic() + LEFTOVER_GRACE_S
+    while (left := _ours()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if not left:
+        return
+    described = [_describe(p) for p in left]
+    for proc in left:
+        with contextlib.suppress(Exception):  # gone meanwhile
+            proc.kill()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    text = (f"{len(left)} process(es) started by the tests were still alive "
+            f"{LEFTOVER_GRACE_S:g} s after the session (killed now):\n  "
+            + "\n  ".join(described))
+    if reporter is not None:
+        reporter.write_sep("=", "processes left behind", red=True)
+        reporter.write_line(text)
+    else:
+        print(text, file=sys.stderr)
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing
+import os
 import sqlite3
 import threading
 import urllib.parse
@@ -106,12 +107,56 @@ def render(db: str, match_id: str, kind: str, options: dict[str, Any]) -> tuple[
 
 
 def _lower_priority() -> None:
-    """The worker's initializer: yield the CPU to the service (WORKER_NICE)."""
+    """Yield the CPU to the service (WORKER_NICE)."""
     import contextlib
-    import os
 
     with contextlib.suppress(AttributeError, OSError):
         os.nice(WORKER_NICE)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PARENT_POLL_S = 1.0
+
+
+def _die_with(parent: int, pdeathsig: bool) -> None:
+    """End this worker when the service that started it ends, however it ends (SIGKILL, a
+    crash, the OOM killer): a worker blocked on its task queue never sees its parent go (it
+    holds the queue's write end itself), and it keeps multiprocessing's resource tracker
+    alive with it. On Linux the kernel sends SIGKILL when the parent dies (prctl
+    PR_SET_PDEATHSIG; only when the spawning thread is the service's main thread, since the
+    signal follows the thread); everywhere a daemon thread also watches the parent pid and
+    exits when this process is handed to another parent."""
+    import signal
+    import sys
+
+    if pdeathsig and sys.platform.startswith("linux"):
+        import contextlib
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+    def orphaned() -> bool:
+        return os.getppid() != parent
+
+    if orphaned():  # gone before the signal was asked for
+        os._exit(0)
+
+    def watch() -> None:
+        import time
+
+        while not orphaned():
+            time.sleep(PARENT_POLL_S)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _start_worker(parent: int, pdeathsig: bool) -> None:
+    """The worker's initializer: lower priority, and die with the service."""
+    _lower_priority()
+    _die_with(parent, pdeathsig)
 
 
 def stats() -> dict[str, int]:
@@ -130,9 +175,12 @@ def executor() -> ProcessPoolExecutor:
     global _executor
     with _lock:
         if _executor is None:
+            # The process is spawned by the thread that first submits work: the service's
+            # loop (main) thread, where PR_SET_PDEATHSIG follows the process's life.
+            main = threading.current_thread() is threading.main_thread()
             _executor = ProcessPoolExecutor(
                 max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                initializer=_lower_priority)
+                initializer=_start_worker, initargs=(os.getpid(), main))
         return _executor
 
 
