@@ -136,7 +136,21 @@ def _app(settings: Settings, runtime: Runtime, *, feeds: FeedBoard | None = None
 
 def table_app(settings: Settings, *, time: TimeSource | None = None) -> FastAPI:
     """A table service with no devices, publisher or camera (tests and benchmarks)."""
-    return _app(settings, table_runtime(settings, time=time))
+    runtime = table_runtime(settings, time=time)
+    tournament = _tournament(runtime)
+    return _with_tournament(_app(settings, runtime, parts=[tournament]), tournament)
+
+
+def _tournament(runtime: Runtime) -> Any:
+    """The draw's queues over a table service's runtime (issue 25): a part of the app."""
+    from clock_service.tournament.service import Tournament
+
+    return Tournament(runtime)
+
+
+def _with_tournament(app: FastAPI, tournament: Any) -> FastAPI:
+    app.state.tournament = tournament  # for its routes (clock_service/tournament/routes.py)
+    return app
 
 
 @dataclass
@@ -194,8 +208,10 @@ def _serve(args: argparse.Namespace) -> int:
     files = text_files(feeds, settings)  # SHOTCLOCK_FEED_DIR (clock_service/broadcast)
     if files is not None:
         parts.append(files)
-    app = _app(settings, runtime, feeds=feeds, parts=parts, hardware=table_side.dimmable,
-               camera=camera)
+    tournament = _tournament(runtime)
+    parts.append(tournament)
+    app = _with_tournament(_app(settings, runtime, feeds=feeds, parts=parts,
+                                hardware=table_side.dimmable, camera=camera), tournament)
     base = f"http://{settings.host}:{settings.port}"
     table = settings.default_table or "1"
     about_camera = None if camera is None else (
@@ -649,12 +665,14 @@ def main(argv: list[str] | None = None) -> int:
     from clock_service.broadcast.cli import add_parser as add_feed_parser
     from clock_service.broadcast.cli import run as run_feed
     from clock_service.reports.cli import add_parser as add_report_parser
+    from clock_service.tournament.cli import add_parser as add_draw_parser
 
     add_report_parser(sub)
     add_feed_parser(sub)
     from clock_service import doctor
 
     doctor.add_parser(sub)
+    add_draw_parser(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper() if args.cmd in ("serve", "hall")
                         else "INFO",
@@ -673,6 +691,11 @@ def main(argv: list[str] | None = None) -> int:
         return run_feed(args)
     if args.cmd == "doctor":
         return doctor.run(args)
+    if args.cmd == "draw":
+        from clock_service.settings import Settings
+        from clock_service.tournament.cli import run as run_draw
+
+        return run_draw(args, Settings.from_env().referee_token)
     if args.cmd == "report":
         from clock_service.reports.cli import run as report
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from clock_service.errors import StoreCorrupt, StoreError, StoreLocked
 from clock_service.storage.index import ensure_index, index_ops
+from clock_service.storage.tournament import TOURNAMENT_SCHEMA
 
 __all__ = ["Store", "StoredTable", "ArchivedTable", "ARCHIVE_SEP"]
 
@@ -149,6 +150,15 @@ def _encode(table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | 
     rows = [(table_id, e["seq"], e["type"], int(e["at"]), body)
             for e, body in zip(events, bodies, strict=True)]
     return rows, None if core is None else json.dumps(core)
+
+
+@dataclass
+class _Statements:
+    """SQL of a part beside the log (the tournament's draw and outbox), in the writer's
+    order and transaction."""
+
+    statements: list[tuple[str, tuple[Any, ...]]]
+    done: Callable[[BaseException | None], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -281,6 +291,7 @@ class Store:
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("PRAGMA journal_size_limit=67108864")
             conn.executescript(SCHEMA)
+            conn.executescript(TOURNAMENT_SCHEMA)
             if ensure_index(conn):
                 log.info("match index built from the event log (%s)", self.path)
         except sqlite3.Error as exc:
@@ -336,6 +347,12 @@ class Store:
         """Record that the service is alive (for recovery of running clocks)."""
         self._queue.put(("alive", alive_at_ms))
 
+    def execute(self, statements: list[tuple[str, tuple[Any, ...]]],
+                done: Callable[[BaseException | None], None] | None = None) -> None:
+        """Run SQL statements in the writer's next commit (after every write queued
+        before); ``done`` is called from the writer thread once they are durable."""
+        self._queue.put(_Statements(statements, done))
+
     def mark_published(self, target: str, table_id: str, seq: int) -> None:
         """Record that the broker ``target`` has every event of the table up to ``seq``."""
         self._queue.put(_Published(target, table_id, seq))
@@ -357,7 +374,7 @@ class Store:
                 continue
             error = self._commit_until_done(conn, batch)
             for item in batch:
-                if isinstance(item, _Write | _Archive) and item.done is not None:
+                if isinstance(item, _Write | _Archive | _Statements) and item.done is not None:
                     try:
                         item.done(error)
                     except Exception:
@@ -422,6 +439,10 @@ class Store:
                 continue
             if isinstance(item, _Published):
                 published[(item.target, item.table_id)] = item.seq
+                continue
+            if isinstance(item, _Statements):
+                for sql, params in item.statements:
+                    conn.execute(sql, params)
                 continue
             if isinstance(item, _Archive):
                 self._archive(conn, item)

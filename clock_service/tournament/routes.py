@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from clock_service import presets
+from clock_service.api.common import REFEREE
+from clock_service.errors import UnknownTable
 from clock_service.schemas import ErrorResponse, PresetOut
+from clock_service.tournament.draw import DrawError, Problem
+from clock_service.tournament.schemas import (
+    DRAW_CSV_EXAMPLE,
+    AssignIn,
+    DrawMatchOut,
+    DrawOut,
+    DrawRefused,
+    NextOut,
+    StartNextIn,
+)
+from clock_service.tournament.service import Tournament
 
 __all__ = ["router"]
 
@@ -34,3 +47,84 @@ async def get_preset(name: str) -> Any:
             "message": f"no preset {name!r}; known: {sorted(presets.library().presets)}"}},
             status_code=404)
     return preset.to_dict()
+
+
+# -- the draw --------------------------------------------------------------------------------
+def _tournament(request: Request) -> Tournament:
+    tournament: Tournament | None = getattr(request.app.state, "tournament", None)
+    if tournament is None:  # the hall service mirrors tables; the draw lives on serve
+        raise UnknownTable("draw")
+    return tournament
+
+
+_DRAW_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse} for code in (401, 404, 409, 422)}
+
+
+@router.get("/api/draw", response_model=DrawOut)
+async def get_draw(request: Request) -> dict[str, Any]:
+    """The draw: each live table's queue, what it plays now and next, the matches waiting
+    for the next free table (``unassigned``), and every match with its status."""
+    return _tournament(request).view()
+
+
+@router.post("/api/draw", status_code=201, dependencies=REFEREE, responses={
+    **_DRAW_ERRORS, 422: {"model": DrawRefused}}, openapi_extra={"requestBody": {
+        "required": True, "content": {
+            "text/csv": {"schema": {"type": "string"}, "example": DRAW_CSV_EXAMPLE},
+            "application/json": {"schema": {"type": "array", "items": {"type": "object"}}}}}})
+async def import_draw(request: Request) -> Any:
+    """Import a draw: CSV (header ``number,player1,player2,race_to,event,round,table``) or
+    JSON (a list of ``{number, players: [a, b], race_to, event, round, table}``); ``table``
+    empty or ``next``: the next free table. A bad file is refused as a whole (422
+    ``invalid_draw``) with every bad line and its reason in ``problems``; nothing changes."""
+    kind = "json" if "json" in request.headers.get("content-type", "") else "csv"
+    body = await request.body()
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return _refused([Problem(1, "the file is not UTF-8 text")])
+    try:
+        matches = await _tournament(request).import_draw(text, kind)
+    except DrawError as exc:
+        return _refused(exc.problems)
+    return {"imported": len(matches), "matches": [m.to_dict() for m in matches]}
+
+
+def _refused(problems: list[Problem]) -> JSONResponse:
+    error = DrawError(problems)
+    return JSONResponse({"error": {"code": error.code, "message": str(error),
+                                   "problems": [p.to_dict() for p in problems]}},
+                        status_code=422)
+
+
+@router.post("/api/draw/{number}/assign", dependencies=REFEREE, response_model=DrawMatchOut,
+             responses=_DRAW_ERRORS)
+async def assign_match(request: Request, number: int, body: AssignIn) -> dict[str, Any]:
+    """Put a queued match in a table's queue (``table``), or back to the next free table
+    (``table`` null). 409 ``match_started`` once it was started."""
+    return (await _tournament(request).assign(number, body.table)).to_dict()
+
+
+@router.delete("/api/draw", dependencies=REFEREE, responses=_DRAW_ERRORS)
+async def clear_draw(request: Request) -> dict[str, int]:
+    """Forget the draw (the matches played stay on record as matches)."""
+    return {"removed": await _tournament(request).clear()}
+
+
+@router.get("/api/tables/{table_id}/next", response_model=NextOut, responses=_DRAW_ERRORS)
+async def next_match(request: Request, table_id: str) -> dict[str, Any]:
+    """What the table plays next from the draw (its queue, else the next free table's
+    first), or null."""
+    match = _tournament(request).next_for(table_id)
+    return {"table": table_id, "next": None if match is None else match.to_dict()}
+
+
+@router.post("/api/tables/{table_id}/next", dependencies=REFEREE, responses=_DRAW_ERRORS)
+async def start_next_match(request: Request, table_id: str,
+                           body: StartNextIn | None = None) -> Any:
+    """Start the table's next match from the draw: a ``new_match`` with its players, race
+    and event (``reason`` needed to leave a match unfinished, as for new_match). 200 the
+    new state; 409 ``no_next_match``."""
+    reason = None if body is None else body.reason
+    return await _tournament(request).start_next(table_id, reason)

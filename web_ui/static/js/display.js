@@ -15,7 +15,7 @@ import { applyI18n, bindLangToggle, onLangChange, t } from "./i18n.js";
 import { callLine } from "./result.js";
 import { Buzzer } from "./sound.js";
 import { StatusStrip } from "./status.js";
-import { drawMatchClock } from "./tournament.js";
+import { NextMatch, drawMatchClock, nextLine } from "./tournament.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -26,6 +26,11 @@ document.body.classList.toggle("kiosk", kiosk);
 
 let state = null;
 const steady = new Steady();
+// The draw's next match, shown once this one is over ("Next: Ivanov – Petrov, race to 3").
+const nextMatch = new NextMatch(table, (next) => {
+  $("next-match").textContent = nextLine(next);
+  $("next-match").classList.toggle("hidden", !next);
+});
 const buzzer = new Buzzer();
 window.shotclockBuzzer = buzzer;
 const strip = new StatusStrip($("status"));
@@ -46,6 +51,7 @@ const conn = new TableConnection(table, {
     }
     state = s;
     seen = s.seq;
+    nextMatch.update(s);
     if (jump && prev != null && prev >= jump.until) finishJump(); // nothing was missed
     draw();
   },

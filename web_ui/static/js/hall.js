@@ -13,6 +13,7 @@ import { pingEvery, showStatus, silenceAfter, staleAfter, wsBase } from "./conne
 import { animate, render } from "./countdown.js";
 import { applyI18n, bindLangToggle, errorText, lang, onLangChange, t } from "./i18n.js";
 import { ClockOffset, localNow } from "./timesync.js";
+import { mountDraw } from "./hall_draw.js";
 import { drawMatchClock } from "./tournament.js";
 
 const $ = (id) => document.getElementById(id);
@@ -135,6 +136,8 @@ class HallFeed {
   }
 }
 
+const draw = mountDraw($("draw"));
+
 const feed = new HallFeed({
   onStatus: (status) => {
     for (const entry of cards.values()) {
@@ -145,6 +148,7 @@ const feed = new HallFeed({
   onHall: (tables, readOnly) => {
     // The create form only where the service creates tables (its own word, not a guess).
     $("create").classList.toggle("hidden", readOnly);
+    if (!readOnly) draw.show(); // the draw lives where the tables are served
     const live = new Set(tables.map((s) => s.table));
     for (const id of [...cards.keys()]) if (!live.has(id)) removeTable(id);
     for (const s of tables) setTable(s);

@@ -740,6 +740,10 @@ const ERRORS = {
     shot_clock_already_on: "the shot clock is already on",
     invalid_match_limit: "the match time limit or the choice at it is not valid",
     unknown_preset: "no such time-profile preset",
+    invalid_draw: "the draw file was refused; nothing was imported",
+    no_next_match: "the draw has no next match for this table",
+    match_started: "this match of the draw was already started",
+    unknown_draw_match: "no such match in the draw",
   },
   ru: {
     already_running: "время уже идёт",
@@ -891,6 +895,10 @@ const ERRORS = {
     shot_clock_already_on: "контроль времени уже включён",
     invalid_match_limit: "неверный лимит времени матча или решение по нему",
     unknown_preset: "нет такого набора контроля времени",
+    invalid_draw: "файл сетки отклонён, ничего не загружено",
+    no_next_match: "в сетке нет следующего матча для этого стола",
+    match_started: "этот матч сетки уже начат",
+    unknown_draw_match: "в сетке нет такого матча",
   },
 };
 

@@ -15,7 +15,7 @@ import {
 } from "./result.js";
 import { HealthDialog } from "./health.js";
 import { StatusStrip, faultLevel } from "./status.js";
-import { drawMatchClock } from "./tournament.js";
+import { NextMatch, drawMatchClock, nextLine } from "./tournament.js";
 
 const $ = (id) => document.getElementById(id);
 const table = tableFromQuery("1");
@@ -817,6 +817,7 @@ function draw() {
   resultLabel.textContent = t(resultLabel.dataset.i18n);
   drawScore();
   $("btn-shot-clock-on").classList.toggle("hidden", !state.allowed.includes("shot_clock_on"));
+  nextMatch.update(state);
   drawCard();
   panel.redraw();
   if ($("foul-dialog").open) drawFoulDialog();
@@ -855,6 +856,22 @@ onLangChange(() => {
   $("unknown-text").textContent = t("unknown.text", { table });
   draw();
   drawHint();
+});
+
+// The draw's next match: once the match is over, "Start next match" takes the main
+// button's place (the draw's players, race and event; POST /api/tables/{id}/next).
+const nextMatch = new NextMatch(table, (next) => {
+  const button = $("btn-next-match");
+  button.classList.toggle("hidden", !next);
+  $("btn-main").classList.toggle("hidden", Boolean(next));
+  button.textContent = next ? `${t("btn.start_next")} · ${nextLine(next)}` : "";
+});
+$("btn-next-match").addEventListener("click", async () => {
+  $("btn-next-match").disabled = true;
+  const result = await nextMatch.start();
+  $("btn-next-match").disabled = false;
+  if (result.ok) conn.offerState(result.body, "new_match");
+  else showBanner("error", (result.body && result.body.error) || { code: "error" });
 });
 
 // Slow play: the referee switches the shot clock on for the rest of the match (12.1), with

@@ -3,6 +3,7 @@
 // the pages call from their own draw/tick; nothing here counts: the match clock's time is
 // derived from its deadline, as the shot clock's is.
 
+import { requestJson } from "./api.js";
 import { addStrings, t } from "./i18n.js";
 
 addStrings({
@@ -20,6 +21,22 @@ addStrings({
     "slow.on": "Shot clock on (slow play): {s} s a shot",
     "btn.shot_clock_on": "Shot clock on",
     "prompt.shot_clock_on": "Switch the shot clock on for the rest of the match: the reason?",
+    "next.line": "Next: {a} – {b}, race to {n}",
+    "btn.start_next": "Start next match",
+    "draw.title": "Draw",
+    "draw.upload": "Import a draw (CSV or JSON)",
+    "draw.import": "Import",
+    "draw.imported": "{n} matches imported",
+    "draw.refused": "Refused, nothing imported:",
+    "draw.line": "line {line}: {reason}",
+    "draw.queue": "Table {table}",
+    "draw.playing": "playing",
+    "draw.unassigned": "Next free table",
+    "draw.empty": "no match",
+    "draw.assign": "Assign",
+    "draw.match": "Match",
+    "draw.to_table": "to table",
+    "draw.next_free": "next free table",
   },
   ru: {
     "mc.label": "Матч",
@@ -35,6 +52,22 @@ addStrings({
     "slow.on": "Контроль времени включён: {s} с на удар",
     "btn.shot_clock_on": "Включить контроль времени",
     "prompt.shot_clock_on": "Включить контроль времени до конца матча: причина?",
+    "next.line": "Далее: {a} – {b}, до {n} побед",
+    "btn.start_next": "Начать следующий матч",
+    "draw.title": "Сетка",
+    "draw.upload": "Загрузить сетку (CSV или JSON)",
+    "draw.import": "Загрузить",
+    "draw.imported": "загружено матчей: {n}",
+    "draw.refused": "Отклонено, ничего не загружено:",
+    "draw.line": "строка {line}: {reason}",
+    "draw.queue": "Стол {table}",
+    "draw.playing": "идёт",
+    "draw.unassigned": "Первый свободный стол",
+    "draw.empty": "нет матчей",
+    "draw.assign": "Назначить",
+    "draw.match": "Матч",
+    "draw.to_table": "на стол",
+    "draw.next_free": "первый свободный стол",
   },
 });
 
@@ -82,4 +115,48 @@ export function drawMatchClock(el, state, serverNowMs) {
   if (el.textContent !== line.text) el.textContent = line.text;
   if (el.dataset.stage !== line.stage) el.dataset.stage = line.stage;
   if (el.title !== line.title) el.title = line.title;
+}
+
+// -- the draw's next match (GET /api/tables/{id}/next) ----------------------------------------
+/** The draw's next match for the table, or null; asked once per seq while the match is
+ * over (a page never polls while a match is played). */
+export class NextMatch {
+  constructor(table, onChange) {
+    this.table = table;
+    this.onChange = onChange;
+    this.next = null;
+    this.askedAt = null;
+    this.timer = 0;
+  }
+
+  /** Call with every state: asks the service when the match is over (again every 5 s while
+   * it stays over: the director may assign a match meanwhile). */
+  update(state) {
+    const over = Boolean(state && state.match && state.match.over);
+    clearTimeout(this.timer);
+    if (!over) {
+      if (this.next !== null) { this.next = null; this.onChange(null); }
+      return;
+    }
+    this.ask();
+    this.timer = setTimeout(() => this.update(state), 5000);
+  }
+
+  async ask() {
+    const result = await requestJson("GET", `/api/tables/${encodeURIComponent(this.table)}/next`);
+    const next = result.ok ? result.body.next : null;
+    if (JSON.stringify(next) !== JSON.stringify(this.next)) {
+      this.next = next;
+      this.onChange(next);
+    }
+  }
+
+  start(reason) {
+    return requestJson("POST", `/api/tables/${encodeURIComponent(this.table)}/next`,
+      reason ? { reason } : {});
+  }
+}
+
+export function nextLine(next) {
+  return next ? t("next.line", { a: next.players[0], b: next.players[1], n: next.race_to }) : "";
 }

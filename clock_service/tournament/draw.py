@@ -1,0 +1,303 @@
+"""The draw: the event's matches, each for a table or the next free table. No I/O.
+
+A draw file (CSV or JSON) lists matches with ``number``, the two players, ``race_to``,
+``event``, ``round`` and ``table`` (a table id, or empty / ``next`` for the next free
+table). ``parse_draw`` checks all of it and refuses the whole file with every bad line and
+its reason, so a bad file changes nothing. ``Draw`` keeps each table's queue (in draw
+order) and the matches waiting for the next free table, and says which match a table
+plays next.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+__all__ = ["DrawMatch", "DrawError", "Problem", "parse_draw", "Draw", "NEXT_FREE",
+           "CSV_COLUMNS", "MAX_DRAW_MATCHES", "MAX_DRAW_BYTES"]
+
+NEXT_FREE = "next"
+CSV_COLUMNS = ("number", "player1", "player2", "race_to", "event", "round", "table")
+REQUIRED = ("number", "player1", "player2", "race_to")
+MAX_DRAW_MATCHES = 2000
+MAX_DRAW_BYTES = 1_000_000
+MAX_NAME = 60
+MAX_TEXT = 200
+TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+# A cell starting with one of these is a formula to a spreadsheet (CSV injection, OWASP):
+# a player's name is printed in results that organisers open in one.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+STATUSES = ("queued", "playing", "done")
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int  # 1-based line of the file (CSV: the header is line 1); JSON: item index + 1
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "reason": self.reason}
+
+
+class DrawError(ValueError):
+    """A draw file refused: every bad line with its reason (nothing was imported)."""
+
+    code = "invalid_draw"
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        first = "; ".join(f"line {p.line}: {p.reason}" for p in problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        super().__init__(f"the draw was refused, nothing imported: {first}{more}")
+
+
+@dataclass(frozen=True)
+class DrawMatch:
+    number: int
+    players: tuple[str, str]
+    race_to: int
+    event: str | None = None
+    round: str | None = None
+    table: str | None = None  # None: the next free table
+    status: str = "queued"  # queued | playing | done
+    playing_on: str | None = None  # the table it was started on
+    match_id: str | None = None  # the table's match id once started ("<table>.<n>")
+
+    @property
+    def title(self) -> str:
+        return f"{self.players[0]} – {self.players[1]}"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["players"] = list(self.players)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DrawMatch:
+        return cls(number=int(data["number"]), players=(data["players"][0], data["players"][1]),
+                   race_to=int(data["race_to"]), event=data.get("event"),
+                   round=data.get("round"), table=data.get("table"),
+                   status=data.get("status", "queued"), playing_on=data.get("playing_on"),
+                   match_id=data.get("match_id"))
+
+
+def _name(value: Any, column: str) -> tuple[str | None, str | None]:
+    if not isinstance(value, str) or not value.strip():
+        return None, f"{column} is missing"
+    name = value.strip()
+    if len(name) > MAX_NAME:
+        return None, f"{column} {name[:20]!r}... is longer than {MAX_NAME} characters"
+    if value.lstrip(" ").startswith(FORMULA_START) or name.startswith(FORMULA_START):
+        return None, (f"{column} {name!r} starts with {name[0]!r}: a spreadsheet would run it "
+                      "as a formula (=, +, -, @ are refused at the start of a name)")
+    return name, None
+
+
+def _text(value: Any, column: str) -> tuple[str | None, str | None]:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, None
+    if not isinstance(value, str | int) or isinstance(value, bool):
+        return None, f"{column} must be text, got {value!r}"
+    text = str(value).strip()
+    if len(text) > MAX_TEXT:
+        return None, f"{column} is longer than {MAX_TEXT} characters"
+    if text.startswith(FORMULA_START):
+        return None, f"{column} {text!r} starts with {text[0]!r}: refused as a formula"
+    return text, None
+
+
+def _whole(value: Any, column: str, low: int, high: int) -> tuple[int | None, str | None]:
+    if isinstance(value, bool):
+        return None, f"{column} must be a whole number, got {value!r}"
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int) or not low <= value <= high:
+        return None, f"{column} must be a whole number in {low}..{high}, got {value!r}"
+    return value, None
+
+
+def _match(line: int, row: Mapping[str, Any], tables: Iterable[str],
+           problems: list[Problem]) -> DrawMatch | None:
+    start = len(problems)
+
+    def check(result: tuple[Any, str | None]) -> Any:
+        value, error = result
+        if error:
+            problems.append(Problem(line, error))
+        return value
+
+    number = check(_whole(row.get("number"), "number", 1, 999_999))
+    players = row.get("players")
+    if players is not None:  # JSON: "players": [a, b]
+        if not isinstance(players, list) or len(players) != 2:
+            problems.append(Problem(line, f"players must be two names, got {players!r}"))
+            a = b = None
+        else:
+            a = check(_name(players[0], "player1"))
+            b = check(_name(players[1], "player2"))
+    else:
+        a = check(_name(row.get("player1"), "player1"))
+        b = check(_name(row.get("player2"), "player2"))
+    race_to = check(_whole(row.get("race_to"), "race_to", 1, 999))
+    event = check(_text(row.get("event"), "event"))
+    round_ = check(_text(row.get("round"), "round"))
+    table = row.get("table")
+    table = None if table is None else str(table).strip()
+    if table in ("", NEXT_FREE, "next free table"):
+        table = None
+    elif table is not None and (not TABLE_ID.match(table) or table not in set(tables)):
+        problems.append(Problem(line, f"unknown table {table!r}: tables are "
+                                f"{sorted(set(tables))} (or 'next' for the next free table)"))
+    if len(problems) > start:
+        return None
+    assert number is not None and a is not None and b is not None and race_to is not None
+    return DrawMatch(number, (a, b), race_to, event, round_, table)
+
+
+def parse_draw(text: str, *, kind: str, tables: Iterable[str],
+               taken: Iterable[int] = ()) -> list[DrawMatch]:
+    """The matches of a draw file (``kind`` ``csv`` or ``json``), every one checked;
+    ``tables``: the live table ids; ``taken``: match numbers already in the draw. Refused
+    as a whole with every problem (``DrawError``)."""
+    tables = list(tables)
+    if len(text.encode("utf-8", "replace")) > MAX_DRAW_BYTES:
+        raise DrawError([Problem(1, f"the file is larger than {MAX_DRAW_BYTES} bytes")])
+    rows: list[tuple[int, Mapping[str, Any]]] = []
+    if kind == "json":
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise DrawError([Problem(getattr(exc, "lineno", 1), f"not JSON: {exc}")]) from None
+        if isinstance(data, dict) and isinstance(data.get("matches"), list):
+            data = data["matches"]
+        if not isinstance(data, list):
+            raise DrawError([Problem(1, "JSON must be a list of matches (or {\"matches\": "
+                                        "[...]})")])
+        for i, item in enumerate(data, start=1):
+            if not isinstance(item, dict):
+                raise DrawError([Problem(i, f"match {i} must be an object, got {item!r}")])
+            rows.append((i, item))
+    elif kind == "csv":
+        reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff")))
+        header = [h.strip().lower() for h in (reader.fieldnames or [])]
+        missing = [c for c in REQUIRED if c not in header]
+        if missing:
+            raise DrawError([Problem(1, f"missing column(s) {missing}; the columns are "
+                                        f"{list(CSV_COLUMNS)} (event, round and table may be "
+                                        "left out)")])
+        reader.fieldnames = header
+        for cells in reader:
+            line = reader.line_num
+            if not any((v or "").strip() for v in cells.values() if isinstance(v, str)):
+                continue  # a blank line
+            if None in cells:  # more cells than columns
+                raise DrawError([Problem(line, "more cells than columns")])
+            rows.append((line, cells))
+    else:
+        raise DrawError([Problem(1, f"unknown draw format {kind!r}: csv or json")])
+    if len(rows) > MAX_DRAW_MATCHES:
+        raise DrawError([Problem(1, f"more than {MAX_DRAW_MATCHES} matches")])
+    problems: list[Problem] = []
+    seen: dict[int, int] = {}
+    taken_numbers = set(taken)
+    matches = []
+    for line, item in rows:
+        match = _match(line, item, tables, problems)
+        if match is None:
+            continue
+        if match.number in seen:
+            problems.append(Problem(line, f"duplicate match number {match.number} (also on "
+                                          f"line {seen[match.number]})"))
+            continue
+        if match.number in taken_numbers:
+            problems.append(Problem(line, f"match number {match.number} is already in the "
+                                          "draw"))
+            continue
+        seen[match.number] = line
+        matches.append(match)
+    if not rows:
+        problems.append(Problem(1, "the draw holds no match"))
+    if problems:
+        raise DrawError(problems)
+    return matches
+
+
+class Draw:
+    """The imported matches, in draw order (by number)."""
+
+    def __init__(self, matches: Iterable[DrawMatch] = ()) -> None:
+        self.matches: dict[int, DrawMatch] = {m.number: m for m in matches}
+
+    def add(self, matches: Iterable[DrawMatch]) -> None:
+        for match in matches:
+            self.matches[match.number] = match
+
+    def get(self, number: int) -> DrawMatch | None:
+        return self.matches.get(number)
+
+    def queue(self, table: str) -> list[DrawMatch]:
+        """The table's queue: its own matches not yet started, in draw order."""
+        return sorted((m for m in self.matches.values()
+                       if m.table == table and m.status == "queued"), key=lambda m: m.number)
+
+    def unassigned(self) -> list[DrawMatch]:
+        """Matches for the next free table, not yet started."""
+        return sorted((m for m in self.matches.values()
+                       if m.table is None and m.status == "queued"), key=lambda m: m.number)
+
+    def playing(self, table: str) -> DrawMatch | None:
+        return next((m for m in self.matches.values()
+                     if m.status == "playing" and m.playing_on == table), None)
+
+    def next_for(self, table: str) -> DrawMatch | None:
+        """What the table plays next: its own queue first, then the next free table's."""
+        own = self.queue(table)
+        if own:
+            return own[0]
+        free = self.unassigned()
+        return free[0] if free else None
+
+    def assign(self, number: int, table: str | None) -> DrawMatch:
+        match = self.matches[number]
+        if match.status != "queued":
+            raise ValueError(f"match {number} is {match.status}: only a queued match moves")
+        moved = replace(match, table=table)
+        self.matches[number] = moved
+        return moved
+
+    def start(self, number: int, table: str, match_id: str) -> list[DrawMatch]:
+        """The match starts on ``table``; a match still playing there is done. Returns the
+        matches that changed."""
+        changed = []
+        done = self.playing(table)
+        if done is not None:
+            changed.append(replace(done, status="done"))
+            self.matches[done.number] = changed[-1]
+        started = replace(self.matches[number], status="playing", playing_on=table,
+                          match_id=match_id)
+        self.matches[number] = started
+        return [*changed, started]
+
+    def finish(self, table: str, match_id: str) -> DrawMatch | None:
+        match = self.playing(table)
+        if match is None or match.match_id != match_id:
+            return None
+        finished = replace(match, status="done")
+        self.matches[match.number] = finished
+        return finished
+
+    def to_dict(self, tables: Iterable[str]) -> dict[str, Any]:
+        return {
+            "tables": {t: {"queue": [m.to_dict() for m in self.queue(t)],
+                           "playing": (None if (p := self.playing(t)) is None else p.to_dict()),
+                           "next": (None if (n := self.next_for(t)) is None else n.to_dict())}
+                       for t in sorted(tables)},
+            "unassigned": [m.to_dict() for m in self.unassigned()],
+            "matches": [m.to_dict() for m in sorted(self.matches.values(),
+                                                    key=lambda m: m.number)],
+        }
