@@ -137,19 +137,27 @@ def _app(settings: Settings, runtime: Runtime, *, feeds: FeedBoard | None = None
 def table_app(settings: Settings, *, time: TimeSource | None = None) -> FastAPI:
     """A table service with no devices, publisher or camera (tests and benchmarks)."""
     runtime = table_runtime(settings, time=time)
-    tournament = _tournament(runtime)
-    return _with_tournament(_app(settings, runtime, parts=[tournament]), tournament)
+    tournament = _tournament(runtime, settings)
+    return _with_tournament(_app(settings, runtime, parts=tournament), tournament)
 
 
-def _tournament(runtime: Runtime) -> Any:
-    """The draw's queues over a table service's runtime (issue 25): a part of the app."""
+def _tournament(runtime: Runtime, settings: Settings) -> list[Any]:
+    """The draw's queues and the results out over a table service's runtime (issue 25):
+    parts of the app."""
+    from clock_service.reports.service import Reports
+    from clock_service.tournament.results import Results
     from clock_service.tournament.service import Tournament
 
-    return Tournament(runtime)
+    tournament = Tournament(runtime)
+    results = Results(runtime, Reports(runtime.store.reader_connection, runtime.store.path),
+                      webhook=settings.results_webhook, secret=settings.results_secret,
+                      retry_s=settings.results_retry_s, draw_number=tournament.draw_number)
+    return [tournament, results]
 
 
-def _with_tournament(app: FastAPI, tournament: Any) -> FastAPI:
-    app.state.tournament = tournament  # for its routes (clock_service/tournament/routes.py)
+def _with_tournament(app: FastAPI, parts: list[Any]) -> FastAPI:
+    # For their routes (clock_service/tournament/routes.py).
+    app.state.tournament, app.state.results = parts
     return app
 
 
@@ -208,8 +216,8 @@ def _serve(args: argparse.Namespace) -> int:
     files = text_files(feeds, settings)  # SHOTCLOCK_FEED_DIR (clock_service/broadcast)
     if files is not None:
         parts.append(files)
-    tournament = _tournament(runtime)
-    parts.append(tournament)
+    tournament = _tournament(runtime, settings)
+    parts.extend(tournament)
     app = _with_tournament(_app(settings, runtime, feeds=feeds, parts=parts,
                                 hardware=table_side.dimmable, camera=camera), tournament)
     base = f"http://{settings.host}:{settings.port}"

@@ -118,6 +118,11 @@ class Settings:
     # A directory of the federation's own time-profile presets (JSON or TOML files, see
     # clock_service/presets), besides the built-in ones.
     presets_dir: str | None = None
+    # Results out (issue 25): POST each finished match's result here, signed with the
+    # secret (HMAC-SHA256), retried from results_retry_s doubling to 5 minutes.
+    results_webhook: str | None = None
+    results_secret: str | None = None
+    results_retry_s: float = 2.0
     # Text files for OBS/Wirecast (broadcast/textfiles.py): a directory to keep them in,
     # the table (None: every table, each in DIR/<id>/) and the language of last_event.
     feed_dir: str | None = None
@@ -161,6 +166,9 @@ class Settings:
             trusted_proxies=_env_list("SHOTCLOCK_TRUSTED_PROXIES"),
             allowed_origins=_env_list("SHOTCLOCK_ALLOWED_ORIGINS"),
             presets_dir=env.get("SHOTCLOCK_PRESETS_DIR") or None,
+            results_webhook=env.get("SHOTCLOCK_RESULTS_WEBHOOK") or None,
+            results_secret=env.get("SHOTCLOCK_RESULTS_SECRET") or None,
+            results_retry_s=_env_float("SHOTCLOCK_RESULTS_RETRY_S", cls.results_retry_s),
             feed_dir=env.get("SHOTCLOCK_FEED_DIR") or None,
             feed_table=env.get("SHOTCLOCK_FEED_TABLE") or None,
             feed_lang=env.get("SHOTCLOCK_FEED_LANG") or cls.feed_lang,

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response
 
 from clock_service import presets
 from clock_service.api.common import REFEREE
 from clock_service.errors import UnknownTable
 from clock_service.schemas import ErrorResponse, PresetOut
 from clock_service.tournament.draw import DrawError, Problem
+from clock_service.tournament.results import Results, results_csv
 from clock_service.tournament.schemas import (
     DRAW_CSV_EXAMPLE,
     AssignIn,
@@ -19,6 +21,9 @@ from clock_service.tournament.schemas import (
     DrawOut,
     DrawRefused,
     NextOut,
+    OutboxOut,
+    ResultOut,
+    ResultsOut,
     StartNextIn,
 )
 from clock_service.tournament.service import Tournament
@@ -128,3 +133,48 @@ async def start_next_match(request: Request, table_id: str,
     new state; 409 ``no_next_match``."""
     reason = None if body is None else body.reason
     return await _tournament(request).start_next(table_id, reason)
+
+
+# -- results out ------------------------------------------------------------------------------
+def _results(request: Request) -> Results:
+    results: Results | None = getattr(request.app.state, "results", None)
+    if results is None:
+        raise UnknownTable("results")
+    return results
+
+
+@router.get("/api/results", response_model=ResultsOut)
+async def list_results(request: Request,
+                       event: str | None = Query(None, max_length=200,
+                                                 description="only this event's matches"),
+                       table: str | None = Query(None, pattern=r"^[A-Za-z0-9_-]{1,32}$"),
+                       ) -> dict[str, Any]:
+    """Every finished match's result (format ``shotclock.result/1``, README "Results
+    out"), in the order they ended, at most 500."""
+    return {"results": await _results(request).event_results(event, table)}
+
+
+@router.get("/api/results.csv", response_class=Response,
+            responses={200: {"content": {"text/csv": {}}}})
+async def results_as_csv(request: Request,
+                         event: str | None = Query(None, max_length=200),
+                         table: str | None = Query(None, pattern=r"^[A-Za-z0-9_-]{1,32}$"),
+                         ) -> Response:
+    """The same as CSV, one row per match (columns: README "Results out")."""
+    rows = await _results(request).event_results(event, table)
+    return Response(results_csv(rows), media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": 'attachment; filename="results.csv"'})
+
+
+@router.get("/api/results/outbox", response_model=OutboxOut)
+async def results_outbox(request: Request) -> dict[str, Any]:
+    """The webhook's deliveries (the last 100): attempts, sent or when the next try is."""
+    results = _results(request)
+    return await asyncio.to_thread(results.outbox)
+
+
+@router.get("/api/results/{match_id}", response_model=ResultOut,
+            responses={404: {"model": ErrorResponse}})
+async def one_result(request: Request, match_id: str) -> dict[str, Any]:
+    """One finished match's result; 404 ``unknown_match`` before it is over."""
+    return await _results(request).result(match_id)

@@ -114,6 +114,11 @@ class Tournament:
     def view(self) -> dict[str, Any]:
         return self.draw.to_dict(self.runtime.tables)
 
+    def draw_number(self, match_id: str) -> int | None:
+        """The draw's number of a match started from it (results carry it)."""
+        return next((m.number for m in self.draw.matches.values() if m.match_id == match_id),
+                    None)
+
     def next_for(self, table_id: str) -> DrawMatch | None:
         self.runtime.table(table_id)  # 404 for an unknown table
         return self.draw.next_for(table_id)
