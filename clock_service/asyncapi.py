@@ -191,7 +191,9 @@ follows one table. Server to client, in this order:
 
 1. `snapshot`: the state as of event `seq`; `referee` says whether this connection may send
    commands; `faults` lists what needs a person's attention now (store, hardware ...).
-2. With `?since=M` (M < snapshot seq): every event M+1..seq from the store (replay).
+2. With `?since=M` (M < snapshot seq): every event M+1..seq from the store (replay), as
+   stored: `type`, `seq`, `table`, `at`, the command's envelope and `data`, without `state`
+   (the snapshot already holds the state they lead to).
 3. Live: every event, `seq` rising by one per table, each exactly once. Every event has
    `type`, `seq`, `table`, `at` (unix ms), `data` (one schema per type) and `state` (the table
    state after the command that made it).

@@ -103,6 +103,8 @@ async def follow(
     ``snapshots=True`` also yields the ``snapshot`` message each (re)connection starts with
     (its ``seq`` is the last event it reflects; it is not an event and is not de-duplicated).
     ``token`` is the referee token, only needed if the server wants it for this socket.
+    Events replayed from the store after a (re)connection (those up to the snapshot's
+    ``seq``) carry no ``state``; live events do (README, WebSocket).
     """
     if isinstance(since, bool) or not isinstance(since, int) or since < 0:
         raise ValueError(f"since must be a whole number >= 0, got {since!r}")

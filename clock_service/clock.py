@@ -1138,8 +1138,10 @@ class TableClock:
             },
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, *, history: bool = True) -> dict[str, Any]:
+        """The clock as data; ``history=False`` without the undo history (the store keeps
+        its entries as rows of their own, one written per undoable step)."""
+        data = {
             "players": list(self.players),
             "timer": self.timer,
             "profile": self.profile.to_dict(),
@@ -1149,10 +1151,12 @@ class TableClock:
             "at_match_limit": self.at_match_limit,
             # Not in the undo dump: undo never reaches the match clock (its deadline stays).
             "match_clock": None if self.match_clock is None else self.match_clock.to_dict(),
-            # Entries are immutable tuples: this copy shares their text.
-            "history": [list(entry) for entry in self.history],
             **self._dump(),
         }
+        if history:
+            # Entries are immutable tuples: this copy shares their text.
+            data["history"] = [list(entry) for entry in self.history]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TableClock:

@@ -32,6 +32,7 @@ from clock_service.health import Health
 from clock_service.hub import HALL, Hub, encode
 from clock_service.presets import build_profile
 from clock_service.storage import ARCHIVE_SEP, Store
+from clock_service.storage.log import UndoChange
 from clock_service.timesource import RealTime, Timer, TimeSource
 
 __all__ = ["Runtime", "TableRuntime", "TABLE_ID", "Listener", "Publisher", "match_id",
@@ -75,6 +76,10 @@ class TableRuntime:
     published_state: dict[str, Any] = field(default_factory=dict)
     timer: Timer | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    # The clock's undo entries as the store has them: (row number, the entry itself), so a
+    # commit writes only the entries added and drops the ones taken back (``_undo_change``).
+    undo_rows: list[tuple[int, tuple[str, float, str]]] = field(default_factory=list)
+    undo_next: int = 1
 
 
 class Runtime:
@@ -133,6 +138,11 @@ class Runtime:
             clock = TableClock.from_dict(stored.core)
             table = TableRuntime(stored.id, clock, seq=stored.seq, published_seq=stored.seq,
                                  config=stored.config)
+            if stored.undo:
+                clock.history = [(step, at, state) for _, step, at, state in stored.undo]
+                table.undo_rows = [(row[0], entry)
+                                   for row, entry in zip(stored.undo, clock.history, strict=True)]
+                table.undo_next = stored.undo[-1][0] + 1
             table.published_state = self._state(table, now)
             self.tables[stored.id] = table
             # The service was alive at its last heartbeat and at the table's last event,
@@ -164,16 +174,20 @@ class Runtime:
             if table.timer is not None:
                 table.timer.cancel()
         # Last proof of life: a running clock resumes from here after a planned restart.
-        self.store.heartbeat(self.time.now_ms())
+        self.store.heartbeat(self.time.now_ms(), durable=True)
         await asyncio.to_thread(self.store.close)
 
     def _beat(self) -> None:
+        """Proof of life for recovery, only while a clock runs (a paused or stopped clock
+        needs none: it comes back as it was), into memory (Store.heartbeat): no disk write
+        when nothing happens, no fsync beside the commands'."""
         if not self._running:
             return
         now = self.time.now_ms()
         if isinstance(self.time, RealTime):
             self._notice_wall_step(self.time)
-        self.store.heartbeat(now)
+        if any(t.clock.phase == "running" for t in self.tables.values()):
+            self.store.heartbeat(now)
         self._heartbeat = self.time.call_at(now + HEARTBEAT_MS, self._beat)
 
     def _notice_wall_step(self, time: RealTime) -> None:
@@ -427,32 +441,62 @@ class Runtime:
         self._schedule(table)
 
     # -- events -----------------------------------------------------------------------------------
-    def _number(self, table: TableRuntime, events: list[Event], now: float) -> list[dict[str, Any]]:
-        state = self._state(table, now)
-        wires = []
-        for event in events:
-            table.seq += 1
-            wires.append({
-                "type": event.type, "seq": table.seq, "table": table.id, "at": int(now),
-                **event.envelope(), "data": dict(event.data), "state": state,
-            })
-        state["seq"] = table.seq
-        return wires
+    def _number(self, table: TableRuntime, events: list[Event], now: float
+                ) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+        """Number the events: (wire events, each with the state after the batch; their
+        lean JSON, as the store keeps and replays them; their live JSON, as the feeds send
+        them). The state is built and encoded once per batch, whatever the number of
+        events and clients: each live text is the lean text with the state spliced in."""
+        first = table.seq + 1
+        table.seq += len(events)
+        state = self._state(table, now)  # its seq: the batch's last event
+        state_text = encode(state)
+        wires, lean, live = [], [], []
+        for seq, event in enumerate(events, start=first):
+            wire = {"type": event.type, "seq": seq, "table": table.id, "at": int(now),
+                    **event.envelope(), "data": dict(event.data)}
+            text = encode(wire)
+            wire["state"] = state
+            wires.append(wire)
+            lean.append(text)
+            live.append(f'{text[:-1]},"state":{state_text}}}')
+        return wires, lean, live
+
+    def _undo_change(self, table: TableRuntime) -> UndoChange:
+        """What changed in the clock's undo entries since the last commit: entries are
+        immutable tuples, pushed at the end, popped from the end, trimmed at the start and
+        cleared at a new match, so identity says which are new and which are gone."""
+        history = table.clock.history
+        rows = table.undo_rows
+        if len(rows) == len(history) and all(
+                entry is current for (_, entry), current in zip(rows, history, strict=True)):
+            return UndoChange()
+        present = {id(entry) for entry in history}
+        kept = [(n, entry) for n, entry in rows if id(entry) in present]
+        known = {id(entry) for _, entry in kept}
+        change = UndoChange(drop=[n for n, entry in rows if id(entry) not in present])
+        for entry in history:
+            if id(entry) not in known:
+                change.add.append((table.undo_next, *entry))
+                kept.append((table.undo_next, entry))
+                table.undo_next += 1
+        table.undo_rows = kept
+        return change
 
     def _emit(self, table: TableRuntime, events: list[Event], now: float,
               new_table: bool = False) -> asyncio.Future[None]:
         """Number, tell local listeners, store; publish once durable. Returns that moment."""
-        wires = self._number(table, events, now)
-        texts = [encode(wire) for wire in wires]  # once, for the store and every client
+        wires, lean, live = self._number(table, events, now)
         loop = asyncio.get_running_loop()
         durable: asyncio.Future[None] = loop.create_future()
-        done = self._durable_callback(table, wires, durable, texts)
+        done = self._durable_callback(table, wires, durable, live)
+        core = table.clock.to_dict(history=False)
         if new_table:
-            self.store.create_table(table.id, table.config, table.clock.to_dict(), wires,
-                                    table.seq, created_at=int(now), done=done, texts=texts)
+            self.store.create_table(table.id, table.config, core, wires,
+                                    table.seq, created_at=int(now), done=done, texts=lean)
         else:
-            self.store.append(table.id, wires, table.clock.to_dict(), table.seq, done=done,
-                              texts=texts)
+            self.store.append(table.id, wires, core, table.seq, done=done, texts=lean,
+                              undo=self._undo_change(table))
         self._tell_listeners(table, wires, now)
         return durable
 

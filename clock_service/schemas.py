@@ -339,7 +339,9 @@ class WireEvent(BaseModel):
     source: str | None = Field(None, description="events a command made: where it came from")
     press_at: int | None = Field(None, description="events a command made with a press time")
     data: dict[str, Any]
-    state: dict[str, Any] = Field(description="the table state after the command that made it")
+    state: dict[str, Any] | None = Field(None, description=(
+        "live events only: the table state after the command that made it; events read "
+        "from the store (this page, a replay) carry none"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -770,7 +772,10 @@ class _EventMessage(_Closed):
                                "from, when the command said so")
     press_at: int | None = Field(None, description="on events a command made with a press "
                                  "time: that time (unix ms)")
-    state: WsTableState = Field(description="the table state after the command that made it")
+    state: WsTableState | None = Field(None, description=(
+        "live events only: the table state after the command that made it (for every event "
+        "of one command, the state after the last of them). Events replayed from the store "
+        "(?since=) carry none: the snapshot before them has the state they lead to"))
 
 
 class TableCreatedEvent(_EventMessage):

@@ -311,8 +311,8 @@ class RemoteBridge:
                 future.set_result(message)
             elif kind == "error":
                 log.warning("table %s: service says: %s", self.table_id, message.get("error"))
-        elif isinstance(message.get("seq"), int) and isinstance(message.get("state"), dict):
-            self._on_event(message)
+        elif isinstance(message.get("seq"), int) and isinstance(message.get("data"), dict):
+            self._on_event(message)  # replayed events (?since=) come without the state
 
     def _on_event(self, event: dict[str, Any]) -> None:
         seq = int(event["seq"])
@@ -325,8 +325,11 @@ class RemoteBridge:
             if fresh:
                 self.driver.update(self.driver.state, [event])
             return
+        state = event.get("state")
+        if not isinstance(state, dict):
+            return  # live events carry the state; one without it is not news to draw
         self.last_seq = seq
-        self.driver.update(event["state"], [event])
+        self.driver.update(state, [event])
 
     # -- commands ------------------------------------------------------------------------------
     async def command(self, name: str, **fields: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import fields
@@ -209,9 +210,15 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
             refused = rec.command("start")[-1]
             assert refused["error"]["code"] == "match_over"
 
-            # The disk fills: a status message with the store fault, in the snapshot of a
-            # new connection too; the disk recovers: a status message with no faults.
+            # The disk fills: the next write (nothing is written while nothing happens: a
+            # table created meanwhile) makes a status message with the store fault, in the
+            # snapshot of a new connection too; the disk recovers: a status message with no
+            # faults, and the table is created.
             server.disk_full()
+            created: list[Any] = []
+            writer = threading.Thread(target=lambda: created.append(server.post(
+                "/api/tables", {"id": "d", "players": ["A", "B"]}, TOKEN)))
+            writer.start()
             fault = rec.until(lambda m: m["type"] == "status", timeout=5)[-1]
             assert [f["code"] for f in fault["faults"]] == ["store_unwritable"], fault
             with connect(f"{server.ws_url}/ws/tables/c") as other:
@@ -220,6 +227,8 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
                 raw += second.raw
             server.disk_full(False)
             assert rec.until(lambda m: m["type"] == "status", timeout=5)[-1]["faults"] == []
+            writer.join(10)
+            assert created and created[0][0] in (201, 503), created
             # The table's next match (the first stays on record as c.1).
             assert rec.ok("new_match", players=["Sidorov", "Petrov"], race_to=1,
                           event="Cup", referee="Orlov") == ["match.started", "frame.started"]

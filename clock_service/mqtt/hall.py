@@ -41,6 +41,7 @@ from clock_service.mqtt.topics import ONLINE, BrokerTarget, Topics
 from clock_service.runtime import Runtime, TableRuntime
 from clock_service.settings import Settings
 from clock_service.storage import Store
+from clock_service.storage.log import lean_text
 from clock_service.timesource import TimeSource
 
 __all__ = ["HallRuntime", "MirrorClock", "command_payload"]
@@ -83,7 +84,7 @@ class MirrorClock(TableClock):
     def next_wakeup(self) -> float | None:
         return None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, history: bool = True) -> dict[str, Any]:
         return {"state": self.last}
 
     def _refuse(self, *args: Any, **kwargs: Any) -> list[Event]:
@@ -314,7 +315,9 @@ class HallRuntime(Runtime):
             if kind == "events":
                 self._on_event(table_id, message.payload)
             elif kind == "state":
-                seq = json.loads(message.payload)["seq"]
+                retained = json.loads(message.payload)
+                seq = retained["seq"]
+                self._caught_up_state(table_id, retained)
                 if isinstance(seq, int):
                     since = self._mirror(table_id).state(seq, self.time.now_ms())
                     if since is not None:
@@ -325,6 +328,19 @@ class HallRuntime(Runtime):
             self.bad_messages += 1
             log.warning("table %s: unreadable %s message (%s)", table_id, kind, exc)
 
+    def _caught_up_state(self, table_id: str, state: dict[str, Any]) -> None:
+        """The table's retained state, when it is of the last event the hall has: events
+        sent again from the table's store (a catch-up) carry no state (only live events
+        do), so the hall's cards take the state from here once caught up."""
+        table = self.tables.get(table_id)
+        if (table is None or not isinstance(table.clock, MirrorClock)
+                or state.get("seq") != table.published_seq
+                or table.published_state.get("seq") == table.published_seq):
+            return
+        table.published_state = state
+        table.clock.last = state
+        self._tell_hall(table_id)
+
     def _on_event(self, table_id: str, payload: bytes) -> None:
         text = payload.decode("utf-8")
         event = json.loads(text)
@@ -332,9 +348,10 @@ class HallRuntime(Runtime):
         if not isinstance(seq, int) or event.get("table") != table_id:
             raise ValueError(f"event with seq {seq!r} for table {event.get('table')!r}")
         if seq == 1:
+            lean = lean_text(event) if "state" in event else text  # as the stores keep it
             if table_id not in self._first:
-                self._first[table_id] = text
-            elif text != self._first[table_id] and table_id not in self.diverged:
+                self._first[table_id] = lean
+            elif lean != self._first[table_id] and table_id not in self.diverged:
                 self._diverged(table_id)
         if table_id in self.diverged:
             return  # never mix two logs under one table id
@@ -410,8 +427,14 @@ class HallRuntime(Runtime):
     # -- the hall's store ---------------------------------------------------------------------
     def _append(self, table_id: str, items: list[tuple[str, dict[str, Any]]]) -> None:
         wires = [event for _, event in items]
-        texts = [text for text, _ in items]
-        state = wires[-1].get("state") or {}
+        texts = [text for text, _ in items]  # as received: live ones with their state
+        lean = [lean_text(event) if "state" in event else text for text, event in items]
+        state = wires[-1].get("state")
+        if not isinstance(state, dict):
+            # Sent again from the table's store (a catch-up): replayed events carry no
+            # state; keep the last known one until the retained state brings it up to date.
+            known = self.tables.get(table_id)
+            state = known.published_state if known is not None else {}
         last = wires[-1]["seq"]
         loop = asyncio.get_running_loop()
 
@@ -432,10 +455,10 @@ class HallRuntime(Runtime):
             if first.get("type") == "table.created":
                 config = {k: v for k, v in (first.get("data") or {}).items() if k != "table"}
             self.store.create_table(table_id, config, {"state": state}, wires, last,
-                                    created_at=int(first.get("at", 0)), done=done, texts=texts)
+                                    created_at=int(first.get("at", 0)), done=done, texts=lean)
             self._stored.add(table_id)
         else:
-            self.store.append(table_id, wires, {"state": state}, last, done=done, texts=texts)
+            self.store.append(table_id, wires, {"state": state}, last, done=done, texts=lean)
         if archived is not None:
             self._archive(table_id, str((archived.get("data") or {}).get("archived_as")),
                           int(archived.get("at", 0)))

@@ -309,6 +309,7 @@ class MqttPublisher:
         if self._flusher is not None:
             self._flusher.cancel()
         self.flush()
+        self.runtime.store.flush_published()  # on its own commit: none may follow
 
     def _add(self, table_id: str, latest: int,
              state: dict[str, Any] | None = None) -> TablePublisher:

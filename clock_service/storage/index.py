@@ -14,7 +14,9 @@ store rebuilds it from the log when it opens (:func:`ensure_index`).
 A match opens with ``table.created`` (number 1) or ``match.started`` (``new_match``: the
 next number; the previous match ends with the event before it). ``frame.*``,
 ``match.ended`` and ``correction.undone`` (an undo may take a frame or the match's end
-back) refresh its score and status from the state the event carries. ``table.archived``
+back) refresh its score and status from the match summary after the event: the live event's
+state, which the store does not keep, so the store keeps this summary (:func:`projection`)
+in the event's ``proj`` column and a rebuild reads it there. ``table.archived``
 (``DELETE /api/tables/{id}``) closes the table's current match; the store then moves the
 table's events and its matches to the archive id in one transaction (``Store._archive``),
 so an archived table's matches stay addressable as ``<archive id>.<number>``.
@@ -28,7 +30,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
-    "INDEX_VERSION", "SCHEMA", "INDEXED_TYPES", "index_ops", "ensure_index", "rebuild_index",
+    "INDEX_VERSION", "SCHEMA", "INDEXED_TYPES", "REFRESH_TYPES", "projection", "index_ops",
+    "ensure_index", "rebuild_index",
     "list_matches", "list_matches_json", "match_row", "MAX_PAGE", "split_match_id",
 ]
 
@@ -58,8 +61,9 @@ CREATE INDEX IF NOT EXISTS matches_by_table ON matches (table_id, started_at, nu
 """
 
 OPENING = frozenset({"table.created", "match.started"})
-INDEXED_TYPES = OPENING | {"frame.started", "frame.ended", "match.ended", "correction.undone",
-                           "table.archived"}
+# The events whose match summary (score, status) the index takes: ``projection``.
+REFRESH_TYPES = frozenset({"frame.started", "frame.ended", "match.ended", "correction.undone"})
+INDEXED_TYPES = OPENING | REFRESH_TYPES | {"table.archived"}
 
 _INSERT = (
     "INSERT OR REPLACE INTO matches (table_id, number, start_seq, end_seq, started_at, "
@@ -81,6 +85,24 @@ _REFRESH = (
     f"WHERE table_id = ? AND number = {_CURRENT} AND status != 'closed'")
 
 Op = tuple[str, tuple[Any, ...]]
+
+
+def projection(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the index reads of an event beyond its body: the match summary after it (from
+    the live event's state), for the events of ``REFRESH_TYPES``; the store keeps it in the
+    event's ``proj`` column. None for the others, or an event without its state."""
+    if event.get("type") not in REFRESH_TYPES:
+        return None
+    proj = event.get("proj")
+    if isinstance(proj, Mapping):
+        return dict(proj)
+    state = event.get("state")
+    summary = state.get("match") if isinstance(state, Mapping) else None
+    if not isinstance(summary, Mapping):
+        return None
+    return {"number": summary.get("number"), "score": summary.get("score"),
+            "frames": state.get("frame") if isinstance(state, Mapping) else None,
+            "winner": summary.get("winner"), "over": bool(summary.get("over"))}
 
 
 def index_ops(table_id: str, events: Iterable[Mapping[str, Any]]) -> list[Op]:
@@ -107,13 +129,12 @@ def index_ops(table_id: str, events: Iterable[Mapping[str, Any]]) -> list[Op]:
                 table_id, number, seq, at, json.dumps(list(data.get("players") or [])),
                 int(bool(data.get("timer", True))), data.get("race_to"), json.dumps(info))))
             continue
-        state = event.get("state") or {}
-        summary = state.get("match")
-        if not isinstance(summary, Mapping):
+        summary = projection(event)
+        if summary is None:
             continue  # an event without its state (not from this service): nothing to say
         over = bool(summary.get("over"))
         ops.append((_REFRESH, (
-            json.dumps(list(summary.get("score") or [0, 0])), int(state.get("frame") or 0),
+            json.dumps(list(summary.get("score") or [0, 0])), int(summary.get("frames") or 0),
             summary.get("winner"), over, over, at, table_id, summary.get("number"), table_id)))
     return ops
 
@@ -123,11 +144,14 @@ def rebuild_index(conn: sqlite3.Connection) -> int:
     conn.execute("DELETE FROM matches")
     marks = ",".join("?" * len(INDEXED_TYPES))
     rows = conn.execute(
-        f"SELECT table_id, body FROM events WHERE type IN ({marks}) ORDER BY table_id, seq",
-        sorted(INDEXED_TYPES))
+        f"SELECT table_id, body, proj FROM events WHERE type IN ({marks}) "
+        "ORDER BY table_id, seq", sorted(INDEXED_TYPES))
     count = 0
-    for table_id, body in rows.fetchall():
-        for sql, params in index_ops(table_id, [json.loads(body)]):
+    for table_id, body, proj in rows.fetchall():
+        event = json.loads(body)
+        if proj is not None:
+            event["proj"] = json.loads(proj)
+        for sql, params in index_ops(table_id, [event]):
             conn.execute(sql, params)
             count += 1
     conn.execute(

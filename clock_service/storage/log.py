@@ -2,9 +2,16 @@
 
 Every event is appended, with the table's core snapshot, in one transaction that is
 synced to disk (``synchronous=FULL``: an acknowledged event survives a power cut) before
-anyone is told of it. Writes are batched: whatever is queued while a commit runs goes
-into the next commit, so a slow disk costs latency, never throughput or the clock's time.
-The event loop never waits on SQLite: it enqueues and is called back when it is durable.
+anyone is told of it. What is stored is lean (schema.py): the event without the table's
+state, the snapshot without its undo history (the undo checkpoints are rows of their own:
+a commit writes the one it adds), so an event costs a few hundred bytes of store, not an
+overflow page. Nothing is written while nothing happens: the proof of life that recovery
+needs while a clock runs (``heartbeat``) goes to a file in memory (tmpfs), and the MQTT
+acknowledgements (``mark_published``) ride along with the next commit.
+
+Writes are batched: whatever is queued while a commit runs goes into the next commit, so
+a slow disk costs latency, never throughput or the clock's time. The event loop never
+waits on SQLite: it enqueues and is called back when it is durable.
 
 Reads (start-up, replay for ``?since=``) use their own connections; WAL lets them run
 beside the writer. Reads for clients return the stored JSON text as it is (never decoded
@@ -38,48 +45,15 @@ from pathlib import Path
 from typing import Any
 
 from clock_service.errors import StoreCorrupt, StoreError, StoreLocked
-from clock_service.storage.index import ensure_index, index_ops
+from clock_service.storage.heartbeat import AliveFile
+from clock_service.storage.index import REFRESH_TYPES, ensure_index, index_ops, projection
+from clock_service.storage.schema import migrate
 from clock_service.storage.tournament import TOURNAMENT_SCHEMA
 
-__all__ = ["Store", "StoredTable", "ArchivedTable", "ARCHIVE_SEP"]
+__all__ = ["Store", "StoredTable", "ArchivedTable", "ARCHIVE_SEP", "UndoChange", "lean_text"]
 
 log = logging.getLogger(__name__)
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS tables (
-    id         TEXT PRIMARY KEY,
-    config     TEXT NOT NULL,
-    core       TEXT NOT NULL,
-    seq        INTEGER NOT NULL,
-    created_at INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS events (
-    table_id TEXT NOT NULL,
-    seq      INTEGER NOT NULL,
-    type     TEXT NOT NULL,
-    at       INTEGER NOT NULL,
-    body     TEXT NOT NULL,
-    PRIMARY KEY (table_id, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS published (
-    target   TEXT NOT NULL,
-    table_id TEXT NOT NULL,
-    seq      INTEGER NOT NULL,
-    PRIMARY KEY (target, table_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS archive (
-    id          TEXT PRIMARY KEY,
-    table_id    TEXT NOT NULL,
-    config      TEXT NOT NULL,
-    seq         INTEGER NOT NULL,
-    created_at  INTEGER NOT NULL,
-    archived_at INTEGER NOT NULL
-);
-"""
 # ``published``: per MQTT target (broker and hall) and table, the last seq the broker
 # acknowledged, with every seq before it (clock_service/mqtt/feed.py). It may lag behind
 # (a restart then publishes a few events again: consumers drop them by seq), never lead.
@@ -100,6 +74,21 @@ class StoredTable:
     config: dict[str, Any]
     core: dict[str, Any]
     seq: int
+    # The undo checkpoints, oldest first: (n, step, at, state as JSON).
+    undo: list[tuple[int, str, float, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class UndoChange:
+    """What a commit changes in a table's undo checkpoints: rows dropped (taken back by an
+    undo, past the depth, or all of them at a new match) and rows added (n, step, at,
+    state as JSON). O(change): one row for an undoable step, not the whole history."""
+
+    drop: list[int] = field(default_factory=list)
+    add: list[tuple[int, str, float, str]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.drop or self.add)
 
 
 @dataclass(frozen=True)
@@ -133,7 +122,7 @@ class _Write:
     I/O call of the loop then waits up to a switch interval, 5 ms, to get it back)."""
 
     table_id: str
-    rows: list[tuple[str, int, str, int, str]]  # events: (table, seq, type, at, body)
+    rows: list[Row]  # events: (table, seq, type, at, body, batch, proj)
     core: str | None
     seq: int
     done: Callable[[BaseException | None], None] | None
@@ -141,15 +130,31 @@ class _Write:
     created_at: int = 0
     # The match index's statements for these events (storage/index.py), same transaction.
     index: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+    undo: UndoChange | None = None
+
+
+Row = tuple[str, int, str, int, str, int | None, str | None]
+
+
+def lean_text(event: dict[str, Any]) -> str:
+    """An event as the store keeps and replays it: without the table's state."""
+    return json.dumps({k: v for k, v in event.items() if k != "state"}, separators=(",", ":"))
 
 
 def _encode(table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | None,
-            texts: list[str] | None = None,
-            ) -> tuple[list[tuple[str, int, str, int, str]], str | None]:
-    bodies = texts if texts is not None else [json.dumps(e) for e in events]
-    rows = [(table_id, e["seq"], e["type"], int(e["at"]), body)
-            for e, body in zip(events, bodies, strict=True)]
-    return rows, None if core is None else json.dumps(core)
+            texts: list[str] | None = None) -> tuple[list[Row], str | None]:
+    """``texts``: the events' lean JSON (``lean_text``), when the caller made it already."""
+    bodies = texts if texts is not None else [lean_text(e) for e in events]
+    rows: list[Row] = []
+    for event, body in zip(events, bodies, strict=True):
+        seq = int(event["seq"])
+        state = event.get("state")
+        batch = state.get("seq") if isinstance(state, dict) else None
+        proj = projection(event) if event["type"] in REFRESH_TYPES else None
+        rows.append((table_id, seq, event["type"], int(event["at"]), body,
+                     None if batch == seq else batch,
+                     None if proj is None else json.dumps(proj, separators=(",", ":"))))
+    return rows, None if core is None else json.dumps(core, separators=(",", ":"))
 
 
 @dataclass
@@ -169,6 +174,7 @@ class _Published:
 
 
 _STOP = object()
+_FLUSH = object()  # commit what waits (the MQTT acknowledgements) even with no event
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -201,6 +207,12 @@ class Store:
         self._lock_fd: int | None = None
         self._checked = False
         self.check_pending = False  # check(budget_s) ran out: check_later finishes it
+        # MQTT acknowledgements waiting for the next commit: (target, table) -> seq.
+        self._published: dict[tuple[str, str], int] = {}
+        self._published_lock = threading.Lock()
+        self.alive_file: AliveFile | None = None  # the proof of life in memory (open)
+        self.store_id = ""  # this store's random id (meta), for the alive file
+        self.migrated = False  # whether open() migrated the file from an older schema
 
     # -- lifecycle -----------------------------------------------------------------------
     @property
@@ -290,26 +302,44 @@ class Store:
             # survives a power cut (WAL + NORMAL can lose the last commits). See README.
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("PRAGMA journal_size_limit=67108864")
-            conn.executescript(SCHEMA)
+            self.migrated = migrate(conn, REFRESH_TYPES)
             conn.executescript(TOURNAMENT_SCHEMA)
             if ensure_index(conn):
                 log.info("match index built from the event log (%s)", self.path)
+            self.store_id = self._ensure_id(conn)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the event store at {self.path}: {exc}") from exc
+        if self.path != ":memory:":
+            self.alive_file = AliveFile.for_store(self.path, self.store_id)
         self._writer = conn
         self._thread = threading.Thread(target=self._write_loop, name="store-writer", daemon=True)
         self._thread.start()
+
+    @staticmethod
+    def _ensure_id(conn: sqlite3.Connection) -> str:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        if row is not None:
+            return str(row[0])
+        store_id = os.urandom(8).hex()
+        conn.execute("INSERT INTO meta (key, value) VALUES ('store_id', ?)", (store_id,))
+        return store_id
 
     def close(self) -> None:
         """Write everything queued, then stop the writer and let go of the store."""
         if self._thread is not None:
             self._closing = True
+            self._queue.put(_FLUSH)
             self._queue.put(_STOP)
             self._thread.join(timeout=30)
             self._thread = None
             with contextlib.suppress(sqlite3.Error):  # leave one file, not a long WAL
                 self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._writer.close()
+            if self.alive_file is not None:
+                # A clean stop wrote its last proof of life into the store (``heartbeat``
+                # with durable=True): the copy in memory is not needed any more.
+                self.alive_file.remove()
+                self.alive_file = None
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # releases the flock
             self._lock_fd = None
@@ -328,12 +358,15 @@ class Store:
     def append(
         self, table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | None,
         seq: int, done: Callable[[BaseException | None], None] | None = None,
-        texts: list[str] | None = None,
+        texts: list[str] | None = None, undo: UndoChange | None = None,
     ) -> None:
-        """Append events (``texts``: their JSON, when the caller already made it)."""
+        """Append events (``texts``: their lean JSON, when the caller already made it; the
+        events themselves may carry their ``state``: it is not stored, only what the
+        projections read of it). ``core``: the table's snapshot after them (without its
+        undo history); ``undo``: what changed in its undo checkpoints."""
         rows, core_text = _encode(table_id, events, core, texts)
         self._queue.put(_Write(table_id, rows, core_text, seq, done,
-                               index=index_ops(table_id, events)))
+                               index=index_ops(table_id, events), undo=undo or None))
 
     def archive_table(self, table_id: str, archive_id: str, archived_at: int,
                       done: Callable[[BaseException | None], None] | None = None,
@@ -343,9 +376,14 @@ class Store:
         its last event (the row's seq is only brought up to date at the end of a batch)."""
         self._queue.put(_Archive(table_id, archive_id, archived_at, done, seq))
 
-    def heartbeat(self, alive_at_ms: float) -> None:
-        """Record that the service is alive (for recovery of running clocks)."""
-        self._queue.put(("alive", alive_at_ms))
+    def heartbeat(self, alive_at_ms: float, *, durable: bool = False) -> None:
+        """Record that the service is alive (for recovery of running clocks). By default in
+        memory only (the alive file on tmpfs: no disk write, no fsync; it outlives the
+        process, not the machine); ``durable``: in the store, committed (a clean stop)."""
+        if durable or self.alive_file is None:
+            self._queue.put(("alive", alive_at_ms))
+        else:
+            self.alive_file.write(alive_at_ms)
 
     def execute(self, statements: list[tuple[str, tuple[Any, ...]]],
                 done: Callable[[BaseException | None], None] | None = None) -> None:
@@ -354,8 +392,16 @@ class Store:
         self._queue.put(_Statements(statements, done))
 
     def mark_published(self, target: str, table_id: str, seq: int) -> None:
-        """Record that the broker ``target`` has every event of the table up to ``seq``."""
-        self._queue.put(_Published(target, table_id, seq))
+        """Record that the broker ``target`` has every event of the table up to ``seq``.
+        Written with the next commit (or at close), never a commit of its own: the record
+        may lag (a restart then sends a few events again), never lead."""
+        with self._published_lock:
+            self._published[(target, table_id)] = seq
+
+    def flush_published(self) -> None:
+        """Commit the acknowledgements waiting (when no event may follow to carry them)."""
+        if self._published and self._thread is not None:
+            self._queue.put(_FLUSH)
 
     def _write_loop(self) -> None:
         conn = self._writer
@@ -370,7 +416,7 @@ class Store:
             if _STOP in batch:
                 stop = True
                 batch = [item for item in batch if item is not _STOP]
-            if not batch:
+            if not batch or (batch == [_FLUSH] and not self._published):
                 continue
             error = self._commit_until_done(conn, batch)
             for item in batch:
@@ -430,10 +476,23 @@ class Store:
 
     def _commit(self, conn: sqlite3.Connection, batch: list[Any]) -> None:
         conn.execute("BEGIN IMMEDIATE")
-        alive = None
         cores: dict[str, tuple[str, int]] = {}  # only a table's last snapshot in a batch
-        published: dict[tuple[str, str], int] = {}
+        with self._published_lock:
+            published, self._published = self._published, {}
+        try:
+            self._commit_items(conn, batch, cores, published)
+        except BaseException:
+            with self._published_lock:  # retried with the batch: keep the newer marks
+                self._published = {**published, **self._published}
+            raise
+
+    def _commit_items(self, conn: sqlite3.Connection, batch: list[Any],
+                      cores: dict[str, tuple[str, int]],
+                      published: dict[tuple[str, str], int]) -> None:
+        alive = None
         for item in batch:
+            if item is _FLUSH:
+                continue
             if isinstance(item, tuple):
                 alive = item[1]
                 continue
@@ -459,10 +518,16 @@ class Store:
             elif item.core is not None:
                 cores[item.table_id] = (item.core, item.seq)
             conn.executemany(
-                "INSERT INTO events (table_id, seq, type, at, body) VALUES (?,?,?,?,?)",
-                item.rows)
+                "INSERT INTO events (table_id, seq, type, at, body, batch, proj) "
+                "VALUES (?,?,?,?,?,?,?)", item.rows)
             for sql, params in item.index:
                 conn.execute(sql, params)
+            if item.undo is not None:
+                conn.executemany("DELETE FROM undo WHERE table_id = ? AND n = ?",
+                                 [(item.table_id, n) for n in item.undo.drop])
+                conn.executemany(
+                    "INSERT OR REPLACE INTO undo (table_id, n, step, at, state) "
+                    "VALUES (?,?,?,?,?)", [(item.table_id, *row) for row in item.undo.add])
         conn.executemany("UPDATE tables SET core = ?, seq = ? WHERE id = ?",
                          [(core, seq, table_id) for table_id, (core, seq) in cores.items()])
         if published:
@@ -492,6 +557,7 @@ class Store:
         conn.execute("UPDATE matches SET table_id = ? WHERE table_id = ?",
                      (item.archive_id, item.table_id))
         conn.execute("DELETE FROM published WHERE table_id = ?", (item.table_id,))
+        conn.execute("DELETE FROM undo WHERE table_id = ?", (item.table_id,))
 
     # -- reads (any thread) -------------------------------------------------------------------
     def _reader(self) -> sqlite3.Connection:
@@ -506,14 +572,26 @@ class Store:
         return self._reader()
 
     def load_tables(self) -> list[StoredTable]:
-        rows = self._reader().execute(
+        reader = self._reader()
+        rows = reader.execute(
             "SELECT id, config, core, seq FROM tables ORDER BY created_at, id"
         ).fetchall()
-        return [StoredTable(r[0], json.loads(r[1]), json.loads(r[2]), r[3]) for r in rows]
+        undo: dict[str, list[tuple[int, str, float, str]]] = {}
+        for table_id, n, step, at, state in reader.execute(
+                "SELECT table_id, n, step, at, state FROM undo ORDER BY table_id, n"):
+            undo.setdefault(table_id, []).append((int(n), str(step), float(at), str(state)))
+        return [StoredTable(r[0], json.loads(r[1]), json.loads(r[2]), r[3], undo.get(r[0], []))
+                for r in rows]
 
     def alive_at(self) -> float | None:
+        """When the service was last known alive: the later of the last proof of life in
+        memory (the alive file: a killed process's last heartbeat) and in the store (a clean
+        stop's)."""
         row = self._reader().execute("SELECT value FROM meta WHERE key = 'alive_at'").fetchone()
-        return float(row[0]) if row else None
+        stored = float(row[0]) if row else None
+        in_memory = self.alive_file.read() if self.alive_file is not None else None
+        known = [t for t in (stored, in_memory) if t is not None]
+        return max(known) if known else None
 
     def events_since(
         self, table_id: str, since: int, until: int | None = None, limit: int = 100_000

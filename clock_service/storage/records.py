@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from clock_service.storage.index import INDEX_VERSION, SCHEMA, rebuild_index
+from clock_service.storage.schema import (
+    LEGACY_BATCH_SQL,
+    LEGACY_BODY_SQL,
+    LEGACY_PROJ_SQL,
+    SCHEMA_VERSION,
+)
 
 __all__ = ["load_events", "last_seq", "open_read_only", "StoreMissing"]
 
@@ -22,13 +28,15 @@ class StoreMissing(FileNotFoundError):
     """No store file at the path given."""
 
 
-# What the statistics read of each stored event. SQLite projects it out of the stored JSON
-# (in C, with the GIL released): the table state every event carries is most of its bytes
-# and only its seq (the batch) is needed, so Python decodes a seventh of the text. The
-# clock's warnings (a fifth of a match's events) say nothing the statistics use and are
-# never part of a step (stats.opens_step), so they are not even parsed.
-_PROJECTION = ("SELECT json_extract(body, '$.type', '$.seq', '$.at', '$.data', '$.by', "
-               "'$.state.seq') FROM events WHERE table_id = ? AND seq >= ? AND seq <= ? "
+# What the statistics read of each stored event, projected by SQLite (in C, the GIL
+# released). The clock's warnings (a fifth of a match's events) say nothing the statistics
+# use and are never part of a step (stats.opens_step), so they are not even read. The last
+# item is the seq the live event's state carried (its commit's last event: ``batch``, NULL
+# when it is the event's own), as it was when the state was stored in the event (schema 1):
+# the line is the same, so a digest computed then still verifies.
+_PROJECTION = ("SELECT json_array(type, seq, at, json_extract(body, '$.data'), "
+               "json_extract(body, '$.by'), coalesce(batch, seq)) FROM events "
+               "WHERE table_id = ? AND seq >= ? AND seq <= ? "
                "AND type != 'clock.warning' ORDER BY seq")
 
 
@@ -67,22 +75,30 @@ def last_seq(conn: sqlite3.Connection, summary: dict[str, Any]) -> int:
 def open_read_only(path: str) -> sqlite3.Connection:
     """A read-only connection to the store at ``path`` (beside a running service too: WAL
     lets it), never writing to the file. A store whose match index is missing (never
-    opened by this version) is read by deriving the index in memory from the log."""
+    opened by this version) is read by deriving the index in memory from the log; a store
+    of an older schema (schema.py), through a view that reads it as this one."""
     if not Path(path).exists():
         raise StoreMissing(f"no store at {path}")
     uri = "file:" + urllib.parse.quote(str(Path(path).resolve())) + "?mode=ro"
     conn = sqlite3.connect(uri, uri=True)
+    meta = _has(conn, "meta")
     current = conn.execute(
-        "SELECT value FROM meta WHERE key = 'matches_index'").fetchone() if _has(
-            conn, "meta") else None
-    if _has(conn, "matches") and current is not None and current[0] == INDEX_VERSION:
+        "SELECT value FROM meta WHERE key = 'matches_index'").fetchone() if meta else None
+    schema = conn.execute(
+        "SELECT value FROM meta WHERE key = 'schema'").fetchone() if meta else None
+    legacy = schema is None or schema[0] != SCHEMA_VERSION
+    if (not legacy and _has(conn, "matches") and current is not None
+            and current[0] == INDEX_VERSION):
         return conn
-    # The store predates the index (or has another version): derive it in memory.
+    # The store predates the index or this schema: read it through views, derive the index.
     conn.close()
     memory = sqlite3.connect(":memory:")
     memory.execute("ATTACH DATABASE ? AS log", (uri,))
+    events = ("SELECT * FROM log.events" if not legacy else
+              f"SELECT table_id, seq, type, at, {LEGACY_BODY_SQL} AS body, "
+              f"{LEGACY_BATCH_SQL} AS batch, {LEGACY_PROJ_SQL} AS proj FROM log.events")
     memory.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                         "CREATE TEMP VIEW events AS SELECT * FROM log.events;" + SCHEMA)
+                         f"CREATE TEMP VIEW events AS {events};" + SCHEMA)
     rebuild_index(memory)
     return memory
 

@@ -48,7 +48,7 @@ def pct(values: list[float], q: float) -> float | None:
 
 async def fill_store(db: Path, table_id: str, events: int) -> int:
     """Before the server starts: a table with ``events`` events in the store, as a long day
-    of time corrections would leave (each event with its full state). One real correction
+    of time corrections would leave (each event as the store keeps it). One real correction
     is made through the core; the rest are copies of it with their own seq, written in
     big batches (making 100,000 through the core would take minutes)."""
     from clock_service.commands import SetTime
@@ -63,11 +63,10 @@ async def fill_store(db: Path, table_id: str, events: int) -> int:
     await runtime.command(table_id, SetTime(remaining_ms=20_000))
     table = runtime.tables[table_id]
     template = (await runtime.events_since(table_id, table.seq - 1))[-1]
-    core = table.clock.to_dict()
+    core = table.clock.to_dict(history=False)
     loop = asyncio.get_running_loop()
     marker = -987_654_321  # stands for the seq in the encoded copy
-    text = json.dumps({**template, "seq": marker, "state": {**template["state"], "seq": marker}},
-                      separators=(",", ":"))
+    text = json.dumps({**template, "seq": marker}, separators=(",", ":"))
     batch: list[dict[str, Any]] = []
     texts: list[str] = []
     for seq in range(table.seq + 1, events + 1):

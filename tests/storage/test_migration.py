@@ -1,0 +1,115 @@
+"""A store written by the release before the storage package (tests/storage/fixtures:
+every event carried the table's state, tables.core the undo history as full copies) opens
+with this code, is migrated in place, and keeps every fact: every event replayable, the
+digests of its matches as that release computed them, the undo history, the recovery."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from clock_service.commands import Undo
+from clock_service.runtime import Runtime
+from clock_service.storage import Store
+from clock_service.storage.index import list_matches
+from clock_service.storage.records import load_events, open_read_only
+from clock_service.timesource import FakeTime
+
+FIXTURES = Path(__file__).parent / "fixtures"
+EXPECTED = json.loads((FIXTURES / "v1_digests.json").read_text())
+# The fixture's clock (make_v1_store.py): its last heartbeat, written by a clean stop.
+STOPPED_AT = 1_764_000_046_850.0
+
+
+@pytest.fixture
+def v1_db(tmp_path: Path) -> Path:
+    db = tmp_path / "v1.db"
+    with gzip.open(FIXTURES / "v1_store.db.gz") as source, db.open("wb") as target:
+        shutil.copyfileobj(source, target)
+    return db
+
+
+def digests(conn: sqlite3.Connection) -> dict[str, str]:
+    """Each match's digest over its events up to the last seq the fixture's was taken at."""
+    matches, _ = list_matches(conn, limit=200)
+    out = {}
+    for summary in matches:
+        # Up to where the old release computed it (an open match has grown since).
+        last = EXPECTED["matches"][summary["id"]]["last_seq"]
+        _, digest = load_events(conn, summary["table"], summary["start_seq"], last)
+        out[summary["id"]] = digest
+    return out
+
+
+def test_the_fixture_is_a_store_of_the_old_format(v1_db: Path) -> None:
+    conn = sqlite3.connect(v1_db)
+    assert conn.execute("SELECT count(*) FROM events WHERE json_type(body, '$.state') "
+                        "= 'object'").fetchone()[0] == 78
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() is None
+    histories = dict(conn.execute("SELECT id, json_array_length(core, '$.history') "
+                                  "FROM tables").fetchall())
+    assert histories == {"1": 1, "7": 3}
+
+
+def test_a_read_only_reader_of_an_old_store_gets_the_same_digests(v1_db: Path) -> None:
+    before = v1_db.read_bytes()
+    conn = open_read_only(str(v1_db))
+    assert digests(conn) == {k: v["digest"] for k, v in EXPECTED["matches"].items()}
+    conn.close()
+    assert v1_db.read_bytes() == before  # never written
+
+
+async def test_an_old_store_is_migrated_in_place_and_keeps_every_fact(v1_db: Path) -> None:
+    size_before = v1_db.stat().st_size
+    time = FakeTime(STOPPED_AT + 60_000)
+    rt = Runtime(Store(v1_db), time)
+    await rt.start(default_table=None)
+    try:
+        assert rt.store.migrated
+        conn = sqlite3.connect(v1_db)
+        # Every event still there, none with the state, every one replayable in order.
+        for table_id, count in EXPECTED["events"].items():
+            assert conn.execute("SELECT count(*) FROM events WHERE table_id = ? AND seq <= ?",
+                                (table_id, count)).fetchone()[0] == count
+        assert conn.execute("SELECT count(*) FROM events WHERE json_type(body, '$.state') "
+                            "IS NOT NULL").fetchone()[0] == 0
+        for table_id, count in EXPECTED["events"].items():
+            replay = rt.store.events_since(table_id, 0)[:count]
+            assert [e["seq"] for e in replay] == list(range(1, count + 1))
+            assert all(e["table"] == table_id.split("~")[0] and "data" in e for e in replay)
+        # The digests of the matches, as the old release computed them (7.1 is over,
+        # 9~1.1 closed by the archive: finished; the open ones up to the fixture's end).
+        found = digests(conn)
+        for match_id, expected in EXPECTED["matches"].items():
+            assert found[match_id] == expected["digest"], match_id
+        statuses = {m["id"]: (m["status"], m["score"]) for m in list_matches(conn)[0]}
+        assert statuses == {k: (v["status"], v["score"])
+                            for k, v in EXPECTED["matches"].items()}
+        # The undo history moved out of the snapshot into its own rows.
+        assert conn.execute("SELECT count(*) FROM undo WHERE table_id = '7'").fetchone()[0] \
+            == 3
+        assert all("history" not in json.loads(core)
+                   for (core,) in conn.execute("SELECT core FROM tables"))
+        assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental
+        conn.close()
+        # Table 1's clock was running at the clean stop: it comes back paused.
+        assert rt.state("1")["phase"] == "paused"
+        # Table 7's undo history works after the migration: the last step is taken back.
+        assert rt.state("7")["can_undo"] == "start"
+        state = await rt.command("7", Undo(reason="after the upgrade"))
+        assert state["can_undo"] == "shot" and state["phase"] == "ready"
+    finally:
+        await rt.stop()
+    assert v1_db.stat().st_size < size_before / 3
+    # Opened again: nothing more to migrate.
+    again = Store(v1_db)
+    again.open()
+    try:
+        assert not again.migrated
+    finally:
+        again.close()
