@@ -1,7 +1,15 @@
 // OBS overlay: a smooth countdown drawn on every animation frame from the server's deadline
 // and the estimated clock offset (never the local clock alone). Reconnects forever.
 // Query: table, position=top|bottom, scale (0.3..3), theme=dark|light|green, lang, flash=0,
-// stats=1 (the stats lower-third: average shot time and time fouls, overlay_stats.js).
+// stats=1 (the stats lower-third: average shot time and time fouls, overlay_stats.js),
+// layout=third|bug|clock (a lower third, a corner bug at ?corner=tl|tr|bl|br, the clock
+// alone full screen), safe=title|action (margins: 10% or 5% of the picture), from=N (on
+// air only while the clock counts at or below N seconds, or shows the expiry).
+//
+// In and out: a graphic comes on air by moving in, never by fading in, so the state it
+// shows is on air from its first frame; it fades out only once there is nothing left to
+// show, and comes back at once (the fade cut short) when there is. No animation ever runs
+// on the digits or holds a change back: every frame draws the state as it is.
 //
 // On air: one look per event (a flash tab: foul red, extension blue, warning amber, expiry
 // red flashing, frame won gold), fouls amber at one and red at two, the frames won next to
@@ -30,17 +38,31 @@ const third = $("third");
 stage.dataset.position = params.get("position") === "top" ? "top" : "bottom";
 const theme = params.get("theme");
 stage.dataset.theme = ["dark", "light", "green"].includes(theme) ? theme : "dark";
+const layout = ["third", "bug", "clock"].includes(params.get("layout")) ? params.get("layout") : "third";
+stage.dataset.layout = layout;
+const corner = params.get("corner");
+stage.dataset.corner = ["tl", "tr", "bl", "br"].includes(corner) ? corner : "tl";
+// Safe areas: every graphic inside the title-safe area (10% in from each edge), or the
+// action-safe one (5%) when the producer asks for it.
+const safe = params.get("safe") === "action" ? 0.05 : 0.10;
+stage.dataset.safe = safe === 0.05 ? "action" : "title";
+const fromS = Number(params.get("from"));
+const fromMs = params.has("from") && Number.isFinite(fromS) && fromS > 0 ? fromS * 1000 : null;
+third.dataset.air = fromMs == null ? "on" : "off";
 const scale = Number(params.get("scale"));
-const WIDTH = 1460; // the lower third's width at scale 1 (overlay.css)
+// Each layout's box at scale 1 (overlay.css).
+const BOX = { third: [1460, 116], bug: [570, 128], clock: [1000, 560] }[layout];
 if (params.has("scale") && Number.isFinite(scale) && scale >= 0.3 && scale <= 3) {
   third.style.setProperty("--scale", scale);
 } else {
-  // No scale asked for: 1 in a 1920-wide OBS source, smaller in anything narrower.
-  const fit = () => third.style.setProperty("--scale", Math.min(1, (innerWidth - 24) / WIDTH));
+  // No scale asked for: 1 in a 1920x1080 OBS source, smaller in anything smaller, always
+  // inside the safe area.
+  const fit = () => third.style.setProperty("--scale", Math.min(1,
+    (innerWidth * (1 - 2 * safe)) / BOX[0], (innerHeight * (1 - 2 * safe)) / BOX[1]));
   fit();
   addEventListener("resize", fit);
 }
-const flashes = params.get("flash") !== "0";
+const flashes = params.get("flash") !== "0" && layout !== "clock"; // the clock alone: no tabs
 
 let state = null;
 let flashTimer = 0;
@@ -205,11 +227,22 @@ function tick() {
   const digits = text || "–";
   if (clock.textContent !== digits) clock.textContent = digits;
   if (third.dataset.stage !== look) third.dataset.stage = look;
+  const air = airOf(look, remaining);
+  if (third.dataset.air !== air) third.dataset.air = air;
   // The bar moves every frame: the visibly smooth part of the countdown.
   const limit = Math.max(state.limit_ms || 0, state.remaining_ms || 0, 1);
   const fraction = remaining == null ? 0 : Math.min(1, remaining / limit);
   $("progress").style.transform = `scaleX(${fraction})`;
   drawMatchClock($("match-clock"), state, conn.frozenNow());
+}
+
+/** "on" or "off": with ?from=N, on air only while the clock counts at or below N s or
+ * shows the expiry; always on otherwise. */
+function airOf(look, remaining) {
+  if (fromMs == null) return "on";
+  if (look === "expired") return "on";
+  const counting = look === "running" || look === "warning" || look === "critical";
+  return counting && remaining != null && remaining <= fromMs ? "on" : "off";
 }
 
 applyI18n();
