@@ -274,7 +274,9 @@ def _post_from(source: str, url: str, forwarded_for: str) -> int:
 
 def test_forwarded_for_is_believed_only_from_a_trusted_proxy(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "xff.db", env={
-        "SHOTCLOCK_COMMAND_RATE": "2", "SHOTCLOCK_COMMAND_BURST": "5",
+        # 1 a second: ten requests hit the limit unless each takes over 0.5 s (at 2 a
+        # second, over 0.25 s: a loaded machine's new connection can, and it then failed)
+        "SHOTCLOCK_COMMAND_RATE": "1", "SHOTCLOCK_COMMAND_BURST": "5",
         "SHOTCLOCK_TRUSTED_PROXIES": "127.0.0.2"}).start()
     url = f"{server.url}/api/tables/1/commands"
     try:
