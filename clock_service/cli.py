@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from firmware_bridge.monitor import HardwareMonitor
 
 __all__ = ["main", "table_runtime", "table_app", "EXIT_REFUSED", "EXIT_STORE_LOCKED",
-           "EXIT_STORE_CORRUPT"]
+           "EXIT_STORE_CORRUPT", "EXIT_STORE_UNWRITABLE"]
 
 log = logging.getLogger("shotclock")
 
@@ -49,6 +49,9 @@ EX_CONFIG = 78
 EXIT_REFUSED = EX_CONFIG  # a non-loopback address without a referee token or --open
 EXIT_STORE_LOCKED = 75  # EX_TEMPFAIL: another process serves this store (retry later)
 EXIT_STORE_CORRUPT = 65  # EX_DATAERR: the store failed PRAGMA quick_check
+# EX_CANTCREAT: the store's path cannot be written (read-only root): the units list it in
+# RestartPreventExitStatus, so systemd does not restart it every second.
+EXIT_STORE_UNWRITABLE = 73
 # The integrity check before READY stops after this long and finishes after start: systemd
 # waits 90 s for READY (TimeoutStartSec), and on a Pi the imports and loading the tables
 # take seconds too. 10 s is ~0.3-1 GB of store on an SD card (see README).
@@ -74,8 +77,8 @@ def _refuse_exposed(settings: Settings, prog: str) -> int | None:
 
 
 def _locked_store(store: Store) -> Store | int:
-    """The store, locked for this process and checked; or the exit code (75, 65)."""
-    from clock_service.errors import StoreCorrupt, StoreLocked
+    """The store, locked for this process and checked; or the exit code (75, 65, 73)."""
+    from clock_service.errors import StoreCorrupt, StoreLocked, StoreUnwritable
 
     try:
         store.lock()  # held until the process ends
@@ -90,6 +93,9 @@ def _locked_store(store: Store) -> Store | int:
     except StoreCorrupt as exc:
         print(f"shotclock: {exc.message}", file=sys.stderr, flush=True)
         return EXIT_STORE_CORRUPT
+    except StoreUnwritable as exc:
+        print(f"shotclock: {exc.message}", file=sys.stderr, flush=True)
+        return EXIT_STORE_UNWRITABLE
     return store
 
 

@@ -141,6 +141,13 @@ class StoreLocked(StoreError):
     code = "store_locked"
 
 
+class StoreUnwritable(StoreError, PermissionError):
+    """The store's path cannot be written (a read-only root, a card remounted read-only,
+    a directory the service's user cannot write): a restart cannot help."""
+
+    code = "store_unwritable"
+
+
 class StoreCorrupt(StoreError):
     """The store failed its integrity check at start."""
 

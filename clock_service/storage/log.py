@@ -31,6 +31,7 @@ table, and an archived table's events stay addressable for the records.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -44,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clock_service.errors import StoreCorrupt, StoreError, StoreLocked
+from clock_service.errors import StoreCorrupt, StoreError, StoreLocked, StoreUnwritable
 from clock_service.storage.heartbeat import AliveFile
 from clock_service.storage.index import REFRESH_TYPES, ensure_index, index_ops, projection
 from clock_service.storage.schema import migrate
@@ -226,8 +227,14 @@ class Store:
             return
         import fcntl
 
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            for path in (self.path, self.path + "-wal", str(Path(self.path).parent)):
+                if os.path.exists(path) and not os.access(path, os.W_OK):
+                    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+        except OSError as exc:
+            raise self.unwritable(exc) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -240,6 +247,18 @@ class Store:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
+
+    def unwritable(self, exc: OSError) -> StoreUnwritable:
+        """The one line that says why the store cannot be written and what to do."""
+        where = exc.filename or self.path
+        why = ("the file system is read-only (an overlay root, or a card the kernel "
+               "remounted read-only after errors)" if exc.errno == errno.EROFS else
+               f"{exc.strerror or exc} (the service's user cannot write there)")
+        return StoreUnwritable(
+            f"the event store {self.path} cannot be written: {where}: {why}. Keep the store "
+            "on a writable partition (--db or SHOTCLOCK_DB, e.g. /var/lib/shotclock/"
+            "shotclock.db; under an overlay root, a writable partition named in the unit's "
+            "ReadWritePaths=: see deploy/README.md)")
 
     def check(self, budget_s: float | None = None) -> bool:
         """``PRAGMA quick_check``; ``StoreCorrupt`` with SQLite's findings if it fails.
