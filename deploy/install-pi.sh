@@ -128,7 +128,8 @@ if [[ -r $ROOT/etc/os-release ]]; then
     # shellcheck disable=SC1091
     OS_NAME="$(. "$ROOT/etc/os-release" && echo "${PRETTY_NAME:-unknown}")"
 fi
-MODEL="$(tr -d '\0' <"$ROOT/proc/device-tree/model" 2>/dev/null || true)"
+MODEL=""
+[[ -r $ROOT/proc/device-tree/model ]] && MODEL="$(tr -d '\0' <"$ROOT/proc/device-tree/model")"
 PYTHON_VERSION="$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 RASPBERRY_PI_OS=no
 [[ -f $ROOT/etc/rpi-issue || -f $ROOT/etc/apt/sources.list.d/raspi.list || -f $ROOT/etc/apt/sources.list.d/raspi.sources ]] &&
@@ -369,7 +370,11 @@ install -D -m 0644 "$SRC/deploy/shotclock.service" "$ROOT/etc/systemd/system/sho
 install -D -m 0644 "$SRC/deploy/shotclock-bridge.service" "$ROOT/etc/systemd/system/shotclock-bridge.service"
 UNIT=shotclock.service
 [[ $MODE == bridge ]] && UNIT=shotclock-bridge.service
-if [[ -d $ROOT/run/systemd/system ]]; then
+if ! command -v systemctl >/dev/null; then
+    # a container or a minimal root without systemd: the unit is there for a boot with it
+    echo "WARNING: no systemd here: $UNIT is installed, not enabled; run" \
+        "$VENV/bin/shotclock serve with $ETC/env's settings yourself" >&2
+elif [[ -d $ROOT/run/systemd/system ]]; then
     systemctl daemon-reload
     systemctl enable "$UNIT"
     systemctl restart "$UNIT" # an upgrade: the new version runs now
