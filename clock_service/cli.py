@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import gc
 import logging
-import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -457,7 +456,7 @@ def _hall(args: argparse.Namespace) -> int:
 
     from clock_service.hub import Hub
     from clock_service.mqtt.hall import HallRuntime
-    from clock_service.settings import Settings, default_db_path
+    from clock_service.settings import Settings
     from clock_service.storage import Store
     from clock_service.timesource import RealTime
 
@@ -466,8 +465,7 @@ def _hall(args: argparse.Namespace) -> int:
     # The hall's own store: not a table service's (a hall server may run one too). Where
     # serve's default lives (never relative to the working directory: the unit runs in /).
     settings = dataclasses.replace(settings, default_table=None, display="none",
-                                   db=args.db or os.environ.get("SHOTCLOCK_HALL_DB")
-                                   or default_db_path(name="hall.db"))
+                                   db=args.db or settings.hall_db)
     if not settings.mqtt_url:
         raise SystemExit("shotclock hall: needs the broker: --mqtt mqtt://[user:pass@]host:port"
                          "/<hall> (or SHOTCLOCK_MQTT_URL)")
@@ -510,7 +508,7 @@ def _camera_adapter(runtime: Runtime, settings: Settings) -> CameraAdapter | Non
     from clock_service.camera.config import load_camera_config
 
     try:
-        config = load_camera_config(settings.db, settings.default_table)
+        config = load_camera_config(settings)
     except ValueError as exc:
         raise SystemExit(f"shotclock: camera configuration refused: {exc}") from None
     if config is None:
@@ -549,7 +547,7 @@ def _camera(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env(db=args.db)
     try:
-        config = load_camera_config(settings.db, settings.default_table)
+        config = load_camera_config(settings)
         spec = parse_source(args.source) if args.source else (config.spec if config else None)
     except ValueError as exc:
         print(f"shotclock camera: {exc}", file=sys.stderr)
@@ -562,10 +560,7 @@ def _camera(args: argparse.Namespace) -> int:
     elif config is not None:
         out = str(config.calibration_path)
     else:
-        from pathlib import Path
-
-        out = os.environ.get("SHOTCLOCK_CAMERA_CALIBRATION") or str(
-            Path(settings.db).parent / "camera-calibration.json")
+        out = str(settings.camera_calibration_path)
     source = FrameSource(spec, lambda: time.time() * 1000)
     try:
         source.open()
@@ -678,6 +673,7 @@ def main(argv: list[str] | None = None) -> int:
                            help="write the frame with the corners drawn to this image file")
     from clock_service.broadcast.cli import add_parser as add_feed_parser
     from clock_service.broadcast.cli import run as run_feed
+    from clock_service.config_cli import add_parser as add_config_parser
     from clock_service.reports.cli import add_parser as add_report_parser
     from clock_service.tournament.cli import add_parser as add_draw_parser
 
@@ -687,6 +683,7 @@ def main(argv: list[str] | None = None) -> int:
 
     doctor.add_parser(sub)
     add_draw_parser(sub)
+    add_config_parser(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper() if args.cmd in ("serve", "hall")
                         else "INFO",
@@ -714,6 +711,10 @@ def main(argv: list[str] | None = None) -> int:
         from clock_service.reports.cli import run as report
 
         return report(args)
+    if args.cmd == "config":
+        from clock_service.config_cli import run as show_config
+
+        return show_config(args)
     return 2
 
 

@@ -506,7 +506,7 @@ def machine_from_env(args: argparse.Namespace) -> Machine:
         hardware_error = str(exc)
     camera_source, camera_error = None, None
     try:
-        camera = load_camera_config(settings.db, settings.default_table)
+        camera = load_camera_config(settings)
         camera_source = camera.source if camera else None
     except ValueError as exc:
         camera_error = str(exc)

@@ -1,16 +1,34 @@
-"""Service settings: command-line flags over ``SHOTCLOCK_*`` environment variables over defaults."""
+"""Every setting of the service and its commands, in one place (issue 18 point 4).
+
+Each setting is a field of :class:`Settings` with its type, its default and its help; its
+environment variable is ``SHOTCLOCK_<NAME>`` unless the field says otherwise. A value
+comes from, in order: a command-line flag, the environment, the TOML file named by
+``SHOTCLOCK_CONFIG`` (keys are the field names: ``port = 8080``), the default. This is the
+only module that reads ``SHOTCLOCK_*`` variables; ``shotclock config`` prints the effective
+values and where each came from (secrets redacted), and README's settings table is made
+from the same fields (``shotclock config --markdown``; tests/test_settings.py keeps them
+equal).
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+import tomllib
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["Settings", "default_db_path"]
+__all__ = ["Settings", "Loaded", "default_db_path", "load", "CONFIG_ENV", "PREFIX"]
+
+PREFIX = "SHOTCLOCK_"
+CONFIG_ENV = "SHOTCLOCK_CONFIG"  # a TOML file of settings (below the environment)
+REDACTED = "***"
 
 
-def default_db_path(environ: Any = None, name: str = "shotclock.db") -> str:
+def default_db_path(environ: Mapping[str, str] | None = None, name: str = "shotclock.db") -> str:
     """Where the store lives when nobody says: never relative to the working directory.
 
     Under systemd (``StateDirectory=shotclock``) that is ``$STATE_DIRECTORY``; otherwise the
@@ -31,146 +49,378 @@ def default_db_path(environ: Any = None, name: str = "shotclock.db") -> str:
     return str(Path(env.get("HOME") or Path.home()) / ".local" / "state" / "shotclock" / name)
 
 
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise SystemExit(f"{name} must be a whole number, got {raw!r}") from None
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise SystemExit(f"{name} must be a number, got {raw!r}") from None
-
-
-def _default_table(raw: str | None) -> str | None:
-    if raw is None:
-        return Settings.default_table
-    raw = raw.strip()
-    return None if raw in ("", "none") else raw
-def _env_list(name: str) -> tuple[str, ...]:
-    """A comma- or space-separated list."""
-    raw = os.environ.get(name) or ""
-    return tuple(item for item in raw.replace(",", " ").split() if item)
+def setting(default: Any, help: str, *, env: str | None = None, secret: bool = False,
+            shown: str | None = None, commands: str = "serve") -> Any:
+    """A field of :class:`Settings`. ``env``: its variable when not ``SHOTCLOCK_<NAME>``;
+    ``secret``: never printed (a URL's password only); ``shown``: the default as the docs
+    say it when it is worked out at start (the store's path); ``commands``: who reads it."""
+    meta = {"help": help, "env": env, "secret": secret, "shown": shown, "commands": commands}
+    if isinstance(default, tuple | list | dict):
+        return field(default_factory=lambda: default, metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
 class Settings:
-    host: str = "127.0.0.1"
-    port: int = 8000
-    db: str = field(default_factory=default_db_path)
-    referee_token: str | None = None
-    default_table: str | None = "1"
-    # "terminal": show the default table's clock in the terminal when no hardware is set.
-    display: str = "terminal"
-    ws_queue: int = 1024  # messages waiting per WebSocket client before it is cut off
-    ws_send_timeout_s: float = 5.0
-    # WebSocket keepalive: a ping every this many seconds; no pong within as long again
-    # drops the connection (a dead client is let go even when nothing is being sent).
-    ws_ping_s: float = 20.0
-    max_message_bytes: int = 16_384  # HTTP bodies and WebSocket messages
-    # Commands a second per client address, HTTP and every WebSocket of that address
-    # together; 0: no limit. See limits.py.
-    command_rate: int = 20
-    command_burst: int = 60
-    # mqtt://[user:pass@]host:port/<hall>: publish every table on a broker (README "MQTT").
-    mqtt_url: str | None = None
-    # Reads (GET /api/..., WebSocket connections) per client address: tokens a second, a
-    # read of many events costs more than one token; 0: no limit. See limits.py.
-    read_rate: int = 20
-    read_burst: int = 60
-    # WebSocket messages of any kind (commands, pings, junk) per client address, all its
-    # sockets together; a socket over it is closed (1008). 0: no limit. See limits.py.
-    message_rate: int = 50
-    message_burst: int = 100
-    # WebSocket handshakes a second from everyone together: a burst of connections (from
-    # many addresses) is a burst of work on the clock's loop. Refused: retry (pages back
-    # off with jitter). 0: no limit.
-    handshake_rate: int = 50
-    handshake_burst: int = 25
-    # Connections (TCP, HTTP and WebSocket) in all and per client address; connections
-    # over either are closed at once, before they hold anything. See serving.py.
-    max_connections: int = 1000
-    max_connections_per_address: int = 64
-    max_sockets_per_address: int = 32  # WebSockets per client address (after proxies)
-    # A request's headers and body must arrive within this many seconds of its first byte
-    # (slowloris); an idle keep-alive connection is closed after keep_alive_s.
-    request_timeout_s: float = 5.0
-    keep_alive_s: float = 5.0
-    max_replays: int = 4  # ?since= replays streaming from the store at once
-    # How long a command waits for its events to be durable before 503 store_unavailable.
-    store_wait_s: float = 5.0
-    max_tables: int = 200  # live (not archived) tables
-    # Addresses (or networks) of reverse proxies whose X-Forwarded-For is believed.
-    trusted_proxies: tuple[str, ...] = ()
-    # Origins besides the service's own that may command and open WebSockets.
-    allowed_origins: tuple[str, ...] = ()
-    # Listen on a non-loopback address without a referee token (shotclock serve --open).
-    open: bool = False
-    # A directory of the federation's own time-profile presets (JSON or TOML files, see
-    # clock_service/presets), besides the built-in ones.
-    presets_dir: str | None = None
-    # Results out (issue 25): POST each finished match's result here, signed with the
-    # secret (HMAC-SHA256), retried from results_retry_s doubling to 5 minutes.
-    results_webhook: str | None = None
-    results_secret: str | None = None
-    results_retry_s: float = 2.0
-    # Text files for OBS/Wirecast (broadcast/textfiles.py): a directory to keep them in,
-    # the table (None: every table, each in DIR/<id>/) and the language of last_event.
-    feed_dir: str | None = None
-    feed_table: str | None = None
-    feed_lang: str = "en"
+    # -- where and what -------------------------------------------------------------------
+    host: str = setting("127.0.0.1", "address to listen on (flag `--host`)",
+                        commands="serve, hall")
+    port: int = setting(8000, "port to listen on (flag `--port`)", commands="serve, hall")
+    db: str = setting(None, "the store (SQLite file; flag `--db`). Never relative to the "
+                      "working directory: `$STATE_DIRECTORY/shotclock.db` under systemd, else "
+                      "`$XDG_STATE_HOME/shotclock/shotclock.db` or "
+                      "`~/.local/state/shotclock/shotclock.db`",
+                      shown="state directory", commands="serve, report, camera")
+    hall_db: str = setting(None, "`shotclock hall`'s own store (flag `--db`): `hall.db` "
+                           "where `serve` keeps `shotclock.db`",
+                           shown="state directory", commands="hall")
+    referee_token: str | None = setting(
+        None, "when set, every command needs `Authorization: Bearer <token>` (HTTP), or on "
+        "the WebSocket the subprotocol `bearer.<token>` or `?token=`; reading never does",
+        secret=True, commands="serve, hall, shotclock-bridge")
+    default_table: str | None = setting(
+        "1", "the table created at start if missing (empty or `none`: none). On a hall's "
+        "table Pi: its own table id")
+    display: str = setting("terminal", "`terminal` (the default table's clock in the "
+                           "terminal when no hardware is set) or `none` (flag `--display`)")
+    presets_dir: str | None = setting(
+        None, "a directory of the federation's own time-profile presets (JSON or TOML; see "
+        "\"Profiles and presets\")")
+    max_tables: int = setting(200, "live tables at most (`DELETE /api/tables/{id}` "
+                              "archives one)")
+    # -- results out (issue 25) ------------------------------------------------------------
+    results_webhook: str | None = setting(
+        None, "POST each finished match's result to this URL (unset: none; see \"Results "
+        "out\")")
+    results_secret: str | None = setting(
+        None, "the results webhook's secret: each POST is signed with it (HMAC-SHA256)",
+        secret=True)
+    results_retry_s: float = setting(2.0, "the first retry of a failed webhook after this many "
+                                     "seconds, doubling to 5 minutes")
+    # -- MQTT ---------------------------------------------------------------------------------
+    mqtt_url: str | None = setting(
+        None, "`mqtt://[user:pass@]host[:port]/<hall>` (`mqtts://` for TLS): publish every "
+        "table on the broker, take commands from it; for `shotclock hall`, the broker to "
+        "mirror (flag `--mqtt`). Needs the `mqtt` extra", secret=True, commands="serve, hall")
+    # -- hardware and camera --------------------------------------------------------------------
+    hardware: str | None = setting(
+        None, "`none`, `gpio` or `serial` (over the config file's `kind`; unset: the file's, "
+        "else none): see [deploy/README.md](deploy/README.md)",
+        commands="serve, blank, shotclock-bridge")
+    hardware_config: str | None = setting(
+        None, "a TOML file of the table's hardware (pins, serial port, buttons)",
+        commands="serve, blank, shotclock-bridge")
+    serial_port: str | None = setting(None, "the display controller's serial port (over the "
+                                      "config file's)", commands="serve, blank, shotclock-bridge")
+    camera: str | None = setting(None, "the overhead camera: a device number, a device path, "
+                                 "a video file or a URL (unset: no camera)",
+                                 commands="serve, camera")
+    camera_mode: str = setting("assist", "`assist` (the camera suggests, the referee "
+                               "decides) or `auto` (it sends start and shot)",
+                               commands="serve, camera")
+    camera_table: str | None = setting(None, "the table the camera watches (unset: the "
+                                       "default table, else `1`)", commands="serve, camera")
+    camera_calibration: str | None = setting(
+        None, "the camera's calibration file (unset: `camera-calibration.json` beside the "
+        "store)", shown="beside the store", commands="serve, camera")
+    # -- pages and feeds -------------------------------------------------------------------
+    feed_dir: str | None = setting(None, "`serve` keeps the text files for OBS/Wirecast in "
+                                   "this directory (see \"Broadcast without code\"); unset: none")
+    feed_table: str | None = setting(None, "the table whose files go in `SHOTCLOCK_FEED_DIR` "
+                                     "(unset: every table, each in `DIR/<id>/`)")
+    feed_lang: str = setting("en", "`en` or `ru`: the language of `last_event.txt`")
+    chromium: str | None = setting(None, "the headless Chromium `shotclock report --pdf` "
+                                   "prints with (unset: the first of chromium, "
+                                   "chromium-browser, google-chrome found)", commands="report")
+    # -- the network -------------------------------------------------------------------------
+    allowed_origins: tuple[str, ...] = setting(
+        (), "origins besides the service's own whose pages may command and open WebSockets "
+        "(`http://obs.local:8080`, ...; `*`: any); comma- or space-separated")
+    trusted_proxies: tuple[str, ...] = setting(
+        (), "addresses or networks of reverse proxies whose `X-Forwarded-For` names the "
+        "client (anything else's is ignored); comma- or space-separated")
+    open: bool = setting(False, "listen on a non-loopback address without a referee token "
+                         "(flag `--open`; warned on every start)", commands="serve, hall")
+    ws_queue: int = setting(1024, "messages that may wait for one WebSocket client before "
+                            "it is cut off")
+    ws_send_timeout_s: float = setting(5.0, "seconds one WebSocket send may take before the "
+                                       "client is cut off")
+    ws_ping_s: float = setting(20.0, "a WebSocket ping every this many seconds; no pong "
+                               "within as long again drops the connection")
+    max_message_bytes: int = setting(16_384, "the largest HTTP body or WebSocket message")
+    command_rate: int = setting(20, "commands a second per client address (HTTP and every "
+                                "WebSocket of it together; 0: no limit). See \"A hostile "
+                                "network\"")
+    command_burst: int = setting(60, "commands one address may save up")
+    read_rate: int = setting(20, "read tokens a second per client address (a page of many "
+                             "events costs more than one; 0: no limit)")
+    read_burst: int = setting(60, "read tokens one address may save up")
+    message_rate: int = setting(50, "WebSocket messages a second per client address, all its "
+                                "sockets together; a socket over it is closed (0: no limit)")
+    message_burst: int = setting(100, "WebSocket messages one address may save up")
+    handshake_rate: int = setting(50, "WebSocket handshakes a second from everyone together "
+                                  "(0: no limit)")
+    handshake_burst: int = setting(25, "WebSocket handshakes saved up, everyone together")
+    max_connections: int = setting(1000, "connections in all (lowered to fit the open-file "
+                                   "limit)")
+    max_connections_per_address: int = setting(64, "connections per client address "
+                                               "(trusted proxies exempt)")
+    max_sockets_per_address: int = setting(32, "WebSockets per client address")
+    request_timeout_s: float = setting(5.0, "a request's headers and body must arrive within "
+                                       "this many seconds of its first byte")
+    keep_alive_s: float = setting(5.0, "an idle keep-alive connection is closed after this "
+                                  "many seconds")
+    max_replays: int = setting(4, "`?since=` replays streaming from the store at once")
+    store_wait_s: float = setting(5.0, "seconds a command waits for the disk before 503 "
+                                  "`store_unavailable`")
+    # -- shotclock-bridge (a table's hardware driven from a remote service) -----------------
+    bridge_server: str | None = setting(None, "`shotclock-bridge`: the service, e.g. "
+                                        "`ws://hall:8000` (flag `--server`)",
+                                        env="SHOTCLOCK_SERVER", commands="shotclock-bridge")
+    bridge_table: str | None = setting(None, "`shotclock-bridge`: the table id (flag "
+                                       "`--table`; unset: the hardware config's `table_id`)",
+                                       env="SHOTCLOCK_TABLE", commands="shotclock-bridge")
+
+    def __post_init__(self) -> None:
+        # The stores' defaults depend on the environment (systemd's, XDG's): worked out
+        # when none was given, here too for Settings(...) made in code.
+        if self.db is None:
+            object.__setattr__(self, "db", default_db_path())
+        if self.hall_db is None:
+            object.__setattr__(self, "hall_db", default_db_path(name="hall.db"))
+
+    @property
+    def camera_calibration_path(self) -> Path:
+        """The camera's calibration file: the setting, else beside the store (the one place
+        this default is written)."""
+        if self.camera_calibration:
+            return Path(self.camera_calibration)
+        return Path(self.db).parent / "camera-calibration.json"
+
+    @property
+    def camera_table_id(self) -> str:
+        return (self.camera_table or self.default_table or "1").strip()
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> Settings:
-        env = os.environ
-        settings = cls(
-            host=env.get("SHOTCLOCK_HOST", cls.host),
-            port=_env_int("SHOTCLOCK_PORT", cls.port),
-            db=env.get("SHOTCLOCK_DB") or default_db_path(env),
-            referee_token=env.get("SHOTCLOCK_REFEREE_TOKEN") or None,
-            display=env.get("SHOTCLOCK_DISPLAY", cls.display),
-            ws_queue=_env_int("SHOTCLOCK_WS_QUEUE", cls.ws_queue),
-            ws_send_timeout_s=_env_float("SHOTCLOCK_WS_SEND_TIMEOUT_S", cls.ws_send_timeout_s),
-            ws_ping_s=_env_float("SHOTCLOCK_WS_PING_S", cls.ws_ping_s),
-            max_message_bytes=_env_int("SHOTCLOCK_MAX_MESSAGE_BYTES", cls.max_message_bytes),
-            command_rate=_env_int("SHOTCLOCK_COMMAND_RATE", cls.command_rate),
-            command_burst=_env_int("SHOTCLOCK_COMMAND_BURST", cls.command_burst),
-            mqtt_url=env.get("SHOTCLOCK_MQTT_URL") or None,
-            # "" (or "none"): no default table, e.g. a hall where every table has its own Pi.
-            default_table=_default_table(env.get("SHOTCLOCK_DEFAULT_TABLE")),
-            read_rate=_env_int("SHOTCLOCK_READ_RATE", cls.read_rate),
-            read_burst=_env_int("SHOTCLOCK_READ_BURST", cls.read_burst),
-            message_rate=_env_int("SHOTCLOCK_MESSAGE_RATE", cls.message_rate),
-            message_burst=_env_int("SHOTCLOCK_MESSAGE_BURST", cls.message_burst),
-            handshake_rate=_env_int("SHOTCLOCK_HANDSHAKE_RATE", cls.handshake_rate),
-            handshake_burst=_env_int("SHOTCLOCK_HANDSHAKE_BURST", cls.handshake_burst),
-            max_connections=_env_int("SHOTCLOCK_MAX_CONNECTIONS", cls.max_connections),
-            max_connections_per_address=_env_int("SHOTCLOCK_MAX_CONNECTIONS_PER_ADDRESS",
-                                                 cls.max_connections_per_address),
-            max_sockets_per_address=_env_int("SHOTCLOCK_MAX_SOCKETS_PER_ADDRESS",
-                                             cls.max_sockets_per_address),
-            request_timeout_s=_env_float("SHOTCLOCK_REQUEST_TIMEOUT_S", cls.request_timeout_s),
-            keep_alive_s=_env_float("SHOTCLOCK_KEEP_ALIVE_S", cls.keep_alive_s),
-            max_replays=_env_int("SHOTCLOCK_MAX_REPLAYS", cls.max_replays),
-            store_wait_s=_env_float("SHOTCLOCK_STORE_WAIT_S", cls.store_wait_s),
-            max_tables=_env_int("SHOTCLOCK_MAX_TABLES", cls.max_tables),
-            trusted_proxies=_env_list("SHOTCLOCK_TRUSTED_PROXIES"),
-            allowed_origins=_env_list("SHOTCLOCK_ALLOWED_ORIGINS"),
-            presets_dir=env.get("SHOTCLOCK_PRESETS_DIR") or None,
-            results_webhook=env.get("SHOTCLOCK_RESULTS_WEBHOOK") or None,
-            results_secret=env.get("SHOTCLOCK_RESULTS_SECRET") or None,
-            results_retry_s=_env_float("SHOTCLOCK_RESULTS_RETRY_S", cls.results_retry_s),
-            feed_dir=env.get("SHOTCLOCK_FEED_DIR") or None,
-            feed_table=env.get("SHOTCLOCK_FEED_TABLE") or None,
-            feed_lang=env.get("SHOTCLOCK_FEED_LANG") or cls.feed_lang,
-        )
-        return replace(settings, **{k: v for k, v in overrides.items() if v is not None})
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """The settings from the environment (and ``SHOTCLOCK_CONFIG``'s file); ``overrides``
+        are the command's flags (None: not given)."""
+        return load(environ, **overrides).settings
+
+
+@dataclass(frozen=True)
+class Loaded:
+    settings: Settings
+    sources: dict[str, str]  # field -> "default", "env", "file" or "flag"
+    file: str | None = None
+
+
+def env_name(f: Any) -> str:
+    return str(f.metadata.get("env") or PREFIX + f.name.upper())
+
+
+def _hints() -> dict[str, Any]:
+    return typing.get_type_hints(Settings)
+
+
+def _base(kind: Any) -> tuple[Any, bool]:
+    """(the type, whether None is allowed)."""
+    args = typing.get_args(kind)
+    if type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return rest[0], True
+    return kind, False
+
+
+def parse(name: str, kind: Any, raw: Any, where: str) -> Any:
+    """A raw value (a string from the environment, or a TOML value) as the field's type;
+    a wrong one stops the program naming the setting and where it came from."""
+    base, optional = _base(kind)
+    if isinstance(raw, str):
+        text = raw.strip()
+        if optional and text == "":
+            return None
+        if base is tuple or typing.get_origin(base) is tuple:
+            return tuple(item for item in text.replace(",", " ").split() if item)
+        if base is bool:
+            if text.lower() in ("1", "true", "yes", "on"):
+                return True
+            if text.lower() in ("0", "false", "no", "off", ""):
+                return False
+            raise SystemExit(f"{where} must be true or false, got {raw!r}")
+        if base is int:
+            try:
+                return int(text)
+            except ValueError:
+                raise SystemExit(f"{where} must be a whole number, got {raw!r}") from None
+        if base is float:
+            try:
+                return float(text)
+            except ValueError:
+                raise SystemExit(f"{where} must be a number, got {raw!r}") from None
+        return raw if base is str and name.endswith("token") else text
+    # a TOML value
+    if base is tuple or typing.get_origin(base) is tuple:
+        if isinstance(raw, list) and all(isinstance(v, str) for v in raw):
+            return tuple(raw)
+        raise SystemExit(f"{where} must be a list of strings, got {raw!r}")
+    if base is float and isinstance(raw, int | float) and not isinstance(raw, bool):
+        return float(raw)
+    if isinstance(raw, base) and not (base is int and isinstance(raw, bool)):
+        return raw
+    raise SystemExit(f"{where} must be {getattr(base, '__name__', base)}, got {raw!r}")
+
+
+def _special(name: str, value: Any) -> Any:
+    if name == "default_table" and isinstance(value, str) and value.strip() in ("", "none"):
+        return None
+    if name in ("camera_mode", "hardware") and isinstance(value, str):
+        return value.strip().lower()
+    return value
+
+
+def load(environ: Mapping[str, str] | None = None, **flags: Any) -> Loaded:
+    """The effective settings and where each came from: a flag (``flags``, None: not
+    given), the environment, ``SHOTCLOCK_CONFIG``'s TOML file, else the default."""
+    env = os.environ if environ is None else environ
+    hints = _hints()
+    names = {f.name for f in fields(Settings)}
+    unknown = set(flags) - names
+    if unknown:
+        raise TypeError(f"unknown settings: {sorted(unknown)}")
+    from_file: dict[str, Any] = {}
+    path = (env.get(CONFIG_ENV) or "").strip() or None
+    if path:
+        try:
+            with Path(path).open("rb") as stream:
+                from_file = tomllib.load(stream)
+        except OSError as exc:
+            raise SystemExit(f"{CONFIG_ENV}: cannot read {path!r} ({exc.strerror})") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise SystemExit(f"{CONFIG_ENV}: {path} is not valid TOML: {exc}") from None
+        wrong = set(from_file) - names
+        if wrong:
+            raise SystemExit(f"{CONFIG_ENV}: {path}: unknown settings {sorted(wrong)} "
+                             "(see `shotclock config`)")
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for f in fields(Settings):
+        variable = env_name(f)
+        if flags.get(f.name) is not None:
+            values[f.name], sources[f.name] = flags[f.name], "flag"
+        elif variable in env and not (env[variable] == "" and f.name in _EMPTY_IS_UNSET):
+            values[f.name] = _special(f.name, parse(f.name, hints[f.name], env[variable],
+                                                    variable))
+            sources[f.name] = "env"
+        elif f.name in from_file:
+            values[f.name] = _special(f.name, parse(f.name, hints[f.name], from_file[f.name],
+                                                    f"{path}: {f.name}"))
+            sources[f.name] = "file"
+        else:
+            sources[f.name] = "default"
+    if values.get("db") is None:
+        values["db"] = default_db_path(env)
+    if values.get("hall_db") is None:
+        values["hall_db"] = default_db_path(env, name="hall.db")
+    return Loaded(Settings(**values), sources, path)
+
+
+# Set but empty means "the default" for these (an empty SHOTCLOCK_PORT is no port; an empty
+# SHOTCLOCK_DEFAULT_TABLE, by contrast, means "no default table").
+_EMPTY_IS_UNSET = frozenset({
+    "host", "port", "db", "hall_db", "display", "feed_lang", "camera_mode", "ws_queue",
+    "ws_send_timeout_s", "ws_ping_s", "max_message_bytes", "command_rate", "command_burst",
+    "read_rate", "read_burst", "message_rate", "message_burst", "handshake_rate",
+    "handshake_burst", "max_connections", "max_connections_per_address",
+    "max_sockets_per_address", "request_timeout_s", "keep_alive_s", "max_replays",
+    "store_wait_s", "max_tables", "open", "results_retry_s"})
+
+
+def redact(name: str, value: Any) -> Any:
+    """A secret's value as it may be shown: a token as ***, a URL without its password."""
+    f = next(f for f in fields(Settings) if f.name == name)
+    if not f.metadata.get("secret") or value in (None, ""):
+        return value
+    if isinstance(value, str) and "://" in value:
+        parts = urlsplit(value)
+        if parts.password is None:
+            return value
+        host = parts.hostname or ""
+        netloc = f"{parts.username}:{REDACTED}@{host}" + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return REDACTED
+
+
+def shown(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ", ".join(value)
+    return str(value)
+
+
+def describe() -> list[dict[str, Any]]:
+    """Every setting: name, variable, type, default (as documented), help, who reads it."""
+    hints = _hints()
+    out = []
+    for f in fields(Settings):
+        base, optional = _base(hints[f.name])
+        kind = "list" if base is tuple or typing.get_origin(base) is tuple else base.__name__
+        default = f.metadata.get("shown") or shown(
+            f.default_factory() if callable(f.default_factory) else f.default)
+        out.append({"name": f.name, "env": env_name(f), "type": kind, "default": default,
+                    "shown": bool(f.metadata.get("shown")), "help": f.metadata["help"],
+                    "commands": f.metadata["commands"], "secret": bool(f.metadata.get("secret"))})
+    return out
+
+
+def markdown_table() -> str:
+    """README's settings table (between its `settings:begin`/`settings:end` markers)."""
+    lines = ["| environment | type | default | read by | meaning |",
+             "| --- | --- | --- | --- | --- |"]
+    for row in describe():
+        default = row["default"]
+        if default in ("", None):
+            default = "unset"
+        elif not row["shown"]:
+            default = f"`{default}`"
+        lines.append(f"| `{row['env']}` | {row['type']} | {default} | {row['commands']} | "
+                     f"{row['help']} |")
+    return "\n".join(lines) + "\n"
+
+
+def effective(loaded: Loaded) -> list[dict[str, Any]]:
+    """Each setting's effective value (secrets redacted) and where it came from."""
+    out = []
+    for row in describe():
+        value = getattr(loaded.settings, row["name"])
+        out.append({"name": row["name"], "env": row["env"],
+                    "value": redact(row["name"], value), "source": loaded.sources[row["name"]]})
+    return out
+
+
+def with_flags(settings: Settings, **flags: Any) -> Settings:
+    """``settings`` with the flags that were given (None: not given)."""
+    return replace(settings, **{k: v for k, v in flags.items() if v is not None})
+
+
+BEGIN, END = "<!-- settings:begin -->", "<!-- settings:end -->"
+
+
+def write_readme(path: Path) -> bool:
+    """Put :func:`markdown_table` between README's markers; True if it changed."""
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    new = text[:start] + "\n" + markdown_table() + text[end:]
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text
+
+
+if __name__ == "__main__":  # python -m clock_service.settings README.md
+    import sys
+
+    for name in sys.argv[1:] or ["README.md"]:
+        print(f"{name}: {'updated' if write_readme(Path(name)) else 'up to date'}")

@@ -178,9 +178,11 @@ def _from_toml(data: Mapping[str, Any], source: str) -> dict[str, Any]:
 
 def load_config(environ: Mapping[str, str] | None = None) -> HardwareConfig:
     """Build the config from the environment (default ``os.environ``) and the TOML it names."""
-    env = os.environ if environ is None else environ
+    from clock_service.settings import Settings
+
+    settings = Settings.from_env(environ)
     values: dict[str, Any] = {}
-    path = env.get("SHOTCLOCK_HARDWARE_CONFIG")
+    path = settings.hardware_config
     if path:
         try:
             with Path(path).open("rb") as f:
@@ -193,10 +195,10 @@ def load_config(environ: Mapping[str, str] | None = None) -> HardwareConfig:
         except tomllib.TOMLDecodeError as exc:
             raise HardwareConfigError(f"{path}: not valid TOML: {exc}") from exc
         values |= _from_toml(data, path)
-    if env.get("SHOTCLOCK_HARDWARE"):
-        values["kind"] = env["SHOTCLOCK_HARDWARE"].strip().lower()
-    if env.get("SHOTCLOCK_SERIAL_PORT"):
-        values["serial_port"] = env["SHOTCLOCK_SERIAL_PORT"]
+    if settings.hardware:
+        values["kind"] = settings.hardware
+    if settings.serial_port:
+        values["serial_port"] = settings.serial_port
     names = {f.name for f in fields(HardwareConfig)}
     assert set(values) <= names
     try:

@@ -35,7 +35,6 @@ import dataclasses
 import itertools
 import json
 import logging
-import os
 import signal
 import sys
 from collections import deque
@@ -395,20 +394,21 @@ EX_CONFIG = 78  # as ``shotclock serve``: the unit's RestartPreventExitStatus
 
 def main(argv: list[str] | None = None) -> int:
     from clock_service.sdnotify import Watchdog
+    from clock_service.settings import Settings
     from firmware_bridge.config import build_devices, load_config, permission_problems
     from firmware_bridge.errors import HardwareConfigError
 
-    env = os.environ
+    settings = Settings.from_env()
     parser = argparse.ArgumentParser(
         prog="shotclock-bridge",
         description="Drive this table's display, buzzer and buttons from a remote shot clock "
                     "service (hardware from SHOTCLOCK_HARDWARE / SHOTCLOCK_HARDWARE_CONFIG).",
     )
-    parser.add_argument("--server", default=env.get("SHOTCLOCK_SERVER"),
+    parser.add_argument("--server", default=settings.bridge_server,
                         help="the service, e.g. ws://hall:8000 (env SHOTCLOCK_SERVER)")
-    parser.add_argument("--table", default=env.get("SHOTCLOCK_TABLE"),
+    parser.add_argument("--table", default=settings.bridge_table,
                         help="table id (env SHOTCLOCK_TABLE; default: the config's table_id)")
-    parser.add_argument("--token", default=env.get("SHOTCLOCK_REFEREE_TOKEN"),
+    parser.add_argument("--token", default=settings.referee_token,
                         help="referee token, needed for the buttons when the service has one "
                              "(env SHOTCLOCK_REFEREE_TOKEN)")
     parser.add_argument("--log-level", default="info",

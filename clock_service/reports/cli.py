@@ -21,6 +21,7 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,8 @@ def add_parser(sub: Any) -> None:
                         "(its latest match)")
     source = report.add_mutually_exclusive_group()
     source.add_argument("--db", default=None,
-                        help="the store file (default: SHOTCLOCK_DB or var/shotclock.db)")
+                        help="the store file (default: serve's, SHOTCLOCK_DB or the state "
+                        "directory; see `shotclock config`)")
     source.add_argument("--server", default=None,
                         help="a running service instead, e.g. http://127.0.0.1:8000")
     report.add_argument("--csv", nargs="?", const="-", metavar="FILE",
@@ -97,9 +99,23 @@ def _get(url: str) -> bytes:
 
 # -- PDF ----------------------------------------------------------------------------------------
 
+def default_store(environ: Mapping[str, str] | None = None) -> str:
+    """The store ``report`` reads without --db: serve's (Settings.db: SHOTCLOCK_DB, else the
+    state directory), never a path relative to the working directory."""
+    from clock_service.settings import Settings
+
+    return Settings.from_env(environ).db
+
+
+def _configured_chromium() -> str | None:
+    from clock_service.settings import Settings
+
+    return Settings.from_env().chromium
+
+
 def find_chromium() -> str | None:
     """SHOTCLOCK_CHROMIUM, else the first of CHROMIUM_CANDIDATES that exists."""
-    configured = os.environ.get("SHOTCLOCK_CHROMIUM")
+    configured = _configured_chromium()
     if configured:
         return configured if os.access(configured, os.X_OK) else None
     for name in CHROMIUM_CANDIDATES:
@@ -113,7 +129,7 @@ def print_pdf(url: str, out: Path) -> None:
     """Print ``url`` (file:// or http://) to ``out`` with the headless Chromium."""
     chromium = find_chromium()
     if chromium is None:
-        where = os.environ.get("SHOTCLOCK_CHROMIUM") or ", ".join(CHROMIUM_CANDIDATES)
+        where = _configured_chromium() or ", ".join(CHROMIUM_CANDIDATES)
         raise ReportError(
             f"--pdf needs a headless Chromium and none was found (looked for: {where}). "
             "Install it (Debian: apt-get install chromium) or point SHOTCLOCK_CHROMIUM at it; "
@@ -203,7 +219,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"wrote {out}", file=sys.stderr)
         return 0
 
-    conn = _open_store(args.db or os.environ.get("SHOTCLOCK_DB") or "var/shotclock.db")
+    conn = _open_store(args.db or default_store())
     try:
         match_id = args.match if split_match_id(args.match) else _latest(conn, args.match)
         summary, record = read_match(conn, match_id)
