@@ -8,7 +8,8 @@ the core only ever sees a full ``Profile``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
+from functools import cached_property
 from typing import Any
 
 from clock_service.errors import InvalidProfile
@@ -112,8 +113,14 @@ class Profile:
         return (remaining_ms is None or self.show_from_ms is None
                 or remaining_ms <= self.show_from_ms)
 
+    @cached_property
+    def _fields(self) -> dict[str, Any]:
+        # Made once per profile (it is frozen): dataclasses.asdict deep-copies every field
+        # and was half the cost of a table's state (87 of 164 us per state, issue 25).
+        return {name: getattr(self, name) for name in PROFILE_FIELDS}
+
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = dict(self._fields)  # a new dict for each caller; the values are immutable
         out["warnings_ms"] = list(self.warnings_ms)
         return out
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from clock_service import presets
-from clock_service.api.common import REFEREE
+from clock_service.api.common import REFEREE, error_responses
 from clock_service.errors import UnknownTable
 from clock_service.schemas import ErrorResponse, PresetOut
 from clock_service.tournament.draw import DrawError, Problem
@@ -62,8 +62,7 @@ def _tournament(request: Request) -> Tournament:
     return tournament
 
 
-_DRAW_ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorResponse} for code in (401, 404, 409, 422)}
+_DRAW_ERRORS = error_responses(400, 401, 404, 409, 422, 503)
 
 
 @router.get("/api/draw", response_model=DrawOut)
@@ -74,7 +73,7 @@ async def get_draw(request: Request) -> dict[str, Any]:
 
 
 @router.post("/api/draw", status_code=201, dependencies=REFEREE, responses={
-    **_DRAW_ERRORS, 422: {"model": DrawRefused}}, openapi_extra={"requestBody": {
+    **error_responses(401, 413, 503), 422: {"model": DrawRefused}}, openapi_extra={"requestBody": {
         "required": True, "content": {
             "text/csv": {"schema": {"type": "string"}, "example": DRAW_CSV_EXAMPLE},
             "application/json": {"schema": {"type": "array", "items": {"type": "object"}}}}}})

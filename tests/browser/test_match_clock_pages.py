@@ -31,12 +31,16 @@ def test_match_clock_on_display_overlay_console_and_hall(shared_server: ServerPr
     for name, clock in clocks.items():  # before the first break: the whole limit, waiting
         expect(clock, name).to_have_text("Match 10:01 · from the break")
         assert "tie-break frame" in (clock.get_attribute("title") or ""), name
+    # The organiser's choice, written in the match, shown to the players on the display.
+    expect(pages["display"].locator("#match-limit-choice")).to_have_text(
+        "at the limit: the frame in play is finished, the leader wins (level: a tie-break "
+        "frame)")
     seq = int(server.get("/api/tables/mc")["seq"])
     assert server.command("mc", "start")[0] == 200
     wait_past(pages["display"], seq)
     for name, clock in clocks.items():  # counting down, and at 10 min left the warning look
         expect(clock, name).to_have_attribute("data-stage", "warn", timeout=10_000)
-        expect(clock, name).to_have_text(re.compile(r"^Match (10:00|9:5\d)$"))
+        expect(clock, name).to_have_text(re.compile(r"^Match (10:00|9:\d\d)$"))
     assert server.command("mc", "pause")[0] == 200
     for name, clock in clocks.items():
         expect(clock, name).to_contain_text("paused")

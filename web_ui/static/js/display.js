@@ -192,7 +192,7 @@ function tick() {
   const clock = $("clock");
   if (clock.textContent !== shown) clock.textContent = shown;
   if (document.body.dataset.stage !== stage) document.body.dataset.stage = stage;
-  drawMatchClock($("match-clock"), state, conn.frozenNow());
+  drawMatchClock($("match-clock"), state, conn.frozenNow(), $("match-limit-choice"));
 }
 
 applyI18n();

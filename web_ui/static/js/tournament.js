@@ -106,10 +106,18 @@ export function matchClockLine(state, serverNowMs) {
   return { text: t(key, { time }), stage, title: choice };
 }
 
-/** Draw the match clock into ``el`` (hidden when the match has none). */
-export function drawMatchClock(el, state, serverNowMs) {
+/** Draw the match clock into ``el`` (hidden when the match has none); ``choiceEl``: where
+ * the organiser's choice at the limit is written for the players (the display). */
+export function drawMatchClock(el, state, serverNowMs, choiceEl = null) {
   if (!el) return;
   const line = matchClockLine(state, serverNowMs);
+  if (choiceEl) {
+    const mc = state && state.match_clock;
+    const text = mc && mc.phase !== "expired" && !(state.match || {}).drawn
+      ? t(`atlimit.${mc.at_limit}`) : "";
+    choiceEl.classList.toggle("hidden", !text);
+    if (choiceEl.textContent !== text) choiceEl.textContent = text;
+  }
   el.classList.toggle("hidden", !line);
   if (!line) return;
   if (el.textContent !== line.text) el.textContent = line.text;
