@@ -49,7 +49,6 @@ from clock_service.errors import StoreCorrupt, StoreError, StoreLocked, StoreUnw
 from clock_service.storage.heartbeat import AliveFile
 from clock_service.storage.index import REFRESH_TYPES, ensure_index, index_ops, projection
 from clock_service.storage.schema import migrate
-from clock_service.storage.tournament import TOURNAMENT_SCHEMA
 
 __all__ = ["Store", "StoredTable", "ArchivedTable", "ARCHIVE_SEP", "UndoChange", "lean_text"]
 
@@ -322,7 +321,6 @@ class Store:
             conn.execute(f"PRAGMA synchronous={self.synchronous}")
             conn.execute("PRAGMA journal_size_limit=67108864")
             self.migrated = migrate(conn, REFRESH_TYPES)
-            conn.executescript(TOURNAMENT_SCHEMA)
             if ensure_index(conn):
                 log.info("match index built from the event log (%s)", self.path)
             self.store_id = self._ensure_id(conn)

@@ -30,6 +30,8 @@ import logging
 import sqlite3
 import time
 
+from clock_service.storage.tournament import TOURNAMENT_SCHEMA
+
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "LEGACY_PROJ_SQL", "migrate", "has_column"]
 
 log = logging.getLogger(__name__)
@@ -81,6 +83,9 @@ CREATE TABLE IF NOT EXISTS archive (
     archived_at INTEGER NOT NULL
 );
 """
+# Tables added to schema 2 (created in any store of it at open): the tournament's draw and
+# results outbox (issue 25, storage/tournament.py).
+SCHEMA += TOURNAMENT_SCHEMA
 
 # The index's projection of an event of schema 1, from the state it carried (as
 # ``index.projection`` makes it from a live event's state). Used by the migration and by
@@ -120,7 +125,7 @@ def migrate(conn: sqlite3.Connection, indexed_types: frozenset[str]) -> bool:
         return False
     version = _version(conn)
     if version == SCHEMA_VERSION:
-        conn.executescript(SCHEMA)  # tables added since (none yet)
+        conn.executescript(SCHEMA)  # tables added since (the tournament's draw, outbox)
         return False
     if version not in (None, "1"):
         raise sqlite3.DatabaseError(
