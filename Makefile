@@ -74,6 +74,7 @@ bench: venv
 	$(BIN)/python bench/camera_bench.py
 	$(BIN)/python bench/reports_bench.py
 	$(BIN)/python bench/hardware_faults.py -n 5
+	$(BIN)/python bench/store_bench.py
 
 clean:
 	rm -rf $(VENV) var build dist *.egg-info

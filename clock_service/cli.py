@@ -113,6 +113,8 @@ def table_runtime(settings: Settings, *, time: TimeSource | None = None,
     runtime = Runtime(store or Store(settings.db), time or RealTime(), Hub(settings.ws_queue),
                       max_tables=settings.max_tables)
     runtime.store_wait_s = settings.store_wait_s
+    runtime.archive_days = settings.archive_days
+    runtime.disk_low_bytes = settings.disk_low_mb * 1_000_000
     return runtime
 
 
@@ -684,6 +686,9 @@ def main(argv: list[str] | None = None) -> int:
     doctor.add_parser(sub)
     add_draw_parser(sub)
     add_config_parser(sub)
+    from clock_service.storage import cli as store_cli
+
+    store_cli.add_parser(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper() if args.cmd in ("serve", "hall")
                         else "INFO",
@@ -707,6 +712,8 @@ def main(argv: list[str] | None = None) -> int:
         from clock_service.tournament.cli import run as run_draw
 
         return run_draw(args, Settings.from_env().referee_token)
+    if args.cmd == "store":
+        return store_cli.run(args)
     if args.cmd == "report":
         from clock_service.reports.cli import run as report
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +47,9 @@ HEARTBEAT_MS = 500.0
 WALL_STEP_LOG_MS = 1000.0  # a wall-clock step this large is logged (NTP slews smaller ones)
 STORE_WAIT_S = 5.0
 STORE_FAULT = "store.write"
+DISK_FAULT = "store.disk"
+MAINTAIN_MS = 60_000.0  # the store's disk looked at, and old matches archived, this often
+ARCHIVE_EVERY_MS = 24 * 3600_000.0
 STORE_CHECK_FAULT = "store.check"  # the integrity check after start found damage
 MAX_TABLES = 200
 # WebSocket close code for the clients of a table that was archived (as for no such table).
@@ -107,6 +112,13 @@ class Runtime:
         self.health.listeners.append(self._faults_changed)
         self.health.register("store", self._store_status)
         self._wall_step_ms = 0.0  # RealTime.wall_step_ms() last seen (_notice_wall_step)
+        # The store's growth (issue 19; the composition root sets them from the settings):
+        # finished matches older than archive_days go to files (0: never); a fault when the
+        # store's disk has less than disk_low_bytes free.
+        self.archive_days = 0
+        self.disk_low_bytes = 0
+        self._maintenance: Timer | None = None
+        self._archived_at: float | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self, default_table: str | None = "1") -> None:
@@ -156,6 +168,7 @@ class Runtime:
                 await self._emit(table, events, now)
         self._running = True
         self._beat()
+        self._maintain()
         for table in self.tables.values():
             self._schedule(table)
         if len(self.tables) > self.max_tables:
@@ -170,6 +183,8 @@ class Runtime:
         self._running = False
         if self._heartbeat is not None:
             self._heartbeat.cancel()
+        if self._maintenance is not None:
+            self._maintenance.cancel()
         for table in self.tables.values():
             if table.timer is not None:
                 table.timer.cancel()
@@ -190,6 +205,36 @@ class Runtime:
             self.store.heartbeat(now)
         self._heartbeat = self.time.call_at(now + HEARTBEAT_MS, self._beat)
 
+    def _maintain(self) -> None:
+        """Every minute: the store's free disk space (a statvfs: no write); once a day
+        (and at start), the archiving of old finished matches, queued to the writer."""
+        if not self._running:
+            return
+        now = self.time.now_ms()
+        self._check_disk()
+        if self.archive_days > 0 and (self._archived_at is None
+                                      or now - self._archived_at >= ARCHIVE_EVERY_MS):
+            self._archived_at = now
+            self.store.archive_matches(now - self.archive_days * 86_400_000.0)
+        self._maintenance = self.time.call_at(now + MAINTAIN_MS, self._maintain)
+
+    def _check_disk(self) -> None:
+        if self.disk_low_bytes <= 0 or self.store.path == ":memory:":
+            return
+        try:
+            free = shutil.disk_usage(os.path.dirname(os.path.abspath(self.store.path))).free
+        except OSError:
+            return
+        if free >= self.disk_low_bytes:
+            self.health.clear(DISK_FAULT)
+            return
+        self.health.fault(
+            DISK_FAULT, component="store", code="disk_low",
+            message=f"the store's disk has {free / 1e6:.0f} MB free (less than "
+            f"{self.disk_low_bytes / 1e6:.0f} MB, SHOTCLOCK_DISK_LOW_MB): the clocks run, "
+            "but writes fail when it is full; free space (shotclock store archive, "
+            "SHOTCLOCK_ARCHIVE_DAYS) or move the store to a bigger disk")
+
     def _notice_wall_step(self, time: RealTime) -> None:
         """Log a wall-clock step while running (NTP arriving after a boot without a clock,
         a manual set): event times keep the service's own timeline, so say how far apart
@@ -207,6 +252,7 @@ class Runtime:
         commit_ms = sorted(store.commit_ms)
         return {"writable": store.failing_since is None, "commits": store.commits,
                 "commit_ms_p50": commit_ms[len(commit_ms) // 2] if commit_ms else None,
+                "commit_ms_p99": commit_ms[int(len(commit_ms) * 0.99)] if commit_ms else None,
                 "commit_ms_max": commit_ms[-1] if commit_ms else None,
                 "write_errors": store.write_errors, "pending": store.pending}
 

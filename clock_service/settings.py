@@ -173,6 +173,14 @@ class Settings:
     max_replays: int = setting(4, "`?since=` replays streaming from the store at once")
     store_wait_s: float = setting(5.0, "seconds a command waits for the disk before 503 "
                                   "`store_unavailable`")
+    # -- the store's growth (issue 19) -----------------------------------------------------------
+    archive_days: int = setting(
+        30, "finished matches that ended more than this many days ago go from the store to "
+        "one compressed file each, at start and once a day (0: never; see \"Durability\")",
+        commands="serve, store")
+    disk_low_mb: int = setting(
+        512, "the fault `disk_low` (console, display, `/api/health`) when the store's disk "
+        "has less than this many MB free, well before writes fail")
     # -- shotclock-bridge (a table's hardware driven from a remote service) -----------------
     bridge_server: str | None = setting(None, "`shotclock-bridge`: the service, e.g. "
                                         "`ws://hall:8000` (flag `--server`)",
@@ -333,7 +341,7 @@ _EMPTY_IS_UNSET = frozenset({
     "read_rate", "read_burst", "message_rate", "message_burst", "handshake_rate",
     "handshake_burst", "max_connections", "max_connections_per_address",
     "max_sockets_per_address", "request_timeout_s", "keep_alive_s", "max_replays",
-    "store_wait_s", "max_tables", "open", "results_retry_s"})
+    "store_wait_s", "max_tables", "open", "results_retry_s", "archive_days", "disk_low_mb"})
 
 
 def redact(name: str, value: Any) -> Any:

@@ -154,6 +154,23 @@ def rebuild_index(conn: sqlite3.Connection) -> int:
         for sql, params in index_ops(table_id, [event]):
             conn.execute(sql, params)
             count += 1
+    # Matches archived to files (storage/archive.py) have no events here: their rows as
+    # they were when archived.
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'archived_matches'").fetchone():
+        for (summary_text,) in conn.execute("SELECT summary FROM archived_matches").fetchall():
+            m = json.loads(summary_text)
+            info = {k: m.get(k) for k in ("event", "referee", "first_breaker", "profile")}
+            if m.get("closed_reason") is not None:
+                info["closed_reason"] = m["closed_reason"]
+            conn.execute(
+                "INSERT OR REPLACE INTO matches (table_id, number, start_seq, end_seq, "
+                "started_at, ended_at, status, players, timer, race_to, score, frames, winner, "
+                "info) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (m["table"], m["number"], m["start_seq"], m["end_seq"], m["started_at"],
+                 m["ended_at"], m["status"], json.dumps(m["players"]), int(bool(m["timer"])),
+                 m["race_to"], json.dumps(m["score"]), m["frames"], m["winner"],
+                 json.dumps(info)))
+            count += 1
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('matches_index', ?) "
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (INDEX_VERSION,))

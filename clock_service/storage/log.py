@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import queue
+import shutil
 import sqlite3
 import threading
 import time
@@ -46,6 +47,13 @@ from pathlib import Path
 from typing import Any
 
 from clock_service.errors import StoreCorrupt, StoreError, StoreLocked, StoreUnwritable
+from clock_service.storage.archive import (
+    archive_dir,
+    archived_event_rows,
+    archived_ranges,
+    read_match_file,
+    write_match,
+)
 from clock_service.storage.heartbeat import AliveFile
 from clock_service.storage.index import REFRESH_TYPES, ensure_index, index_ops, projection
 from clock_service.storage.schema import migrate
@@ -171,6 +179,15 @@ class _Published:
     target: str
     table_id: str
     seq: int
+
+
+@dataclass
+class _Job:
+    """Work of the writer thread outside the batch's transaction (archiving matches: it
+    writes files, then commits), in the writer's order."""
+
+    run: Callable[[sqlite3.Connection], Any]
+    done: Callable[[Any, BaseException | None], None] | None = None
 
 
 _STOP = object()
@@ -433,15 +450,36 @@ class Store:
             if _STOP in batch:
                 stop = True
                 batch = [item for item in batch if item is not _STOP]
-            if not batch or (batch == [_FLUSH] and not self._published):
-                continue
-            error = self._commit_until_done(conn, batch)
-            for item in batch:
-                if isinstance(item, _Write | _Archive | _Statements) and item.done is not None:
-                    try:
-                        item.done(error)
-                    except Exception:
-                        log.exception("store callback failed")
+            jobs = [item for item in batch if isinstance(item, _Job)]
+            batch = [item for item in batch if not isinstance(item, _Job)]
+            if batch and not (batch == [_FLUSH] and not self._published):
+                self._commit_batch(conn, batch)
+            for job in jobs:
+                self._run_job(conn, job)
+
+    def _run_job(self, conn: sqlite3.Connection, job: _Job) -> None:
+        result, error = None, None
+        try:
+            result = job.run(conn)
+        except Exception as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            log.exception("store job failed")
+            error = exc
+        if job.done is not None:
+            try:
+                job.done(result, error)
+            except Exception:
+                log.exception("store job callback failed")
+
+    def _commit_batch(self, conn: sqlite3.Connection, batch: list[Any]) -> None:
+        error = self._commit_until_done(conn, batch)
+        for item in batch:
+            if isinstance(item, _Write | _Archive | _Statements) and item.done is not None:
+                try:
+                    item.done(error)
+                except Exception:
+                    log.exception("store callback failed")
 
     def _commit_until_done(self, conn: sqlite3.Connection, batch: list[Any]) -> StoreError | None:
         """Commit the batch. A full or failing disk (OperationalError) is retried with
@@ -576,6 +614,137 @@ class Store:
         conn.execute("DELETE FROM published WHERE table_id = ?", (item.table_id,))
         conn.execute("DELETE FROM undo WHERE table_id = ?", (item.table_id,))
 
+    # -- bounded growth: finished matches to files (storage/archive.py) ----------------------
+    def archive_matches(self, ended_before_ms: float, *, limit: int = 500,
+                        done: Callable[[Any, BaseException | None], None] | None = None,
+                        ) -> None:
+        """Queue the archiving of the finished matches that ended before
+        ``ended_before_ms`` (in the writer's order); ``done(ids, error)`` from the writer."""
+        self._queue.put(_Job(lambda conn: self._archive_matches(conn, ended_before_ms, limit),
+                             done))
+
+    def archive_matches_now(self, ended_before_ms: float, limit: int = 500) -> list[str]:
+        """The same, waiting for it (``shotclock store archive``, tests)."""
+        return list(self._wait_for(_Job(
+            lambda conn: self._archive_matches(conn, ended_before_ms, limit))))
+
+    def _archive_matches(self, conn: sqlite3.Connection, ended_before_ms: float,
+                         limit: int) -> list[str]:
+        from clock_service.storage.index import match_row
+        from clock_service.storage.records import load_events
+
+        rows = conn.execute(
+            "SELECT table_id, number, start_seq, end_seq FROM matches m "
+            "WHERE status IN ('over', 'closed') AND end_seq IS NOT NULL AND ended_at < ? "
+            "AND NOT EXISTS (SELECT 1 FROM archived_matches a WHERE a.table_id = m.table_id "
+            "AND a.number = m.number) ORDER BY ended_at LIMIT ?",
+            (int(ended_before_ms), limit)).fetchall()
+        directory = archive_dir(self.path)
+        archived = []
+        for table_id, number, start_seq, end_seq in rows:
+            summary = match_row(conn, table_id, number)
+            if summary is None:
+                continue
+            events = conn.execute(
+                "SELECT seq, type, at, body, batch, proj FROM events WHERE table_id = ? "
+                "AND seq >= ? AND seq <= ? ORDER BY seq", (table_id, start_seq, end_seq)
+            ).fetchall()
+            _, digest = load_events(conn, table_id, start_seq, end_seq)
+            match_id = summary["id"]
+            path, size = write_match(directory, match_id, summary, digest,
+                                     [tuple(row) for row in events])
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM events WHERE table_id = ? AND seq >= ? AND seq <= ?",
+                         (table_id, start_seq, end_seq))
+            conn.execute(
+                "INSERT OR REPLACE INTO archived_matches (table_id, number, start_seq, "
+                "end_seq, file, digest, events, bytes, summary, archived_at) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (table_id, number, start_seq, end_seq, path.name, digest, len(events), size,
+                 json.dumps(summary), int(time.time() * 1000)))
+            conn.execute("COMMIT")
+            archived.append(match_id)
+        if archived:
+            self.vacuum(conn)
+            log.info("archived %d finished matches to %s", len(archived), directory)
+        return archived
+
+    @staticmethod
+    def vacuum(conn: sqlite3.Connection, pages: int = 0) -> None:
+        """Give free pages back to the file system (incremental vacuum: 0 = all of them)."""
+        conn.execute(f"PRAGMA incremental_vacuum({int(pages)})").fetchall()
+
+    def import_match(self, path: str | Path) -> str:
+        """Put an archived match's events back into the live store (re-import); the
+        match is then served from the store again. Runs in the writer's order."""
+        document = read_match_file(Path(path))
+        summary = document["match"]
+
+        def run(conn: sqlite3.Connection) -> str:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(
+                "INSERT OR IGNORE INTO events (table_id, seq, type, at, body, batch, proj) "
+                "VALUES (?,?,?,?,?,?,?)",
+                [(summary["table"], *row) for row in document["events"]])
+            conn.execute("DELETE FROM archived_matches WHERE table_id = ? AND number = ?",
+                         (summary["table"], summary["number"]))
+            conn.execute("COMMIT")
+            return str(summary["id"])
+
+        return str(self._wait_for(_Job(run)))
+
+    def _wait_for(self, job: _Job) -> Any:
+        finished = threading.Event()
+        answer: list[tuple[Any, BaseException | None]] = []
+
+        def done(result: Any, error: BaseException | None) -> None:
+            answer.append((result, error))
+            finished.set()
+
+        job.done = done
+        self._queue.put(job)
+        finished.wait()
+        result, error = answer[0]
+        if error is not None:
+            raise error
+        return result
+
+    def stats(self) -> dict[str, Any]:
+        """What the store holds and costs (``shotclock store stats``)."""
+        reader = self._reader()
+        page_size = reader.execute("PRAGMA page_size").fetchone()[0]
+        pages = reader.execute("PRAGMA page_count").fetchone()[0]
+        free = reader.execute("PRAGMA freelist_count").fetchone()[0]
+        events = reader.execute("SELECT count(*) FROM events").fetchone()[0]
+        archived = reader.execute(
+            "SELECT count(*), coalesce(sum(events), 0), coalesce(sum(bytes), 0) "
+            "FROM archived_matches").fetchone()
+        wal = Path(self.path + "-wal")
+        disk = shutil.disk_usage(Path(self.path).resolve().parent)
+        used = (pages - free) * page_size
+        return {
+            "path": self.path, "file_bytes": pages * page_size, "used_bytes": used,
+            "free_pages": free, "wal_bytes": wal.stat().st_size if wal.exists() else 0,
+            "events": events, "bytes_per_event": round(used / events, 1) if events else None,
+            "tables": reader.execute("SELECT count(*) FROM tables").fetchone()[0],
+            "matches": reader.execute("SELECT count(*) FROM matches").fetchone()[0],
+            "archived_matches": archived[0], "archived_events": archived[1],
+            "archive_bytes": archived[2], "archive_dir": str(archive_dir(self.path)),
+            "disk_free_bytes": disk.free, "disk_total_bytes": disk.total,
+        }
+
+    def _with_archived(self, table_id: str, since: int, upper: int, limit: int,
+                       rows: list[tuple[int, str]]) -> list[tuple[int, str]]:
+        """``rows`` (seq, body) of the store, with the archived matches' events of that
+        range read from their files: a table's log has no gap after archiving."""
+        ranges = archived_ranges(self._reader(), table_id, since + 1,
+                                 min(upper, rows[-1][0]) if len(rows) == limit else upper)
+        if not ranges:
+            return rows
+        extra = [(row[0], row[3]) for row in
+                 archived_event_rows(self.path, ranges, since + 1, upper)]
+        return sorted([*rows, *extra])[:limit]
+
     # -- reads (any thread) -------------------------------------------------------------------
     def _reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -614,13 +783,7 @@ class Store:
         self, table_id: str, since: int, until: int | None = None, limit: int = 100_000
     ) -> list[dict[str, Any]]:
         """Events of a table with ``since < seq <= until``, in order."""
-        upper = until if until is not None else 2**62
-        rows = self._reader().execute(
-            "SELECT body FROM events WHERE table_id = ? AND seq > ? AND seq <= ? "
-            "ORDER BY seq LIMIT ?",
-            (table_id, since, upper, limit),
-        ).fetchall()
-        return [json.loads(r[0]) for r in rows]
+        return [json.loads(text) for _, text in self.event_texts(table_id, since, until, limit)]
 
     def event_texts(self, table_id: str, since: int, until: int | None = None,
                     limit: int = 1000) -> list[tuple[int, str]]:
@@ -632,7 +795,8 @@ class Store:
             "ORDER BY seq LIMIT ?",
             (table_id, since, upper, limit),
         ).fetchall()
-        return [(int(r[0]), str(r[1])) for r in rows]
+        return self._with_archived(table_id, since, upper, limit,
+                                   [(int(r[0]), str(r[1])) for r in rows])
 
     def events_json(self, table_id: str, since: int, limit: int) -> bytes:
         """A page of events as one JSON array, built from the stored text."""

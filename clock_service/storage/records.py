@@ -13,6 +13,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from clock_service.storage.archive import ArchivedRange, archived_event_rows, archived_ranges
 from clock_service.storage.index import INDEX_VERSION, SCHEMA, rebuild_index
 from clock_service.storage.schema import (
     LEGACY_BATCH_SQL,
@@ -46,8 +47,11 @@ def load_events(conn: sqlite3.Connection, table_id: str, first: int,
     each as the statistics read, and the SHA-256 of that projection (one JSON array
     ``[type, seq, at, data, by, state.seq]`` per line, as SQLite writes it: anyone can
     recompute it from the store with the same query)."""
-    rows = conn.execute(_PROJECTION, (table_id, first,
-                                      last if last is not None else 2**62)).fetchall()
+    upper = last if last is not None else 2**62
+    ranges = archived_ranges(conn, table_id, first, upper)
+    if ranges:  # some of it is in archive files (storage/archive.py): read them alike
+        conn = _with_archived_events(conn, table_id, first, upper, ranges)
+    rows = conn.execute(_PROJECTION, (table_id, first, upper)).fetchall()
     lines = [r[0] for r in rows]
     digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
     events = []
@@ -59,6 +63,26 @@ def load_events(conn: sqlite3.Connection, table_id: str, first: int,
             event["by"] = by
         events.append(event)
     return events, digest
+
+
+def _db_path(conn: sqlite3.Connection) -> str:
+    files = {row[1]: row[2] for row in conn.execute("PRAGMA database_list")}
+    return str(files.get("main") or files.get("log") or "")
+
+
+def _with_archived_events(conn: sqlite3.Connection, table_id: str, first: int, upper: int,
+                          ranges: list[ArchivedRange]) -> sqlite3.Connection:
+    """An in-memory copy of the range's events: the store's and the archive files' (the
+    same columns, so the same query and the same digest)."""
+    memory = sqlite3.connect(":memory:")
+    memory.execute("CREATE TABLE events (table_id TEXT, seq INTEGER, type TEXT, at INTEGER, "
+                   "body TEXT, batch INTEGER, proj TEXT)")
+    stored = conn.execute("SELECT seq, type, at, body, batch, proj FROM events WHERE "
+                          "table_id = ? AND seq >= ? AND seq <= ?", (table_id, first, upper))
+    archived = archived_event_rows(_db_path(conn), ranges, first, upper)
+    memory.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?)",
+                       [(table_id, *row) for row in [*stored.fetchall(), *archived]])
+    return memory
 
 
 def last_seq(conn: sqlite3.Connection, summary: dict[str, Any]) -> int:

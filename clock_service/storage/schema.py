@@ -30,6 +30,7 @@ import logging
 import sqlite3
 import time
 
+from clock_service.storage.archive import ARCHIVE_SCHEMA
 from clock_service.storage.tournament import TOURNAMENT_SCHEMA
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "LEGACY_PROJ_SQL", "migrate", "has_column"]
@@ -86,6 +87,8 @@ CREATE TABLE IF NOT EXISTS archive (
 # Tables added to schema 2 (created in any store of it at open): the tournament's draw and
 # results outbox (issue 25, storage/tournament.py).
 SCHEMA += TOURNAMENT_SCHEMA
+# ... and the matches archived to files (storage/archive.py).
+SCHEMA += ARCHIVE_SCHEMA
 
 # The index's projection of an event of schema 1, from the state it carried (as
 # ``index.projection`` makes it from a live event's state). Used by the migration and by
