@@ -141,12 +141,18 @@ def _pair(value: Any, index: int, default: Any = 0) -> Any:
 
 def row_key(state: Mapping[str, Any], now_ms: float) -> tuple[Any, ...]:
     """What a row depends on at ``now_ms`` besides the language: the state's version and,
-    while running, the tenth of a second remaining (``row`` is equal for equal keys)."""
-    tick = None
-    if state.get("phase") == "running" and state.get("deadline") is not None:
-        tick = math.ceil(max(0.0, float(state["deadline"]) - now_ms) / TICK_MS)
-    return (state.get("table"), state.get("seq"), state.get("live", True),
-            state.get("stale_since"), tick if tick is not None else state.get("remaining_ms"))
+    while running, the tenth of a second remaining (``row`` is equal for equal keys).
+    Asked for every table at every poll: kept to a few lookups."""
+    live = state.get("live", True)
+    stale_since = state.get("stale_since")
+    deadline = state.get("deadline")
+    if deadline is not None and state.get("phase") == "running":
+        when = now_ms if live or stale_since is None else min(now_ms, float(stale_since))
+        left = float(deadline) - when
+        tick: Any = math.ceil(left / TICK_MS) if left > 0 else 0
+    else:
+        tick = state.get("remaining_ms")
+    return (state.get("seq"), live, stale_since, tick)
 
 
 def row(state: Mapping[str, Any], last_event: Mapping[str, Any] | None, now_ms: float,
