@@ -73,6 +73,7 @@ bench: venv
 	$(BIN)/python bench/bench.py
 	$(BIN)/python bench/camera_bench.py
 	$(BIN)/python bench/reports_bench.py
+	$(BIN)/python bench/feeds_bench.py
 	$(BIN)/python bench/hardware_faults.py -n 5
 	$(BIN)/python bench/store_bench.py
 
