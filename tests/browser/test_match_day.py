@@ -5,6 +5,7 @@ each test makes its own table on it."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -124,7 +125,9 @@ def test_a_shot_faster_than_anyone_plays_is_flagged(
     card = page.locator("#outcome")
     expect(card).to_be_visible()
     expect(page.locator("#outcome-title")).to_contain_text("двойное нажатие?")
-    expect(page.locator("#outcome-title")).to_contain_text("0,0")  # decimals as in Russian
+    # Decimals as in Russian; the two requests are a few ms apart, or a few hundred on a
+    # loaded machine (still under the 0.3 s that is flagged).
+    expect(page.locator("#outcome-title")).to_contain_text(re.compile(r"0,[0-2]\d с"))
     expect(page.locator("#outcome-lines")).to_contain_text("I18")
     expect(page.locator("#btn-undo")).to_be_in_viewport()
     shoot(page, "console-quick-shot-tablet-ru")

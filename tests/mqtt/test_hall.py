@@ -12,6 +12,7 @@ import json
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -49,12 +50,15 @@ class Hall:
         self.broker.stop()
 
 
-@pytest.fixture(scope="module")
-def hall(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hall]:
-    h = Hall(tmp_path_factory.mktemp("hall"))
+@pytest.fixture
+def hall(tmp_path: Path) -> Iterator[Hall]:
+    """A broker, table 7's service and the hall of its own for each test: the tests kill,
+    archive and replace what they are given, and each must pass alone and in any order
+    (the two services start side by side)."""
+    h = Hall(tmp_path)
     try:
-        h.table.start()
-        h.hall.start()
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(lambda server: server.start(), (h.table, h.hall)))
         status, _ = h.table.post("/api/tables", {"id": "7", "players": ["Ivanov", "Petrov"],
                                                  "profile": SHORT}, token=TOKEN)
         assert status == 201
@@ -145,9 +149,10 @@ def test_the_hall_websocket_replays_and_goes_live(hall: Hall) -> None:
         assert snapshot["seq"] == log[-1]["seq"]
         replay = [json.loads(ws.recv(timeout=5)) for _ in range(2)]
         assert replay == log[-2:]
-        phase = snapshot["state"]["phase"]
-        ws.send(json.dumps({"type": "command", "id": "w1",
-                            "command": "resume" if phase == "paused" else "pause"}))
+        # Whatever the table's phase, a command that makes an event.
+        command = {"paused": "resume", "running": "pause"}.get(snapshot["state"]["phase"],
+                                                                "start")
+        ws.send(json.dumps({"type": "command", "id": "w1", "command": command}))
         live = json.loads(ws.recv(timeout=5))
         assert live["seq"] == snapshot["seq"] + 1 and live["table"] == "7"
         ack = json.loads(ws.recv(timeout=5))
