@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse, Response
 
 from clock_service import presets
 from clock_service.api.common import REFEREE, error_responses
-from clock_service.errors import UnknownTable
+from clock_service.errors import ShotClockError
 from clock_service.schemas import ErrorResponse, PresetOut
 from clock_service.tournament.draw import DrawError, Problem
 from clock_service.tournament.results import Results, results_csv
@@ -31,6 +31,13 @@ from clock_service.tournament.service import Tournament
 __all__ = ["router"]
 
 router = APIRouter(tags=["tournament"])
+
+
+class NotServedHere(ShotClockError, LookupError):
+    """A tournament route on a service that does not keep the tournament (404)."""
+
+    code = "not_served_here"
+    http_status = 404
 
 
 @router.get("/api/presets", response_model=list[PresetOut])
@@ -58,7 +65,8 @@ async def get_preset(name: str) -> Any:
 def _tournament(request: Request) -> Tournament:
     tournament: Tournament | None = getattr(request.app.state, "tournament", None)
     if tournament is None:  # the hall service mirrors tables; the draw lives on serve
-        raise UnknownTable("draw")
+        raise NotServedHere("the draw is kept by the table service (shotclock serve), "
+                            "not by the hall service")
     return tournament
 
 
@@ -138,7 +146,8 @@ async def start_next_match(request: Request, table_id: str,
 def _results(request: Request) -> Results:
     results: Results | None = getattr(request.app.state, "results", None)
     if results is None:
-        raise UnknownTable("results")
+        raise NotServedHere("results are made by the table service (shotclock serve), not "
+                            "by the hall service")
     return results
 
 

@@ -50,3 +50,22 @@ def test_csv_one_row_a_match_and_no_formula() -> None:
 def test_signature_is_the_hmac_of_the_body() -> None:
     body = b'{"a":1}'
     assert signature("k", body) == "sha256=" + hmac.new(b"k", body, hashlib.sha256).hexdigest()
+
+
+def test_tournament_routes_on_a_service_without_the_tournament_say_so() -> None:
+    """The hall service (shotclock hall) mounts the same routers but keeps no draw or
+    results: a clear 404, not a 500 or a 'no table'."""
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from clock_service.api.app import _on_shotclock_error
+    from clock_service.errors import ShotClockError
+    from clock_service.tournament.routes import router
+
+    app = FastAPI()
+    app.include_router(router)
+    app.exception_handler(ShotClockError)(_on_shotclock_error)
+    client = TestClient(app)
+    for path in ("/api/draw", "/api/results", "/api/tables/1/next"):
+        answer = client.get(path)
+        assert answer.status_code == 404 and answer.json()["error"]["code"] == "not_served_here"

@@ -745,6 +745,9 @@ const ERRORS = {
     no_next_match: "the draw has no next match for this table",
     match_started: "this match of the draw was already started",
     unknown_draw_match: "no such match in the draw",
+    not_served_here: "the draw and results are kept by the table service, not the hall service",
+    results_webhook_failing: "the results webhook does not take the results yet: retrying",
+    results_outbox: "the results outbox failed: retrying",
   },
   ru: {
     already_running: "время уже идёт",
@@ -901,6 +904,9 @@ const ERRORS = {
     no_next_match: "в сетке нет следующего матча для этого стола",
     match_started: "этот матч сетки уже начат",
     unknown_draw_match: "в сетке нет такого матча",
+    not_served_here: "сетку и результаты ведёт сервис столов, а не сервис зала",
+    results_webhook_failing: "адрес результатов пока не принимает их: повторяем",
+    results_outbox: "очередь отправки результатов дала сбой: повторяем",
   },
 };
 
