@@ -118,7 +118,7 @@ while True:
     try:
         with urllib.request.urlopen("http://127.0.0.1:8000/api/health", timeout=5) as r:
             body = json.load(r)
-            print("-- GET /api/health:", r.status, "status", body.get("status"),
+            print("-- GET /api/health:", r.status, "ok", body.get("ok"),
                   "faults", [f.get("code") for f in body.get("faults", [])])
             break
     except OSError:

@@ -205,3 +205,22 @@ def test_without_a_service_doctor_says_so_and_checks_the_rest(
     assert items["broker"].status == doctor.FAILING and "unreachable" in items[
         "broker"].summary
     assert stat.S_ISREG(db.stat().st_mode)  # doctor changed nothing
+
+
+def test_versions_are_checked_without_packaging_as_on_a_pi(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Pi's venv has the service's dependencies only: no ``packaging`` (the arm64
+    proof found doctor depending on it)."""
+    monkeypatch.setitem(sys.modules, "packaging", None)
+    monkeypatch.setitem(sys.modules, "packaging.requirements", None)
+    lock = tmp_path / "requirements.lock"
+    text = (ROOT / "requirements.lock").read_text()
+    m = dataclasses.replace(doctor.machine_from_env(doctor_args(url="http://127.0.0.1:1")),
+                            lock=lock)
+    lock.write_text(text)
+    (item,) = doctor.check_versions(m)
+    assert item.status == doctor.OK and "as locked" in item.summary, item
+    fastapi = next(line for line in text.splitlines() if line.startswith("fastapi=="))
+    lock.write_text(text.replace(fastapi, "fastapi==0.0.1"))
+    (item,) = doctor.check_versions(m)
+    assert item.status == doctor.WARNING and "fastapi" in item.summary and "0.0.1" in item.summary
