@@ -45,7 +45,8 @@ FIELDS = (
 NOTABLE = frozenset({
     "frame.started", "frame.ended", "match.started", "match.ended", "clock.paused",
     "clock.resumed", "clock.extended", "clock.warning", "clock.expired", "clock.corrected",
-    "correction.undone", "foul", "turn", "call.announced",
+    "correction.undone", "foul", "turn", "call.announced", "shot_clock.on", "shot_clock.off",
+    "match_clock.warning", "match_clock.expired",
 })
 
 _TEXTS: dict[str, dict[str, str]] = {
@@ -68,6 +69,10 @@ _TEXTS: dict[str, dict[str, str]] = {
         "foul.technical_loss": "Technical loss: {name}",
         "turn": "{name} to the table",
         "call.announced": "Called: {name}",
+        "shot_clock.on": "Shot clock on (slow play)",
+        "shot_clock.off": "Shot clock off",
+        "match_clock.warning": "{m} minutes of the match left",
+        "match_clock.expired": "Match time is up",
     },
     "ru": {
         "frame.started": "Партия {frame}, разбой: {breaker}",
@@ -88,6 +93,10 @@ _TEXTS: dict[str, dict[str, str]] = {
         "foul.technical_loss": "Техническое поражение: {name}",
         "turn": "К столу: {name}",
         "call.announced": "Заказ: {name}",
+        "shot_clock.on": "Включены часы на удар (затяжка игры)",
+        "shot_clock.off": "Часы на удар выключены",
+        "match_clock.warning": "До конца матча {m} мин",
+        "match_clock.expired": "Время матча истекло",
     },
 }
 
@@ -128,6 +137,7 @@ def event_text(event: Mapping[str, Any] | None, players: list[str], lang: str) -
         frame=data.get("frame", ""), breaker=name(data.get("breaker")),
         winner=name(data.get("winner")), number=data.get("number", ""),
         a=name(0), b=name(1), name=name(player), s=_seconds(data.get("threshold_ms")),
+        m=_seconds((data.get("threshold_ms") or 0) / 60),
         n=fouls[player] if isinstance(player, int) and player < len(fouls) else "",
         score=":".join(str(x) for x in score),
     )

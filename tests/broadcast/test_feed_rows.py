@@ -192,3 +192,29 @@ def test_the_feeds_take_the_read_limit_of_a_tables_state(tmp_path: Path) -> None
                 break
         assert response.status_code == 429
         assert response.json()["error"]["code"] == "rate_limited"
+
+
+@pytest.mark.parametrize("event, en, ru", [
+    ({"type": "match_clock.warning", "data": {"threshold_ms": 600_000}},
+     "10 minutes of the match left", "До конца матча 10 мин"),
+    ({"type": "shot_clock.on", "data": {}}, "Shot clock on (slow play)",
+     "Включены часы на удар (затяжка игры)"),
+    ({"type": "foul", "data": {"player": 1, "rule": "12.4", "fouls": [0, 1]}},
+     "Time foul: B (1)", "Фол по времени: B (1)"),
+    ({"type": "frame.ended", "data": {"frame": 3, "winner": None}}, "Frame 3 over",
+     "Партия 3 окончена"),
+    ({"type": "clock.started", "data": {}}, "", ""),  # not news: never overwrites the last
+])
+def test_event_texts(event: dict[str, Any], en: str, ru: str) -> None:
+    assert rows.event_text(event, ["A", "B"], "en") == en
+    assert rows.event_text(event, ["A", "B"], "ru") == ru
+    assert (event["type"] in rows.NOTABLE) == bool(en)
+
+
+def test_every_notable_event_is_an_event_and_has_both_texts() -> None:
+    from clock_service.events import EVENT_TYPES
+
+    assert rows.NOTABLE <= EVENT_TYPES, rows.NOTABLE - EVENT_TYPES
+    for lang in rows.LANGS:
+        for kind in rows.NOTABLE:
+            assert kind in rows._TEXTS[lang], (lang, kind)

@@ -135,3 +135,49 @@ def test_shotclock_feed_polls_and_writes_the_same(tmp_path: Path) -> None:
     assert reader.bad == [] and reader.reads > 100
     assert len({t for t in reader.seen if re.fullmatch(r"\d\.\d", t)}) >= 10, reader.seen
     assert b"writes" in err  # it says what it wrote on the way out
+
+
+def test_every_table_in_its_own_directory_and_an_unchanged_feed_writes_nothing(
+        tmp_path: Path) -> None:
+    """shotclock feed without --table: DIR/<id>/ per table; a 304 writes nothing; an
+    unreachable service empties clock.txt after STALE_S (a fake opener: no clock here)."""
+    import io
+    import json
+    import urllib.error
+
+    from clock_service.broadcast import cli
+
+    answers: list[object] = []
+    asked: list[str | None] = []
+
+    class Answer(io.BytesIO):
+        headers = {"ETag": '"v1"'}
+
+        def __enter__(self) -> Answer:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.close()
+
+    def opener(request: object, timeout: float) -> Answer:
+        asked.append(request.get_header("If-none-match"))  # type: ignore[attr-defined]
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return Answer(json.dumps(answer).encode())
+
+    row = {k: "" for k in FIELDS}
+    answers.append([row | {"table": "1", "remaining": "35"}, row | {"table": "2", "remaining": "7"}])
+    poller = cli.Poller("http://service", tmp_path, None, "en", opener=opener)
+    poller.step()
+    assert (tmp_path / "1" / "clock.txt").read_text() == "35"
+    assert (tmp_path / "2" / "clock.txt").read_text() == "7"
+    writes = poller.dirs.writes
+    answers.append(urllib.error.HTTPError("u", 304, "Not Modified", {}, None))  # type: ignore[arg-type]
+    poller.step()
+    assert asked == [None, '"v1"'] and poller.dirs.writes == writes
+    answers.append(OSError("connection refused"))
+    poller.heard_at -= cli.STALE_S + 1  # not heard for longer than STALE_S
+    poller.step()
+    assert (tmp_path / "1" / "clock.txt").read_text() == ""
+    assert (tmp_path / "1" / "player_a.txt").exists()  # only the time is taken off
