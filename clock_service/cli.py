@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from clock_service.broadcast.feeds import FeedBoard
     from clock_service.camera.adapter import CameraAdapter
+    from clock_service.mqtt.hall import HallRuntime
     from clock_service.mqtt.topics import BrokerTarget
     from clock_service.runtime import Runtime
     from clock_service.settings import Settings
@@ -127,8 +128,8 @@ def _configure_presets(settings: Settings) -> None:
         raise SystemExit(f"SHOTCLOCK_PRESETS_DIR: {exc}") from None
 
 
-def _app(settings: Settings, runtime: Runtime, *, feeds: FeedBoard | None = None,
-         **parts: Any) -> FastAPI:
+def _app(settings: Settings, runtime: Runtime | HallRuntime, *,
+         feeds: FeedBoard | None = None, **parts: Any) -> FastAPI:
     """The app over ``runtime`` with the projections every service reads from it: the
     match reports and the broadcast feeds (made before the runtime starts: they see every
     publication)."""

@@ -27,49 +27,29 @@ from clock_service.errors import (
     StoreError,
     TableExists,
     TooManyTables,
-    UnknownTable,
 )
 from clock_service.events import Event
-from clock_service.health import Health
-from clock_service.hub import HALL, Hub, encode
+from clock_service.hub import Hub, encode
 from clock_service.presets import build_profile
+from clock_service.served import ServedTables
 from clock_service.storage import ARCHIVE_SEP, Store
 from clock_service.storage.log import UndoChange
 from clock_service.timesource import RealTime, Timer, TimeSource
 
-__all__ = ["Runtime", "TableRuntime", "TABLE_ID", "Listener", "Publisher", "match_id",
-           "HALL_FIELDS", "MAX_TABLES", "CLOSE_ARCHIVED"]
+__all__ = ["Runtime", "TableRuntime", "TABLE_ID", "Listener", "MAX_TABLES"]
 
 log = logging.getLogger(__name__)
 
 TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 HEARTBEAT_MS = 500.0
 WALL_STEP_LOG_MS = 1000.0  # a wall-clock step this large is logged (NTP slews smaller ones)
-STORE_WAIT_S = 5.0
-STORE_FAULT = "store.write"
 DISK_FAULT = "store.disk"
 MAINTAIN_MS = 60_000.0  # the store's disk looked at, and old matches archived, this often
 ARCHIVE_EVERY_MS = 24 * 3600_000.0
 STORE_CHECK_FAULT = "store.check"  # the integrity check after start found damage
 MAX_TABLES = 200
-# WebSocket close code for the clients of a table that was archived (as for no such table).
-CLOSE_ARCHIVED = 4404
-# What the hall feed tells about each table: what a hall card shows, and no more.
-HALL_FIELDS = ("table", "seq", "phase", "timer", "player", "players", "remaining_ms",
-               "limit_ms", "deadline", "server_time", "round", "frame", "fouls",
-               "extensions_left", "whites", "frames_won", "match_clock")
-
-
-def match_id(table_id: str, number: int) -> str:
-    """A match's id: its table and its number on that table ("7.2"; table ids have no dot)."""
-    return f"{table_id}.{number}"
-
-
 # A local listener gets (table_id, wire events, state after them), on the loop thread.
 Listener = Callable[[str, list[dict[str, Any]], dict[str, Any]], None]
-# A publisher (MQTT) gets (table_id, wire events, their JSON) once they are durable: what
-# leaves the service must be in its store, or a crash could reuse a seq already sent.
-Publisher = Callable[[str, list[dict[str, Any]], list[str]], None]
 
 
 @dataclass(eq=False)
@@ -86,31 +66,21 @@ class TableRuntime:
     undo_rows: list[tuple[int, tuple[str, float, str]]] = field(default_factory=list)
     undo_next: int = 1
 
+    def state(self, now: float) -> dict[str, Any]:
+        return self.clock.state(now)
 
-class Runtime:
-    # Tables are created and archived here (the hall service mirrors them: True there, and
-    # its create/archive answer hall_read_only). The hall feed says it, for the hall page.
-    read_only: bool = False
+
+class Runtime(ServedTables[TableRuntime]):
+    """The tables' clocks: the API's runtime on ``shotclock serve`` (what it shares with
+    the hall's mirror, which runs no clock, is in served.py)."""
 
     def __init__(self, store: Store, time: TimeSource, hub: Hub | None = None, *,
                  max_tables: int = MAX_TABLES) -> None:
-        self.store = store
+        super().__init__(store, time, hub)
         self.max_tables = max_tables
         self._archives: dict[str, int] = {}  # archives made per live id (see archive_table)
-        self.time = time
-        self.hub = hub or Hub()
-        self.tables: dict[str, TableRuntime] = {}
         self.listeners: list[Listener] = []
-        self.publishers: list[Publisher] = []
         self._heartbeat: Timer | None = None
-        # How long a command waits for its events to be on disk before answering 503.
-        self.store_wait_s = STORE_WAIT_S
-        self._running = False
-        # Status of the parts and faults for people (TEAM convention 2): /api/health,
-        # snapshots and status messages to the clients of the tables concerned.
-        self.health = Health(time.now_ms)
-        self.health.listeners.append(self._faults_changed)
-        self.health.register("store", self._store_status)
         self._wall_step_ms = 0.0  # RealTime.wall_step_ms() last seen (_notice_wall_step)
         # The store's growth (issue 19; the composition root sets them from the settings):
         # finished matches older than archive_days go to files (0: never); a fault when the
@@ -124,12 +94,7 @@ class Runtime:
     async def start(self, default_table: str | None = "1") -> None:
         """Rebuild every table from the store; running clocks come back paused (recover)."""
         loop = asyncio.get_running_loop()
-
-        def store_trouble(error: BaseException | None) -> None:  # from the writer thread
-            loop.call_soon_threadsafe(self._store_trouble, error)
-
-        self.store.on_trouble = store_trouble
-        self.store.open()
+        self._open_store()
         if self.store.check_pending:  # a big store: its integrity check finishes now
             def checked(problem: StoreCorrupt | None) -> None:  # from the check's thread
                 loop.call_soon_threadsafe(self._store_checked, problem)
@@ -246,16 +211,6 @@ class Runtime:
                         (step - self._wall_step_ms) / 1000.0, -step / 1000.0)
             self._wall_step_ms = step
 
-    # -- status and faults -------------------------------------------------------------------------
-    def _store_status(self) -> dict[str, Any]:
-        store = self.store
-        commit_ms = sorted(store.commit_ms)
-        return {"writable": store.failing_since is None, "commits": store.commits,
-                "commit_ms_p50": commit_ms[len(commit_ms) // 2] if commit_ms else None,
-                "commit_ms_p99": commit_ms[int(len(commit_ms) * 0.99)] if commit_ms else None,
-                "commit_ms_max": commit_ms[-1] if commit_ms else None,
-                "write_errors": store.write_errors, "pending": store.pending}
-
     def _store_checked(self, problem: StoreCorrupt | None) -> None:
         if problem is None:
             log.info("the event store's integrity check finished after start: ok")
@@ -266,43 +221,7 @@ class Runtime:
             message=f"{problem.message}. Found after start: the clocks keep running; "
             "finish the match, then replace the store")
 
-    def _store_trouble(self, error: BaseException | None) -> None:
-        if error is None:
-            self.health.clear(STORE_FAULT)
-            return
-        self.health.fault(
-            STORE_FAULT, component="store", code="store_unwritable",
-            message=f"the event store cannot write ({type(error).__name__}: {error}): the "
-            "clocks keep running, but what happened since is not yet durable; it is stored "
-            "and sent in order when the disk recovers, and lost if the service stops first")
-
-    def _faults_changed(self, table_id: str | None) -> None:
-        """Send the clients of the table(s) concerned their current list of faults; the
-        hall feed gets every fault."""
-        for tid in self.hub.tables() if table_id is None else [table_id]:
-            if tid != HALL:
-                self.hub.send(tid, encode(self.status_message(tid)))
-        if self.hub.count(HALL):
-            self.hub.send(HALL, encode({"type": "status", "table": None,
-                                        "faults": self.health.faults()}))
-
-    def status_message(self, table_id: str) -> dict[str, Any]:
-        return {"type": "status", "table": table_id, "faults": self.health.faults(table_id),
-                **self.liveness(table_id)}
-
-    def liveness(self, table_id: str) -> dict[str, Any]:
-        """Whether the table's state is live, for its snapshot and status messages and the
-        hall cards: always on this service, which runs the clock (the hall service says when
-        a mirrored table is not: its pages then stop counting at ``stale_since``)."""
-        return {"live": True, "stale_since": None}
-
     # -- tables ----------------------------------------------------------------------------------
-    def table(self, table_id: str) -> TableRuntime:
-        table = self.tables.get(table_id)
-        if table is None:
-            raise UnknownTable(table_id)
-        return table
-
     async def create_table(
         self, table_id: str, players: list[str], *, timer: bool = True,
         profile: dict[str, Any] | None = None, first_breaker: int = 0,
@@ -385,58 +304,6 @@ class Runtime:
                 code="store_unavailable") from None
         return {"table": table_id, "archived_as": archive_id, "seq": table.seq,
                 "archived_at": int(now)}
-
-    def _archived(self, table_id: str, archive_id: str) -> None:
-        """The table's archive is durable: close its clients, tell the hall feed."""
-        self.hub.close_table(table_id, CLOSE_ARCHIVED,
-                             f"table {table_id} was archived as {archive_id}")
-        if self.hub.count(HALL):
-            self.hub.send(HALL, encode({"type": "removed", "table": table_id,
-                                        "archived_as": archive_id}))
-
-    def hall_summary(self, table_id: str) -> dict[str, Any]:
-        """A table as the hall shows it, as of its last published event. This service runs
-        the table's clock: its state is live (the hall service says when a mirror is not)."""
-        _, state = self.snapshot(table_id)
-        return {**{key: state.get(key) for key in HALL_FIELDS}, **self.liveness(table_id)}
-
-    def _tell_hall(self, table_id: str) -> None:
-        """The hall feed's card of a table, after its events were published."""
-        if self.hub.count(HALL) and table_id in self.tables:
-            self.hub.send(HALL, encode({"type": "table", "table": self.hall_summary(table_id)}))
-
-    def hall_message(self) -> dict[str, Any]:
-        """The first message of the hall feed: every live table, and every fault."""
-        return {"type": "hall", "server_time": self.time.now_ms(),
-                "read_only": self.read_only,
-                "tables": [self.hall_summary(tid) for tid in sorted(self.tables)],
-                "faults": self.health.faults()}
-
-    def state(self, table_id: str) -> dict[str, Any]:
-        table = self.table(table_id)
-        return self._state(table, self.time.now_ms())
-
-    def _state(self, table: TableRuntime, now: float) -> dict[str, Any]:
-        state = table.clock.state(now)
-        state["table"] = table.id
-        state["match"]["id"] = match_id(table.id, state["match"]["number"])
-        state["seq"] = table.seq
-        state["server_time"] = now
-        return state
-
-    def snapshot(self, table_id: str) -> tuple[int, dict[str, Any]]:
-        """The state as of the last published event, its running time brought up to now."""
-        table = self.table(table_id)
-        state = dict(table.published_state)
-        now = self.time.now_ms()
-        if state.get("phase") == "running" and state.get("deadline") is not None:
-            state["remaining_ms"] = max(0, int(state["deadline"] - now + 0.999999))
-        match_clock = state.get("match_clock")
-        if match_clock and match_clock.get("deadline") is not None:
-            state["match_clock"] = {**match_clock, "remaining_ms": max(
-                0, int(match_clock["deadline"] - now + 0.999999))}
-        state["server_time"] = now
-        return table.published_seq, state
 
     # -- commands -------------------------------------------------------------------------------
     async def command(self, table_id: str, command: Command) -> dict[str, Any]:

@@ -970,7 +970,7 @@ class TurnEvent(_EventMessage):
 # -- the hall feed (/ws/hall) -----------------------------------------------------------
 
 class HallTable(_Closed):
-    """One table as the hall shows it (runtime.HALL_FIELDS), as of its last event."""
+    """One table as the hall shows it (served.HALL_FIELDS), as of its last event."""
 
     table: str
     seq: int

@@ -3,6 +3,7 @@ the composition root (``clock_service/cli.py``) built.
 
 - ``app.py``: ``create_app``, the lifespan that starts and stops the parts, security headers
 - ``common.py``: error answers, the referee check, what the routers share
+- ``runtime.py``: ``ServedRuntime``, what the API needs of a runtime
 - ``health.py``, ``tables.py``, ``commands.py``, ``events.py``, ``hardware.py``: the routes
 - ``sockets.py``: the table and hall WebSockets, each session a small state machine
 - elsewhere: the matches and the protocol page (``reports/routes.py``), the camera
@@ -11,7 +12,8 @@ the composition root (``clock_service/cli.py``) built.
 
 from clock_service.api.app import Part, create_app
 from clock_service.api.common import status_of, token_matches
+from clock_service.api.runtime import ServedRuntime
 from clock_service.api.sockets import CLOSE_POLICY, CLOSE_TRY_LATER, CLOSE_UNKNOWN_TABLE
 
-__all__ = ["create_app", "Part", "status_of", "token_matches", "CLOSE_POLICY",
+__all__ = ["create_app", "Part", "ServedRuntime", "status_of", "token_matches", "CLOSE_POLICY",
            "CLOSE_UNKNOWN_TABLE", "CLOSE_TRY_LATER"]

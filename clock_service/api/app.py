@@ -27,13 +27,13 @@ from clock_service.api import commands, events, health, sockets, tables
 from clock_service.api import hardware as hardware_routes
 from clock_service.api.common import bearer_token, error_response, invalid_json, token_matches
 from clock_service.api.hardware import Dimmable
+from clock_service.api.runtime import ServedRuntime
 from clock_service.broadcast.feeds import FeedBoard
 from clock_service.broadcast.feeds import router as feeds_router
 from clock_service.errors import ShotClockError
 from clock_service.limits import Limits, install
 from clock_service.reports import routes as report_routes
 from clock_service.reports.service import Reports
-from clock_service.runtime import Runtime
 from clock_service.schemas import command_union
 from clock_service.settings import Settings
 from clock_service.tournament import routes as tournament_routes
@@ -51,7 +51,7 @@ class Part(Protocol):
     def stop(self) -> Awaitable[None]: ...
 
 
-def create_app(settings: Settings, runtime: Runtime, *, reports: Reports, feeds: FeedBoard,
+def create_app(settings: Settings, runtime: ServedRuntime, *, reports: Reports, feeds: FeedBoard,
                parts: Sequence[Part] = (), hardware: Dimmable | None = None,
                camera: Any = None) -> FastAPI:
     """The service's app over ``runtime``: ``reports`` (the match records) and ``feeds``
@@ -98,7 +98,7 @@ def create_app(settings: Settings, runtime: Runtime, *, reports: Reports, feeds:
     return app
 
 
-def _lifespan(runtime: Runtime, settings: Settings, parts: Sequence[Part]) -> Any:
+def _lifespan(runtime: ServedRuntime, settings: Settings, parts: Sequence[Part]) -> Any:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.replays = asyncio.Semaphore(max(1, settings.max_replays))

@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 
+from clock_service.api.runtime import ServedRuntime
 from clock_service.errors import (
     Forbidden,
     InvalidInput,
@@ -26,7 +27,6 @@ from clock_service.errors import (
     UnknownTable,
 )
 from clock_service.reports.service import UnknownMatch
-from clock_service.runtime import Runtime
 from clock_service.schemas import ErrorResponse
 
 __all__ = ["STATUS", "error_responses", "status_of", "error_response", "token_matches",
@@ -120,7 +120,7 @@ def require_referee(request: Request) -> None:
 REFEREE = [Depends(require_referee)]
 
 
-def runtime_of(request: Request) -> Runtime:
+def runtime_of(request: Request) -> ServedRuntime:
     """The runtime the app serves (a table service's or the hall's mirror)."""
-    runtime: Runtime = request.app.state.runtime
+    runtime: ServedRuntime = request.app.state.runtime
     return runtime

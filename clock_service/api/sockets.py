@@ -18,11 +18,11 @@ from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from clock_service.api.common import status_of, token_matches
+from clock_service.api.runtime import ServedRuntime
 from clock_service.commands import parse_command
 from clock_service.errors import InvalidInput, NotAuthorized, ShotClockError, UnknownTable
 from clock_service.hub import CLOSE_TOO_SLOW, HALL, Subscriber, encode
 from clock_service.limits import Limits, client_of, read_message
-from clock_service.runtime import Runtime
 from clock_service.schemas import MAX_SEQ
 from clock_service.settings import Settings
 
@@ -66,7 +66,7 @@ class _Session:
     """What the table and hall WebSockets share: the handshake's address, origin, rate and
     per-address cap checks; the bounded sender; ping/pong."""
 
-    def __init__(self, websocket: WebSocket, runtime: Runtime, settings: Settings,
+    def __init__(self, websocket: WebSocket, runtime: ServedRuntime, settings: Settings,
                  limits: Limits) -> None:
         self.ws = websocket
         self.runtime = runtime
@@ -220,7 +220,7 @@ class WsSession(_Session):
     other is cancelled.
     """
 
-    def __init__(self, websocket: WebSocket, table_id: str, runtime: Runtime,
+    def __init__(self, websocket: WebSocket, table_id: str, runtime: ServedRuntime,
                  settings: Settings, limits: Limits) -> None:
         super().__init__(websocket, runtime, settings, limits)
         self.table_id = table_id

@@ -20,8 +20,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from clock_service.broadcast import rows as r
-from clock_service.runtime import Runtime
 from clock_service.schemas import ErrorResponse
+from clock_service.served import ServedTables
 
 __all__ = ["FeedBoard", "router", "feeds_of", "MEDIA_TYPES"]
 
@@ -46,7 +46,7 @@ class FeedBoard:
     format, language) the last body with its ETag. Bounded: one entry per live table and
     combination (2 languages x 3 formats), dropped when a table is archived."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: ServedTables[Any]) -> None:
         self.runtime = runtime
         self.last_event: dict[str, dict[str, Any]] = {}
         self._rows: dict[tuple[str, str, str], tuple[tuple[Any, ...], str]] = {}

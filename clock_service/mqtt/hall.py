@@ -3,12 +3,13 @@
 The hall service owns no clock. It subscribes to ``shotclock/v1/<hall>/tables/+/...``,
 appends each table's events to its own store (same schema, same seq, the same JSON text)
 through a :class:`~clock_service.mqtt.mirror.TableMirror` (every seq once, in order; gaps
-asked for with a replay request), and gives the API a runtime that answers the same
-methods as ``Runtime``: the tables, their state and snapshot (the last event's state, its
-countdown brought up to now), the event log for ``?since=``, the hub for WebSocket
-clients, health. So every page, endpoint and WebSocket works unchanged, read-only for
-tables: a command is forwarded over MQTT to the table's own service (with the referee
-token in the payload) and its reply is the hall's; creating a table is refused
+asked for with a replay request), and gives the API what it needs of a runtime
+(``clock_service.api.ServedRuntime``; the part shared with ``Runtime``, which runs the
+clocks, is ``served.ServedTables``): the tables, their state and snapshot (the last
+event's state, its countdown brought up to now), the event log for ``?since=``, the hub
+for WebSocket clients, health. So every page, endpoint and WebSocket works unchanged,
+read-only for tables: a command is forwarded over MQTT to the table's own service (with
+the referee token in the payload) and its reply is the hall's; creating a table is refused
 (``hall_read_only``): a table is created on its own Pi.
 
 A table whose service is offline is shown with a ``table_offline`` fault; the hall keeps
@@ -27,24 +28,22 @@ import logging
 import random
 import socket
 import uuid
-from dataclasses import fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from clock_service.clock import TableClock
 from clock_service.commands import Command
 from clock_service.errors import ForwardedError, HallReadOnly, TableUnreachable
-from clock_service.events import Event
 from clock_service.hub import Hub, encode
 from clock_service.mqtt.connection import Connection, Message
 from clock_service.mqtt.mirror import ClockSkew, TableMirror
 from clock_service.mqtt.topics import ONLINE, BrokerTarget, Topics
-from clock_service.runtime import Runtime, TableRuntime
+from clock_service.served import ServedTables
 from clock_service.settings import Settings
 from clock_service.storage import Store
 from clock_service.storage.log import lean_text
 from clock_service.timesource import TimeSource
 
-__all__ = ["HallRuntime", "MirrorClock", "command_payload"]
+__all__ = ["HallRuntime", "MirroredTable", "command_payload"]
 
 log = logging.getLogger(__name__)
 
@@ -68,32 +67,28 @@ def command_payload(command: Command) -> dict[str, Any]:
     return payload
 
 
-class MirrorClock(TableClock):
-    """A table's clock as the hall sees it: the state its last event carried. It reads
-    and never runs (the table's own service keeps the time): anything else refuses."""
+@dataclass(eq=False)
+class MirroredTable:
+    """A table as the hall knows it: the state its last event carried. The hall keeps no
+    clock for it (the table's own service keeps the time)."""
 
-    def __init__(self, state: dict[str, Any]) -> None:  # no TableClock state at all
-        self.last = state
+    id: str
+    seq: int = 0
+    published_seq: int = 0
+    published_state: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
 
     def state(self, now: float) -> dict[str, Any]:
-        state = dict(self.last)
+        state = dict(self.published_state)
         if state.get("phase") == "running" and state.get("deadline") is not None:
             state["remaining_ms"] = max(0, int(state["deadline"] - now + 0.999999))
         return state
 
-    def next_wakeup(self) -> float | None:
-        return None
 
-    def to_dict(self, *, history: bool = True) -> dict[str, Any]:
-        return {"state": self.last}
+class HallRuntime(ServedTables[MirroredTable]):
+    """The API's runtime on ``shotclock hall`` (clock_service.api.ServedRuntime): the
+    mirrored tables, read-only; commands are forwarded to each table's own service."""
 
-    def _refuse(self, *args: Any, **kwargs: Any) -> list[Event]:
-        raise HallReadOnly("the hall mirrors this table; its own service runs the clock")
-
-    handle = open = advance = recover = _refuse
-
-
-class HallRuntime(Runtime):
     read_only = True  # tables are created and archived on their own Pi
 
     def __init__(self, store: Store, time: TimeSource, hub: Hub, target: BrokerTarget,
@@ -130,18 +125,13 @@ class HallRuntime(Runtime):
     async def start(self, default_table: str | None = None) -> None:
         """Load the mirrored tables from the store, then follow the broker."""
         loop = asyncio.get_running_loop()
-
-        def store_trouble(error: BaseException | None) -> None:  # from the writer thread
-            loop.call_soon_threadsafe(self._store_trouble, error)
-
-        self.store.on_trouble = store_trouble
-        self.store.open()
+        self._open_store()
         now = self.time.now_ms()
         for stored in await asyncio.to_thread(self.store.load_tables):
             state = stored.core.get("state") or {}
-            self.tables[stored.id] = TableRuntime(
-                stored.id, MirrorClock(state), seq=stored.seq, published_seq=stored.seq,
-                published_state=state, config=stored.config)
+            self.tables[stored.id] = MirroredTable(
+                stored.id, seq=stored.seq, published_seq=stored.seq, published_state=state,
+                config=stored.config)
             self.mirrors[stored.id] = TableMirror(stored.id, stored.seq, now=now)
             self._stale[stored.id] = now  # not heard from yet
             self._stored.add(stored.id)
@@ -333,12 +323,10 @@ class HallRuntime(Runtime):
         sent again from the table's store (a catch-up) carry no state (only live events
         do), so the hall's cards take the state from here once caught up."""
         table = self.tables.get(table_id)
-        if (table is None or not isinstance(table.clock, MirrorClock)
-                or state.get("seq") != table.published_seq
+        if (table is None or state.get("seq") != table.published_seq
                 or table.published_state.get("seq") == table.published_seq):
             return
         table.published_state = state
-        table.clock.last = state
         self._tell_hall(table_id)
 
     def _on_event(self, table_id: str, payload: bytes) -> None:
@@ -496,15 +484,12 @@ class HallRuntime(Runtime):
                  state: dict[str, Any], config: dict[str, Any]) -> None:
         table = self.tables.get(table_id)
         if table is None:
-            table = self.tables[table_id] = TableRuntime(table_id, MirrorClock(state),
-                                                         config=config)
+            table = self.tables[table_id] = MirroredTable(table_id, config=config)
             if not self.online.get(table_id, True):
                 self._show_online(table_id, False)  # heard offline before its first event
             self._refresh(table_id, tell=False)  # told below
-        assert isinstance(table.clock, MirrorClock)
         table.seq = table.published_seq = wires[-1]["seq"]
         table.published_state = state
-        table.clock.last = state
         self.hub.publish(table_id, wires, texts)
         self._tell_hall(table_id)  # the /ws/hall feed (api.HallSession)
         for publisher in self.publishers:
