@@ -26,50 +26,23 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from clock_service import __version__
 from clock_service.api import CLOSE_POLICY, CLOSE_TRY_LATER, CLOSE_UNKNOWN_TABLE
-from clock_service.events import EVENT_TYPES
+from clock_service.events import EVENTS
 from clock_service.hub import CLOSE_TOO_SLOW
 from clock_service.schemas import (
+    EVENT_MODELS,
     AckMessage,
-    CallAnnouncedEvent,
-    ClockCorrectedEvent,
-    ClockExpiredEvent,
-    ClockExtendedEvent,
-    ClockPausedEvent,
-    ClockResumedEvent,
-    ClockStartedEvent,
-    ClockStoppedEvent,
-    ClockWarningEvent,
-    CorrectionUndoneEvent,
     ErrorMessage,
-    FoulEvent,
-    FrameEndedEvent,
-    FrameStartedEvent,
     HallMessage,
     HallRemovedMessage,
     HallStatusMessage,
     HallTableMessage,
-    MatchClockAppliedEvent,
-    MatchClockExpiredEvent,
-    MatchClockPausedEvent,
-    MatchClockResumedEvent,
-    MatchClockStartedEvent,
-    MatchClockWarningEvent,
-    MatchEndedEvent,
-    MatchStartedEvent,
     MqttCommandMessage,
     MqttStatus,
     PingMessage,
     PongMessage,
     ReplayRequest,
-    RespotEvent,
-    ShotClockOffEvent,
-    ShotClockOnEvent,
-    ShotResultEvent,
     SnapshotMessage,
     StatusMessage,
-    TableArchivedEvent,
-    TableCreatedEvent,
-    TurnEvent,
     WsTableState,
     command_message,
 )
@@ -81,51 +54,9 @@ __all__ = ["build_asyncapi", "main", "SERVER_MESSAGES", "CLIENT_MESSAGES", "EVEN
 DEFAULT_PATH = Path(__file__).resolve().parents[1] / "docs" / "asyncapi.json"
 CLOSE_TOO_BIG = 1009  # uvicorn's ws_max_size (Settings.max_message_bytes)
 
-# Event type -> (model, one line for the document). Every type in EVENT_TYPES has one.
+# Event type -> (model, one line for the document), from events.EVENTS.
 EVENT_MESSAGES: dict[str, tuple[type[BaseModel], str]] = {
-    "table.created": (TableCreatedEvent, "The table was created (its first event)."),
-    "table.archived": (TableArchivedEvent, "The table was archived (DELETE /api/tables/{id}; "
-                       "its last event): its clients are closed with 4404, its events stay "
-                       "under data.archived_as."),
-    "frame.started": (FrameStartedEvent, "A frame began; the breaker is at the table (I3)."),
-    "frame.ended": (FrameEndedEvent, "The frame ended: 3.2, technical loss (10.5) or the "
-                    "referee."),
-    "match.ended": (MatchEndedEvent, "The match was won (race_to); only undo or new_match "
-                    "from here."),
-    "match.started": (MatchStartedEvent, "new_match: the table's next match began (frame.started "
-                      "follows); the previous one stays on record (GET /api/matches/{id})."),
-    "shot.result": (ShotResultEvent, "The referee's report of a shot as the rules applied it "
-                    "(sections 3-11); foul, respot, turn or frame.ended follow."),
-    "call.announced": (CallAnnouncedEvent, "The strict call announced before the shot (7.1); "
-                       "the next shot.result is judged against it."),
-    "respot": (RespotEvent, "Balls to put back before the next shot (11.x); the clock waits "
-               "for start (I14)."),
-    "clock.started": (ClockStartedEvent, "The clock counts down (I15)."),
-    "clock.resumed": (ClockResumedEvent, "The clock counts down again after a pause."),
-    "clock.stopped": (ClockStoppedEvent, "The clock stopped (shot, turn, foul, new_frame)."),
-    "clock.paused": (ClockPausedEvent, "Paused by the referee, or after a restart."),
-    "clock.extended": (ClockExtendedEvent, "An extension was added (12.5-12.7)."),
-    "clock.warning": (ClockWarningEvent, "The remaining time crossed a warning threshold."),
-    "clock.expired": (ClockExpiredEvent, "Time ran out (12.4); a time foul and a turn follow."),
-    "clock.corrected": (ClockCorrectedEvent, "set_time: the remaining time was corrected."),
-    "correction.undone": (CorrectionUndoneEvent, "undo: the last step was taken back."),
-    "foul": (FoulEvent, "A counted foul (10.1, 12.4, I12); the second is a technical loss."),
-    "turn": (TurnEvent, "The turn passed: a new visit of the other player."),
-    "shot_clock.on": (ShotClockOnEvent, "Slow play: the referee switched the shot clock on "
-                      "(shot_clock_on, 12.1) for the rest of the frame or the match."),
-    "match_clock.started": (MatchClockStartedEvent, "The match's first break: its time limit "
-                            "(match_limit_ms) counts."),
-    "match_clock.paused": (MatchClockPausedEvent, "The referee's pause stopped the match "
-                           "clock too."),
-    "match_clock.resumed": (MatchClockResumedEvent, "The match clock counts again."),
-    "match_clock.warning": (MatchClockWarningEvent, "10 or 5 minutes of the match are left."),
-    "match_clock.expired": (MatchClockExpiredEvent, "The match's time limit was reached; the "
-                            "organiser's choice (at_limit) applies, citing its rule."),
-    "match_clock.applied": (MatchClockAppliedEvent, "The organiser's choice at the limit did "
-                            "something: a winner, a draw, a tie-break frame, the shot clock."),
-    "shot_clock.off": (ShotClockOffEvent, "The frame for which slow play was switched on "
-                       "ended: no shot clock from the next frame."),
-}
+    name: (EVENT_MODELS[name], kind.description) for name, kind in EVENTS.items()}
 
 # Every message the server sends, by ``type``.
 SERVER_MESSAGES: dict[str, type[BaseModel]] = {
@@ -289,9 +220,6 @@ EXAMPLES: dict[str, list[dict[str, Any]]] = {
 
 def build_asyncapi() -> dict[str, Any]:
     """The AsyncAPI 3.0 document of the WebSocket API, as a JSON-ready dict."""
-    missing = EVENT_TYPES ^ set(EVENT_MESSAGES)
-    if missing:  # a new event type must get its own data model here
-        raise RuntimeError(f"event types without (or with a stale) message model: {missing}")
     refs, schemas = _schemas()
 
     summaries = {

@@ -34,6 +34,7 @@ from clock_service.commands import (
     SAME,
     Command,
 )
+from clock_service.events import EVENTS, EventType
 from clock_service.match_clock import AT_LIMIT, MATCH_WARNINGS_MS, MAX_MATCH_MS
 from clock_service.profile import MAX_MS, Profile
 from clock_service.rules import (
@@ -331,7 +332,8 @@ class ArchiveRecord(BaseModel):
 
 
 class WireEvent(BaseModel):
-    type: str
+    type: str = Field(json_schema_extra={"enum": list(EVENTS)}, description=(
+        "the event type; its data and description: docs/asyncapi.json"))
     seq: int
     table: str
     at: int = Field(description="unix ms")
@@ -778,101 +780,6 @@ class _EventMessage(_Closed):
         "(?since=) carry none: the snapshot before them has the state they lead to"))
 
 
-class TableCreatedEvent(_EventMessage):
-    type: Literal["table.created"]
-    data: TableCreatedData
-
-
-class TableArchivedEvent(_EventMessage):
-    type: Literal["table.archived"]
-    data: TableArchivedData
-
-
-class FrameStartedEvent(_EventMessage):
-    type: Literal["frame.started"]
-    data: FrameStartedData
-
-
-class FrameEndedEvent(_EventMessage):
-    type: Literal["frame.ended"]
-    data: FrameEndedData
-
-
-class MatchStartedEvent(_EventMessage):
-    type: Literal["match.started"]
-    data: MatchStartedData
-
-
-class MatchEndedEvent(_EventMessage):
-    type: Literal["match.ended"]
-    data: MatchEndedData
-
-
-class ShotResultEvent(_EventMessage):
-    type: Literal["shot.result"]
-    data: ShotResultData
-
-
-class CallAnnouncedEvent(_EventMessage):
-    type: Literal["call.announced"]
-    data: CallAnnouncedData
-
-
-class RespotEvent(_EventMessage):
-    type: Literal["respot"]
-    data: RespotData
-
-
-class ClockStartedEvent(_EventMessage):
-    type: Literal["clock.started"]
-    data: ClockRunData
-
-
-class ClockResumedEvent(_EventMessage):
-    type: Literal["clock.resumed"]
-    data: ClockRunData
-
-
-class ClockStoppedEvent(_EventMessage):
-    type: Literal["clock.stopped"]
-    data: ClockStoppedData
-
-
-class ClockPausedEvent(_EventMessage):
-    type: Literal["clock.paused"]
-    data: ClockPausedData
-
-
-class ClockExtendedEvent(_EventMessage):
-    type: Literal["clock.extended"]
-    data: ClockExtendedData
-
-
-class ClockWarningEvent(_EventMessage):
-    type: Literal["clock.warning"]
-    data: ClockWarningData
-
-
-class ClockExpiredEvent(_EventMessage):
-    type: Literal["clock.expired"]
-    data: ClockExpiredData
-
-
-class ClockCorrectedEvent(_EventMessage):
-    type: Literal["clock.corrected"]
-    data: ClockCorrectedData
-
-
-class CorrectionUndoneEvent(_EventMessage):
-    type: Literal["correction.undone"]
-    data: CorrectionUndoneData
-
-
-class FoulEvent(_EventMessage):
-    type: Literal["foul"]
-    data: FoulData
-
-
 class ShotClockOnData(_Closed):
     """shot_clock_on: the referee switched the shot clock on for slow play."""
 
@@ -889,16 +796,6 @@ class ShotClockOnData(_Closed):
 class ShotClockOffData(_Closed):
     frame: int = Field(description="the frame whose end ended a frame's slow play")
     reason: Literal["frame_ended"]
-
-
-class ShotClockOnEvent(_EventMessage):
-    type: Literal["shot_clock.on"]
-    data: ShotClockOnData
-
-
-class ShotClockOffEvent(_EventMessage):
-    type: Literal["shot_clock.off"]
-    data: ShotClockOffData
 
 
 class MatchClockData(_Closed):
@@ -932,39 +829,19 @@ class MatchClockAppliedData(_Closed):
     frame: int
 
 
-class MatchClockStartedEvent(_EventMessage):
-    type: Literal["match_clock.started"]
-    data: MatchClockData
+def _event_message(kind: EventType) -> type[_EventMessage]:
+    payload = globals().get(kind.payload)
+    if not (isinstance(payload, type) and issubclass(payload, BaseModel)):
+        raise RuntimeError(f"event {kind.name!r}: no payload model {kind.payload!r} here")
+    fields: dict[str, Any] = {"type": (Literal[kind.name], ...), "data": (payload, ...)}
+    model: type[_EventMessage] = create_model(kind.message, __base__=_EventMessage,
+                                              __module__=__name__, **fields)
+    return model
 
 
-class MatchClockPausedEvent(_EventMessage):
-    type: Literal["match_clock.paused"]
-    data: MatchClockData
-
-
-class MatchClockResumedEvent(_EventMessage):
-    type: Literal["match_clock.resumed"]
-    data: MatchClockData
-
-
-class MatchClockWarningEvent(_EventMessage):
-    type: Literal["match_clock.warning"]
-    data: MatchClockWarningData
-
-
-class MatchClockExpiredEvent(_EventMessage):
-    type: Literal["match_clock.expired"]
-    data: MatchClockExpiredData
-
-
-class MatchClockAppliedEvent(_EventMessage):
-    type: Literal["match_clock.applied"]
-    data: MatchClockAppliedData
-
-
-class TurnEvent(_EventMessage):
-    type: Literal["turn"]
-    data: TurnData
+# Each event's message model (``clock.started`` -> ClockStartedEvent), from events.EVENTS.
+EVENT_MODELS: dict[str, type[_EventMessage]] = {
+    name: _event_message(kind) for name, kind in EVENTS.items()}
 
 
 # -- the hall feed (/ws/hall) -----------------------------------------------------------
@@ -1232,23 +1109,17 @@ CommandMessage = command_message()
 
 __all__ += [
     "TimeProfile", "WsMatchState", "WsTableState", "WsErrorBody", "CallSpec", "RouteSpec",
-    "ShotReport", "FoulRecord", "RespotInstruction", "ShotOutcome",
-    "TableCreatedData", "MatchStartedData", "MatchStartedEvent",
-    "FrameStartedData", "FrameEndedData", "MatchEndedData", "ShotResultData",
-    "RespotData", "ClockRunData", "ClockStoppedData", "ClockPausedData", "ClockExtendedData",
-    "ClockWarningData", "ClockExpiredData", "ClockCorrectedData", "CorrectionUndoneData",
-    "FoulData", "TurnData", "SnapshotMessage", "TableCreatedEvent", "FrameStartedEvent",
-    "FrameEndedEvent", "MatchEndedEvent", "ShotResultEvent", "RespotEvent", "ClockStartedEvent",
-    "ClockResumedEvent", "ClockStoppedEvent", "ClockPausedEvent", "ClockExtendedEvent",
-    "ClockWarningEvent", "ClockExpiredEvent", "ClockCorrectedEvent", "CorrectionUndoneEvent",
-    "FoulEvent", "TurnEvent", "PongMessage", "AckMessage", "ErrorMessage", "PingMessage",
-    "CallAnnouncedData", "CallAnnouncedEvent", "CallVerdictSpec", "GeneralFoulSpec",
-    "BreachRecord",
-    "StatusMessage", "TableArchivedData", "TableArchivedEvent", "HallTable", "HallMessage",
-    "HallTableMessage", "HallRemovedMessage", "HallStatusMessage", "Text", "PlayerIndex",
-    "COMMAND_FIELD_TYPES", "MESSAGE_FIELDS", "TABLE_ID_PATTERN", "ARCHIVE_ID_PATTERN", "MAX_SEQ",
-    "ArchiveRecord", "ArchivedTable",
-    "command_models", "command_union", "command_message", "CommandMessage",
+    "ShotReport", "FoulRecord", "RespotInstruction", "ShotOutcome", "TableCreatedData",
+    "MatchStartedData", "FrameStartedData", "FrameEndedData", "MatchEndedData",
+    "ShotResultData", "RespotData", "ClockRunData", "ClockStoppedData", "ClockPausedData",
+    "ClockExtendedData", "ClockWarningData", "ClockExpiredData", "ClockCorrectedData",
+    "CorrectionUndoneData", "FoulData", "TurnData", "EVENT_MODELS", "SnapshotMessage",
+    "PongMessage", "AckMessage", "ErrorMessage", "PingMessage", "CallAnnouncedData",
+    "CallVerdictSpec", "GeneralFoulSpec", "BreachRecord", "StatusMessage", "TableArchivedData",
+    "HallTable", "HallMessage", "HallTableMessage", "HallRemovedMessage", "HallStatusMessage",
+    "Text", "PlayerIndex", "COMMAND_FIELD_TYPES", "MESSAGE_FIELDS", "TABLE_ID_PATTERN",
+    "ARCHIVE_ID_PATTERN", "MAX_SEQ", "ArchiveRecord", "ArchivedTable", "command_models",
+    "command_union", "command_message", "CommandMessage",
 ]
 
 

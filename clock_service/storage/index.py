@@ -29,6 +29,8 @@ import sqlite3
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from clock_service.events import INDEXED_TYPES
+
 __all__ = [
     "INDEX_VERSION", "SCHEMA", "INDEXED_TYPES", "REFRESH_TYPES", "projection", "index_ops",
     "ensure_index", "rebuild_index",
@@ -60,10 +62,10 @@ CREATE INDEX IF NOT EXISTS matches_by_start ON matches (started_at, table_id, nu
 CREATE INDEX IF NOT EXISTS matches_by_table ON matches (table_id, started_at, number);
 """
 
+# The events that open a match. Every event the index reads: INDEXED_TYPES (events.EVENTS).
 OPENING = frozenset({"table.created", "match.started"})
 # The events whose match summary (score, status) the index takes: ``projection``.
 REFRESH_TYPES = frozenset({"frame.started", "frame.ended", "match.ended", "correction.undone"})
-INDEXED_TYPES = OPENING | REFRESH_TYPES | {"table.archived"}
 
 _INSERT = (
     "INSERT OR REPLACE INTO matches (table_id, number, start_seq, end_seq, started_at, "

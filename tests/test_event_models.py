@@ -1,0 +1,200 @@
+"""Every event the core emits matches its model (issue 18 point 3).
+
+Each event type is defined once (clock_service/events.py ``EVENTS``: name, payload model,
+description); schemas.py builds its message model from that. Here the runtime, over the
+real cores with the fake clock and a real SQLite file, plays scripted matches that make
+every event type at least once, and each event, as its JSON goes on the wire and into the
+store, is validated strictly against its model: the envelope, ``data`` and the ``state``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from clock_service.asyncapi import EVENT_MESSAGES
+from clock_service.commands import parse_command
+from clock_service.events import EVENT_TYPES, EVENTS, INDEXED_TYPES
+from clock_service.hub import Hub, encode
+from clock_service.runtime import Runtime
+from clock_service.schemas import EVENT_MODELS
+from clock_service.storage import Store
+from clock_service.storage.index import OPENING, REFRESH_TYPES
+from clock_service.timesource import FakeTime
+
+SHORT = {"shot_ms": 3000, "floor_ms": 2000, "step_ms": 500, "extension_ms": 2000,
+         "warnings_ms": [2000, 1000]}
+HOUR = 3_600_000
+
+
+class Recorded:
+    """The runtime, and every event it made, as JSON text, in order."""
+
+    def __init__(self, runtime: Runtime, time: FakeTime) -> None:
+        self.runtime = runtime
+        self.time = time
+        self.texts: list[str] = []
+        runtime.listeners.append(
+            lambda table_id, wires, state: self.texts.extend(encode(w) for w in wires))
+
+    async def ok(self, table: str, command: str, **fields: Any) -> list[str]:
+        """The types of the events the command made."""
+        before = len(self.texts)
+        await self.runtime.command(table, parse_command({"command": command, **fields}))
+        return self.types(before)
+
+    def types(self, since: int) -> list[str]:
+        import json
+
+        return [json.loads(text)["type"] for text in self.texts[since:]]
+
+
+async def _settle(runtime: Runtime) -> None:
+    for _ in range(1000):
+        if all(t.published_seq >= t.seq for t in runtime.tables.values()):
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError("events not durable")
+
+
+async def _play(db: Path) -> list[str]:
+    time = FakeTime()
+    runtime = Runtime(Store(db), time, Hub())
+    await runtime.start(default_table=None)
+    rec = Recorded(runtime, time)
+    try:
+        await runtime.create_table("c", ["Ivanov", "Petrov"], profile=SHORT, race_to=2,
+                                   event="Cup", referee="Orlov")
+        assert rec.types(0) == ["table.created", "frame.started"]
+        # Frame 1: Ivanov breaks.
+        assert await rec.ok("c", "start") == ["clock.started"]
+        assert await rec.ok("c", "extension") == ["clock.extended"]
+        assert await rec.ok("c", "pause") == ["clock.paused"]
+        assert await rec.ok("c", "resume") == ["clock.resumed"]
+        assert await rec.ok("c", "shot") == ["clock.stopped"]
+        assert await rec.ok("c", "turn") == ["turn"]
+        assert await rec.ok("c", "foul", reason="touched a ball") == ["foul", "turn"]
+        assert await rec.ok("c", "hand_back") == ["turn"]
+        assert await rec.ok("c", "undo", by="referee", reason="misheard") == [
+            "correction.undone"]
+        assert await rec.ok("c", "set_time", remaining_ms=2500, reason="test") == [
+            "clock.corrected"]
+        assert await rec.ok("c", "start") == ["clock.started"]
+        before = len(rec.texts)
+        time.advance(3000)  # the warnings at 2 s and 1 s, then the expiry (12.4)
+        assert rec.types(before) == ["clock.warning", "clock.warning", "clock.expired",
+                                     "foul", "turn"]
+        assert await rec.ok("c", "new_frame", reason="abandoned") == [
+            "frame.ended", "frame.started"]
+        # Frame 2: Petrov breaks; a foul with balls to put back.
+        assert await rec.ok("c", "start") == ["clock.started"]
+        assert await rec.ok("c", "shot") == ["clock.stopped"]
+        assert await rec.ok("c", "result", whites_potted=2, legal_break=True) == [
+            "shot.result"]
+        assert await rec.ok("c", "start") == ["clock.started"]
+        assert await rec.ok("c", "shot") == ["clock.stopped"]
+        assert await rec.ok("c", "result", whites_potted=1, referee_foul="push shot") == [
+            "shot.result", "foul", "respot", "turn"]
+        assert await rec.ok("c", "new_frame", winner=1, reason="walkover") == [
+            "frame.ended", "frame.started"]
+        # Frame 3: Ivanov breaks, nothing credited; Petrov pots the called colour (7.1,
+        # 3.2): 0-2, the match.
+        assert await rec.ok("c", "start") == ["clock.started"]
+        assert await rec.ok("c", "shot") == ["clock.stopped"]
+        assert await rec.ok("c", "result", whites_potted=0, legal_break=True) == [
+            "shot.result", "turn"]
+        assert await rec.ok("c", "start") == ["clock.started"]
+        assert await rec.ok("c", "call", pocket="bottom_left", cushions=["right_bottom"],
+                            contacts=["cue>colour"], shot_type="early_cushion") == [
+            "call.announced"]
+        assert await rec.ok("c", "shot") == ["clock.stopped"]
+        assert await rec.ok("c", "result", colour_potted=True, route={
+            "pocket": "bottom_left", "path": ["cue>colour", "right_bottom"]}) == [
+            "shot.result", "frame.ended", "match.ended"]
+        # The next matches: one without the shot clock, switched on for one frame (12.1).
+        assert await rec.ok("c", "new_match", players=["Sidorov", "Petrov"], race_to=1) == [
+            "match.started", "frame.started"]
+        assert await rec.ok("c", "new_match", timer=False, reason="slow-play check") == [
+            "match.started", "frame.started"]
+        assert await rec.ok("c", "shot_clock_on", reason="play is stalled",
+                            scope="frame") == ["shot_clock.on"]
+        assert await rec.ok("c", "new_frame", winner=0, reason="conceded") == [
+            "frame.ended", "shot_clock.off", "match.ended"]
+        # A match with a time limit (12.1): its clock starts with the break, pauses with
+        # the referee, warns, expires; level at the limit, a tie-break frame is applied.
+        await runtime.create_table("m", ["Ivanov", "Petrov"], timer=False, race_to=3,
+                                   match_limit_ms=HOUR, at_match_limit="tie_break_frame")
+        assert await rec.ok("m", "start") == ["clock.started", "match_clock.started"]
+        assert await rec.ok("m", "pause") == ["clock.paused", "match_clock.paused"]
+        assert await rec.ok("m", "resume") == ["clock.resumed", "match_clock.resumed"]
+        before = len(rec.texts)
+        time.advance(HOUR)
+        assert rec.types(before) == ["match_clock.warning", "match_clock.warning",
+                                     "match_clock.expired"]
+        assert "match_clock.applied" in await rec.ok("m", "new_frame", reason="abandoned")
+        # A clock running when the service stops comes back paused (restart).
+        await runtime.create_table("r", ["A", "B"], profile=SHORT)
+        await rec.ok("r", "start")
+        await _settle(runtime)
+    finally:
+        await runtime.stop()
+    again = Runtime(Store(db), time, Hub())
+    rec.runtime = again
+    again.listeners.append(
+        lambda table_id, wires, state: rec.texts.extend(encode(w) for w in wires))
+    before = len(rec.texts)
+    await again.start(default_table=None)
+    try:
+        assert rec.types(before) == ["clock.paused"]
+        await again.archive_table("r")
+        assert rec.types(before)[-1] == "table.archived"
+        await _settle(again)
+    finally:
+        await again.stop()
+    return rec.texts
+
+
+def test_every_event_the_core_emits_matches_its_model(tmp_path: Path) -> None:
+    import json
+
+    texts = asyncio.run(_play(tmp_path / "events.db"))
+    seen = set()
+    for text in texts:
+        kind = json.loads(text)["type"]
+        model = EVENT_MODELS.get(kind)
+        assert model is not None, f"{kind!r} is not defined in events.EVENTS: {text}"
+        try:
+            model.model_validate_json(text, strict=True)
+        except ValidationError as exc:
+            pytest.fail(f"{kind} does not match {model.__name__}:\n{exc}\n{text}")
+        seen.add(kind)
+    assert seen == EVENT_TYPES, f"never emitted: {EVENT_TYPES - seen}"
+
+
+def test_a_field_the_model_does_not_define_fails() -> None:
+    """The validation above can fail: an extra field in data, or a field missing."""
+    import json
+
+    event = {"type": "clock.extended", "seq": 1, "table": "1", "at": 1,
+             "data": {"player": 0, "extension_ms": 2000, "remaining_ms": 100,
+                      "deadline": None, "surprise": 1}, "state": {}}
+    with pytest.raises(ValidationError) as info:
+        EVENT_MODELS["clock.extended"].model_validate_json(json.dumps(event), strict=True)
+    assert "surprise" in str(info.value)
+
+
+def test_every_list_of_event_types_comes_from_the_one_definition() -> None:
+    assert list(EVENT_MODELS) == list(EVENTS) and set(EVENTS) == EVENT_TYPES
+    for name, kind in EVENTS.items():
+        model = EVENT_MODELS[name]
+        assert model.__name__ == kind.message
+        data = model.model_fields["data"].annotation
+        assert getattr(data, "__name__", None) == kind.payload
+        assert EVENT_MESSAGES[name] == (model, kind.description)
+    # The match index reads exactly the events the definition marks: those opening a
+    # match, those changing its summary, and the archive.
+    assert OPENING | REFRESH_TYPES | {"table.archived"} == INDEXED_TYPES <= EVENT_TYPES
