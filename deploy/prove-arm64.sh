@@ -101,6 +101,14 @@ cd /tmp
 tar -xzf shotclock-bundle.tar.gz
 ./shotclock-bundle/install-pi.sh --offline /tmp/shotclock-bundle.tar.gz --display serial
 echo "-- install took $((SECONDS - t0)) s"
+# An upgrade at the venue is the same command again: it must succeed offline and change
+# nothing it should keep.
+cp /etc/shotclock/env /tmp/env.before
+t2=$SECONDS
+./shotclock-bundle/install-pi.sh --offline /tmp/shotclock-bundle.tar.gz --display serial >/tmp/upgrade.log 2>&1 ||
+    { tail -n 20 /tmp/upgrade.log; exit 1; }
+cmp /etc/shotclock/env /tmp/env.before
+echo "-- the same install again (an upgrade) took $((SECONDS - t2)) s; settings kept"
 # What systemd's StateDirectory= does; then the unit's command, as its user, with its env.
 install -d -o shotclock -g shotclock -m 0750 /var/lib/shotclock
 set -a
