@@ -88,8 +88,11 @@ def run_clock_and_read(server: ServerProcess, directory: Path) -> Reader:
     status, body = server.command("tf", "start")
     assert status == 200, body
     # Until the clock's own expiry is in the files (the whole countdown was written).
-    wait_for(lambda: (directory / "phase.txt").read_text() == "expired", timeout=15,
-             what="the expiry in phase.txt")
+    # (One update writes its files one after another: wait for the last one asked about.)
+    wait_for(lambda: (directory / "phase.txt").read_text() == "expired"
+             and (directory / "last_event.txt").read_text() not in ("", "5 seconds", "5 с")
+             and (directory / "fouls_a.txt").read_text() == "1", timeout=15,
+             what="the expiry, its time foul and the turn in the files")
     reader.stop = True
     reader.join(5)
     return reader

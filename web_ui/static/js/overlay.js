@@ -228,7 +228,17 @@ function tick() {
   if (clock.textContent !== digits) clock.textContent = digits;
   if (third.dataset.stage !== look) third.dataset.stage = look;
   const air = airOf(look, remaining);
-  if (third.dataset.air !== air) third.dataset.air = air;
+  if (third.dataset.air !== air) {
+    // Coming back on air moves in (air-in); the first picture of the page does not move,
+    // so it is where it stays from the start.
+    const back = air === "on" && third.dataset.air === "off";
+    third.dataset.air = air;
+    if (back) {
+      third.classList.remove("air-in");
+      void third.offsetWidth; // restart the animation
+      third.classList.add("air-in");
+    }
+  }
   // The bar moves every frame: the visibly smooth part of the countdown.
   const limit = Math.max(state.limit_ms || 0, state.remaining_ms || 0, 1);
   const fraction = remaining == null ? 0 : Math.min(1, remaining / limit);
