@@ -172,7 +172,9 @@ def test_legal_colour_after_three_whites_ends_the_frame_3_2() -> None:
         "frame_over", 0, "legal_colour_pot")
     assert state["match"] == {"number": 1, "race_to": None, "score": [1, 0],
                               "frames_won": [1, 0], "winner": None, "over": False,
-                              "undecided": 0}
+                              "undecided": 0, "match_limit_ms": None,
+                              "at_match_limit": "leader_wins", "by_time_limit": False,
+                              "drawn": False}
     # An open-ended match goes on: the next frame, broken by the other player (I3).
     events = clock.handle(NewFrame(), T0 + 5000)
     assert types(events) == ["frame.started"] and events[0].data["breaker"] == 1
@@ -192,7 +194,8 @@ def test_the_last_frame_ends_the_match_then_only_undo_is_allowed() -> None:
     events = play(clock, colour_potted=True, call=CALL, route=ROUTE)
     assert types(events) == ["shot.result", "frame.ended", "match.ended"]
     assert events[2].data == {"winner": 0, "score": [2, 0], "frames_won": [2, 0],
-                              "race_to": 2, "frames": 2}
+                              "race_to": 2, "frames": 2, "by_time_limit": False,
+                              "drawn": False}
     for command in (NewFrame(), Start(), Turn(), Foul(reason="x")):
         with pytest.raises(RuleRefusal) as info:
             clock.handle(command, T0 + 9000)
@@ -691,7 +694,9 @@ def test_a_match_race_to_two_over_http(server: ServerProcess) -> None:
     _ok(server.command("m", "result", whites_potted=3, legal_break=True))
     state = _shot(server, "m", colour_potted=True, call=CALL, route=ROUTE)
     assert state["match"] == {"id": "m.1", "number": 1, "race_to": 2, "score": [2, 1],
-                              "frames_won": [2, 1], "winner": 0, "over": True, "undecided": 0}
+                              "frames_won": [2, 1], "winner": 0, "over": True, "undecided": 0,
+                              "match_limit_ms": None, "at_match_limit": "leader_wins",
+                              "by_time_limit": False, "drawn": False}
     status, error = server.command("m", "new_frame")
     assert status == 409 and error["error"]["code"] == "match_over"
     assert "Ivanov won 2-1" in error["error"]["message"]
