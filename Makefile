@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test venv lint bench test-deps browser-deps node-deps clean lock bundle
+.PHONY: run test test-fast venv lint bench test-deps browser-deps node-deps clean lock bundle
 
 # Every dependency at one version, on every machine: requirements.lock (made by uv from
 # pyproject.toml, for every platform and Python >= 3.11 at once: --universal) constrains
@@ -64,6 +64,11 @@ test: venv test-deps node-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy clock_service firmware_bridge web_ui
 	$(BIN)/python -m pytest -q
+
+# The inner loop: the pure cores and the unit tests, no servers, no browser, no broker
+# (pytest --fast, tests/conftest.py); under a minute. `make test` runs everything.
+test-fast: venv
+	$(BIN)/python -m pytest -q --fast
 
 lint: venv
 	$(BIN)/ruff check .

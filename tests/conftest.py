@@ -11,6 +11,28 @@ import pytest
 
 from tests.server import ServerProcess
 
+# `make test-fast` (pytest --fast): the pure cores and the unit tests, for the inner loop.
+# These directories and files are left out whole (servers, brokers, Chromium, real time);
+# anything else that starts a server or a broker is skipped when it tries (tests/server.py,
+# tests/broker.py), so a new slow test cannot slip into the fast set unnoticed.
+SLOW = (
+    "tests/browser/", "tests/faults/", "tests/mqtt/", "tests/contract/",
+    "tests/camera/test_e2e_camera.py", "tests/camera/test_camera_calibration.py",
+    "tests/reports/test_reports_e2e.py", "tests/reports/test_worker_lifetime.py",
+    "tests/hardware/test_install.py", "tests/hardware/test_install_script.py",
+    "tests/hardware/test_firmware.py", "tests/hardware/test_serve_faults.py",
+    "tests/hardware/test_serve_serial.py", "tests/hardware/test_remote.py",
+    "tests/test_e2e.py", "tests/test_client.py",
+)
+SLOW_MARKERS = ("e2e", "browser", "mqtt", "serial")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fast", action="store_true",
+                     help="the pure cores and unit tests only: no servers, no browser, no "
+                          "broker, nothing in real time (make test-fast)")
+
+
 # Every process a test starts (shotclock serve/hall, their reports workers and
 # multiprocessing's resource trackers, mosquitto, chromium, emulators) stays a descendant of
 # this pytest process: it is made a child subreaper (Linux prctl), so a process orphaned by
@@ -57,6 +79,11 @@ _reaping = False
 
 def pytest_configure(config: pytest.Config) -> None:
     global _reaping
+    if config.getoption("--fast"):
+        import tests.broker
+        import tests.server
+
+        tests.server.FAST = tests.broker.FAST = True
     if not sys.platform.startswith("linux") or hasattr(config, "workerinput"):
         return  # with pytest-xdist the controller reaps: its workers' children are its too
     import ctypes
@@ -78,6 +105,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if Path(str(item.path)).relative_to(rootpath).as_posix().startswith(SERIAL):
             item.add_marker(pytest.mark.serial)
+    if config.getoption("--fast"):
+        keep, slow = [], []
+        for item in items:
+            path = Path(str(item.path)).relative_to(rootpath).as_posix()
+            if path.startswith(SLOW) or any(item.get_closest_marker(m) for m in SLOW_MARKERS):
+                slow.append(item)
+            else:
+                keep.append(item)
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = keep
     result = yield
     root = rootpath / "tests"
     first: dict[str, int] = {}

@@ -114,7 +114,8 @@ def test_serve_keeps_the_files_and_a_reader_never_sees_half_a_file(tmp_path: Pat
     assert "6" in reader.seen and len(tenths) >= 10, reader.seen
     assert (directory / "clock.txt").read_text() == "0.0"
     assert (directory / "fouls_a.txt").read_text() == "1"  # the time foul (12.4)
-    assert (directory / "last_event.txt").read_text() == "B to the table"
+    wait_for(lambda: (directory / "last_event.txt").read_text() == "B to the table",
+             what="the expiry's turn in last_event.txt (phase.txt is written first)")
 
 
 @pytest.mark.e2e
@@ -127,7 +128,8 @@ def test_shotclock_feed_polls_and_writes_the_same(tmp_path: Path) -> None:
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ)
     try:
         reader = run_clock_and_read(server, directory)
-        assert (directory / "last_event.txt").read_text() == "К столу: B"
+        wait_for(lambda: (directory / "last_event.txt").read_text() == "К столу: B",
+                 what="the expiry's turn in last_event.txt (phase.txt is written first)")
         server.stop()  # the service goes away: no stale time stays on air
         wait_for(lambda: (directory / "clock.txt").read_text() == "", timeout=10,
                  what="clock.txt emptied")
