@@ -435,10 +435,12 @@ def _mqtt(refs: dict[str, dict[str, Any]], events: list[str],
     channels = {
         "mqttEvents": channel(
             f"{table}/events", "A table's events (MQTT)",
-            "Every event, QoS 1, not retained: the WebSocket event JSON (with seq) exactly "
-            "as the table's store holds it, in seq order. After an outage or a restart the "
-            "table sends what the broker had not acknowledged first, so an event may come "
-            "twice: drop any seq you already have. A gap means the broker lost something "
+            "Every event, QoS 1, not retained: the WebSocket event JSON (with seq), in seq "
+            "order: live ones with their state, as the WebSocket sends them; those sent "
+            "again from the table's store (after an outage, a restart or a replay request) "
+            "as the store holds them, without state (the retained state topic has it). "
+            "After an outage or a restart the table sends what the broker had not "
+            "acknowledged first, so an event may come twice: drop any seq you already have. A gap means the broker lost something "
             "(it crashed): ask for a replay (mqttReplay) or read GET /api/tables/{id}/"
             "events?since= from the table's service.", events),
         "mqttState": channel(
