@@ -440,9 +440,10 @@ def _mqtt(refs: dict[str, dict[str, Any]], events: list[str],
             "again from the table's store (after an outage, a restart or a replay request) "
             "as the store holds them, without state (the retained state topic has it). "
             "After an outage or a restart the table sends what the broker had not "
-            "acknowledged first, so an event may come twice: drop any seq you already have. A gap means the broker lost something "
-            "(it crashed): ask for a replay (mqttReplay) or read GET /api/tables/{id}/"
-            "events?since= from the table's service.", events),
+            "acknowledged first, so an event may come twice: drop any seq you already have. "
+            "A gap means the broker lost something (it crashed): ask for a replay "
+            "(mqttReplay) or read GET /api/tables/{id}/events?since= from the table's "
+            "service.", events),
         "mqttState": channel(
             f"{table}/state", "A table's state (MQTT)",
             "QoS 1, retained: the table state after its last event (seq says which), so a "
