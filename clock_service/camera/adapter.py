@@ -36,7 +36,7 @@ from clock_service.camera.core import Decision, Rest, Strike, Sure, Unsure
 from clock_service.camera.geometry import Calibration, CalibrationError
 from clock_service.camera.modes import MODES, TableView, command_for
 from clock_service.camera.source import FrameSource, SourceError, SourceSpec, redact
-from clock_service.commands import Command
+from clock_service.commands import PRESS_STALE_MS, Command
 from clock_service.errors import ShotClockError
 from clock_service.runtime import Runtime
 
@@ -48,6 +48,10 @@ RECONNECT_S = (0.5, 1.0, 2.0, 5.0)
 STATUS_EVERY_S = 0.5
 STALE_MS = 1500.0  # no frame for this long: disconnected
 MATCH_MS = 3000.0  # a press within this of a detection confirms (or contradicts) it
+# A camera command whose frame is older than this when it is to be sent is not sent (the
+# clock refuses a press older than PRESS_STALE_MS; the margin covers the hop to the loop,
+# the command's queue and the store).
+SEND_LIMIT_MS = PRESS_STALE_MS - 500.0
 
 
 class CameraAdapter:
@@ -85,6 +89,7 @@ class CameraAdapter:
         self.sure = True
         self.cost_ms: collections.deque[float] = collections.deque(maxlen=120)
         self.skipped = 0  # frames read but not looked at (behind real time, balls rolling)
+        self.too_late = 0  # decisions not sent: older than SEND_LIMIT_MS (on the loop)
         # on the loop
         self.last_rest: Rest | None = None
         self.last_strike: Strike | None = None
@@ -179,6 +184,8 @@ class CameraAdapter:
                 while not self._stop.is_set():
                     frame, at = source.read()
                     self.origin = source.origin
+                    dropped = getattr(source, "dropped", ())
+                    self.skipped += len(dropped)  # behind real time: older frames dropped
                     started = time.perf_counter()
                     self.last_frame = frame
                     self.frames += 1
@@ -195,6 +202,8 @@ class CameraAdapter:
                         continue
                     if pipeline is None or pipeline.frame_size != size:
                         pipeline = FramePipeline(calibration, size)
+                    for dropped_at in dropped:
+                        pipeline.skip(dropped_at)
                     lag = self.runtime.time.now_ms() - at
                     if not look_at(lag, pipeline.watcher.state, behind):
                         behind += 1
@@ -268,6 +277,22 @@ class CameraAdapter:
         self._issue(command)
 
     def _issue(self, command: Command) -> None:
+        age = self.runtime.time.now_ms() - command.at if command.at is not None else 0.0
+        if age > SEND_LIMIT_MS:
+            # Never sent to be refused (issue 21 point 4): a decision this long after its
+            # frame would reach the clock as a stale press (409). Timing it later than its
+            # frame would be wrong, so the camera says it is not sure and the referee's
+            # button is the input for this step.
+            self.too_late += 1
+            log.warning("camera: %s decided %.0f ms after its frame (limit %.0f ms): not "
+                        "sent", command.name, age, SEND_LIMIT_MS)
+            self.runtime.health.fault(
+                self._key("late"), component="camera", code="camera_not_sure",
+                message=f"camera not sure: its {command.name} was decided {age / 1000:.1f} s "
+                "after the frame, too late for the clock; use the buttons",
+                table=self.table_id)
+            return
+        self.runtime.health.clear(self._key("late"))
         self.sent.append({"command": command.name, "at": command.at})
         task = asyncio.ensure_future(self.runtime.command(self.table_id, command))
         task.add_done_callback(functools.partial(self._after_command, command=command))
@@ -384,6 +409,7 @@ class CameraAdapter:
             else None,
             "cost_ms_p50": round(costs[len(costs) // 2], 2) if costs else None,
             "skipped": self.skipped,
+            "too_late": self.too_late,
             "decisions": list(self.decisions), "sent": list(self.sent),
             "press_minus_detection_ms": {
                 step: {"n": len(v), "median": statistics.median(v) if v else None,

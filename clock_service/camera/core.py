@@ -98,7 +98,10 @@ class WatchSettings:
     ball_mm: float = 68.0
     vacated: float = 0.6  # share of bare felt that shows a spot is empty
     max_speed: float = 6.0  # mm/ms: how far a struck ball can be from its spot
-    recount_ms: float = 2000.0  # fewer balls than at the last rest, still: accept the count
+    # fewer balls than at the last rest, still this long: accept the count. The rest is
+    # then decided recount_ms after its instant, so this stays well under the clock's
+    # stale-press limit (2 s; issue 21 point 4: at 2000 ms such a rest was always refused)
+    recount_ms: float = 1200.0
     quality_low: float = 0.5
     unsure_ms: float = 500.0  # low quality this long: unsure
     sure_ms: float = 1000.0  # good quality this long again: sure

@@ -5,11 +5,12 @@
 - ``rtsp://...``, ``http(s)://...``: a network camera or an encoder's stream;
 - anything else: a video file, played at its own frame rate in real time (for tests and to
   replay a recorded session). Its frame k is taken as captured at ``origin + k / fps``,
-  ``origin`` being the service time it started playing. Every frame of a file is read:
-  when the pipeline falls behind (a loaded machine) the adapter looks at fewer of them
-  while balls roll (``pipeline.look_at``) until it has caught up, and its decisions keep
-  the frames' own capture times (a command more than 2 s late is refused as stale, as a
-  late press is). A live camera drops what nobody took; its buffer holds one frame.
+  ``origin`` being the service time it started playing. When the pipeline falls behind
+  (a slow detector, a loaded machine) the frames older than the newest one due are
+  dropped (grabbed, not decoded into an image), as a live camera drops what nobody took
+  (its buffer holds one frame): the frame looked at is always the newest, so no backlog
+  builds up and decisions keep the frames' own capture times without going stale (a
+  command more than 2 s late is refused, as a late press is).
 
 A live frame's capture time is the service time at which OpenCV handed it over (the
 driver's own timestamps are not comparable across devices); the frame's age in the
@@ -79,6 +80,8 @@ class FrameSource:
         self.origin: float | None = None
         self.index = 0
         self.ended = False
+        # capture times of the frames the last read dropped to stay at real time
+        self.dropped: list[float] = []
 
     def open(self) -> None:
         import cv2
@@ -113,12 +116,24 @@ class FrameSource:
 
     def _read_file(self) -> tuple[Any, float]:
         period = 1000.0 / self.fps
+        self.dropped = []
         if self.origin is None:
             self.origin = self.now_ms()
         due = self.origin + self.index * period
         wait = due - self.now_ms()
         if wait > 0:
             self.sleep(wait / 1000.0)
+        # Behind real time (a slow detector, a busy machine): the frames captured before
+        # the newest one due now are dropped, as a live camera's one-frame buffer drops
+        # them, so the frame handed over is never more than a frame old and no backlog
+        # builds up behind a slow detector (issue 21 point 4: a decision about a frame
+        # seconds old is refused as stale). Their capture times are kept in ``dropped``.
+        newest = int((self.now_ms() - self.origin) // period)
+        while self.index < newest:
+            if not self.cap.grab():
+                return self._end()
+            self.dropped.append(self.origin + self.index * period)
+            self.index += 1
         ok, frame = self.cap.read()
         if not ok or frame is None:
             return self._end()
