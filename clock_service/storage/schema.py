@@ -30,6 +30,7 @@ import logging
 import sqlite3
 import time
 
+from clock_service.sdnotify import notify
 from clock_service.storage.archive import ARCHIVE_SCHEMA
 from clock_service.storage.tournament import TOURNAMENT_SCHEMA
 
@@ -38,6 +39,7 @@ __all__ = ["SCHEMA", "SCHEMA_VERSION", "LEGACY_PROJ_SQL", "migrate", "has_column
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "2"
+EXTEND_US = 30_000_000  # what each EXTEND_TIMEOUT_USEC asks systemd for during a migration
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tables (
@@ -115,10 +117,16 @@ def _version(conn: sqlite3.Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
-def migrate(conn: sqlite3.Connection, indexed_types: frozenset[str]) -> bool:
+def migrate(conn: sqlite3.Connection, indexed_types: frozenset[str], *,
+            tell_every_s: float = 5.0) -> bool:
     """Create the tables, or bring a store of an older schema up to this one (in place).
     Returns whether a migration ran. ``indexed_types``: the events the match index reads
-    a projection of (index.REFRESH_TYPES). Runs before the writer starts."""
+    a projection of (index.REFRESH_TYPES). Runs before the writer starts.
+
+    A migration runs before the service is READY and can outlast systemd's start timeout on
+    a big store on an SD card: every ``tell_every_s`` it asks systemd for 30 s more
+    (``EXTEND_TIMEOUT_USEC``, with a STATUS line), so the unit is not killed and restarted
+    into the same migration again."""
     fresh = not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'events'").fetchone()
     if fresh:
         # Must be set before the first table exists (later it takes a VACUUM).
@@ -137,6 +145,28 @@ def migrate(conn: sqlite3.Connection, indexed_types: frozenset[str]) -> bool:
     started = time.monotonic()
     log.warning("migrating the event store to schema %s (once; a large store takes a while)",
                 SCHEMA_VERSION)
+    told = [started - tell_every_s]
+
+    def keep_systemd_waiting() -> int:  # SQLite's progress handler: 0 = go on
+        now = time.monotonic()
+        if now - told[0] >= tell_every_s:
+            told[0] = now
+            notify(f"EXTEND_TIMEOUT_USEC={EXTEND_US}\nSTATUS=migrating the event store to "
+                   f"schema {SCHEMA_VERSION} (once): {now - started:.0f} s so far")
+        return 0
+
+    keep_systemd_waiting()  # at once, then every tell_every_s while SQLite works
+    conn.set_progress_handler(keep_systemd_waiting, 50_000)
+    try:
+        moved = _migrate_v1(conn, indexed_types)
+    finally:
+        conn.set_progress_handler(None, 0)
+    log.warning("event store migrated to schema %s in %.1f s (%d undo checkpoints moved)",
+                SCHEMA_VERSION, time.monotonic() - started, moved)
+    return True
+
+
+def _migrate_v1(conn: sqlite3.Connection, indexed_types: frozenset[str]) -> int:
     conn.executescript(SCHEMA)  # the tables it lacks (undo); the old ones stay as they are
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -172,9 +202,7 @@ def migrate(conn: sqlite3.Connection, indexed_types: frozenset[str]) -> bool:
     # Give the freed pages back and switch to incremental vacuum (one full VACUUM).
     conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
     conn.execute("VACUUM")
-    log.warning("event store migrated to schema %s in %.1f s (%d undo checkpoints moved)",
-                SCHEMA_VERSION, time.monotonic() - started, moved)
-    return True
+    return moved
 
 
 def _set_version(conn: sqlite3.Connection) -> None:

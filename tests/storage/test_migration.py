@@ -113,3 +113,25 @@ async def test_an_old_store_is_migrated_in_place_and_keeps_every_fact(v1_db: Pat
         assert not again.migrated
     finally:
         again.close()
+
+
+def test_a_migration_asks_systemd_to_wait_for_it(v1_db: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """It runs before READY: systemd's start timeout must not kill it (and restart it into
+    the same migration): EXTEND_TIMEOUT_USEC while it runs."""
+    import socket
+
+    address = str(tmp_path / "notify.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(address)
+    listener.settimeout(5)
+    monkeypatch.setenv("NOTIFY_SOCKET", address)
+    store = Store(v1_db)
+    store.open()
+    try:
+        assert store.migrated
+        message = listener.recv(4096).decode()
+    finally:
+        store.close()
+        listener.close()
+    assert message.startswith("EXTEND_TIMEOUT_USEC=30000000\nSTATUS=migrating the event store")
