@@ -537,7 +537,7 @@ def _camera(args: argparse.Namespace) -> int:
 
     from clock_service.camera.config import load_camera_config
     from clock_service.camera.geometry import Calibration, CalibrationError
-    from clock_service.camera.source import FrameSource, SourceError, parse_source
+    from clock_service.camera.source import SourceError, make_source, parse_source
     from clock_service.settings import Settings
 
     try:
@@ -564,7 +564,7 @@ def _camera(args: argparse.Namespace) -> int:
         out = str(config.calibration_path)
     else:
         out = str(settings.camera_calibration_path)
-    source = FrameSource(spec, lambda: time.time() * 1000)
+    source = make_source(spec, lambda: time.time() * 1000)
     try:
         source.open()
         frame, _ = source.read()

@@ -113,7 +113,8 @@ class Settings:
     serial_port: str | None = setting(None, "the display controller's serial port (over the "
                                       "config file's)", commands="serve, blank, shotclock-bridge")
     camera: str | None = setting(None, "the overhead camera: a device number, a device path, "
-                                 "a video file or a URL (unset: no camera)",
+                                 "`picamera2[:N]` (the Pi camera module), a video file or "
+                                 "a URL (unset: no camera)",
                                  commands="serve, camera")
     camera_mode: str = setting("assist", "`assist` (the camera suggests, the referee "
                                "decides) or `auto` (it sends start and shot)",

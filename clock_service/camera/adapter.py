@@ -35,7 +35,13 @@ from typing import Any
 from clock_service.camera.core import Decision, Rest, Strike, Sure, Unsure
 from clock_service.camera.geometry import Calibration, CalibrationError
 from clock_service.camera.modes import MODES, TableView, command_for
-from clock_service.camera.source import FrameSource, SourceError, SourceSpec, redact
+from clock_service.camera.source import (
+    FrameSource,
+    SourceError,
+    SourceSpec,
+    make_source,
+    redact,
+)
 from clock_service.commands import PRESS_STALE_MS, Command
 from clock_service.errors import ShotClockError
 from clock_service.runtime import Runtime
@@ -66,7 +72,8 @@ class CameraAdapter:
         self.source_text = redact(source_text)
         self.mode = mode
         self.calibration_path = Path(calibration_path)
-        self._source_factory = source_factory or (lambda s: FrameSource(s, runtime.time.now_ms))
+        self._source_factory = source_factory or (
+            lambda s: make_source(s, runtime.time.now_ms))
         self.view = TableView()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
