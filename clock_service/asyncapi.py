@@ -398,10 +398,12 @@ def build_asyncapi() -> dict[str, Any]:
 MQTT_SERVER: dict[str, Any] = {
     "host": "hall-server:1883", "protocol": "mqtt", "protocolVersion": "5",
     "description": "Mosquitto on the hall server (deploy/mosquitto). Each table service "
-    "connects with SHOTCLOCK_MQTT_URL=mqtt://table:PASSWORD@hall-server:1883/<hall>, one "
-    "connection per table (client id shotclock-<hall>-table-<id>, clean start, keepalive "
-    "10 s) whose last will is that table's retained 'offline'; `shotclock hall` keeps a "
-    "persistent session (expiry 1 h). Users and ACL: deploy/mosquitto/shotclock.acl.",
+    "connects with SHOTCLOCK_MQTT_URL=mqtts://shotclock-<hall>-table-<id>:PASSWORD@"
+    "hall-server:8883/<hall>, one connection per table (client id = its user name "
+    "shotclock-<hall>-table-<id>, clean start, keepalive 10 s) whose last will is that "
+    "table's retained 'offline'; `shotclock hall` keeps a persistent session (expiry 1 h, "
+    "client id = its user name). Users and ACL: deploy/mosquitto/accounts.py (one user "
+    "per table, each writing only its own table's topics; client ids bound to users).",
     "bindings": {"mqtt": {
         "cleanSession": True, "keepAlive": 10,
         "lastWill": {"topic": "shotclock/v1/{hall}/tables/{id}/status", "qos": 1,
@@ -441,8 +443,8 @@ def _mqtt(refs: dict[str, dict[str, Any]], events: list[str],
             "as the store holds them, without state (the retained state topic has it). "
             "After an outage or a restart the table sends what the broker had not "
             "acknowledged first, so an event may come twice: drop any seq you already have. "
-            "A gap means the broker lost something (it crashed): ask for a replay "
-            "(mqttReplay) or read GET /api/tables/{id}/events?since= from the table's "
+            "A gap means the broker lost something (it crashed): the hall asks for a replay "
+            "(mqttReplay); others read GET /api/tables/{id}/events?since= from the table's "
             "service.", events),
         "mqttState": channel(
             f"{table}/state", "A table's state (MQTT)",
@@ -457,10 +459,18 @@ def _mqtt(refs: dict[str, dict[str, Any]], events: list[str],
         "mqttCommands": channel(
             f"{table}/commands", "Commands to a table (MQTT)",
             "QoS 1. A referee command (the WebSocket command, with the referee token in "
-            "`token` when the table has one), a replay request, or a ping. Commands sent "
-            "while the table's service is disconnected are not applied later (clean "
-            "session: a late press could stop a clock at the wrong moment).",
-            ["mqttCommand", "mqttReplay", "ping"]),
+            "`token` when the table has one) or a ping. Every message costs the table's "
+            "command rate before its token is checked. Commands sent while the table's "
+            "service is disconnected are not applied later (clean session: a late press "
+            "could stop a clock at the wrong moment). A replay request here is refused "
+            "(replay_not_here): it goes on .../replay.",
+            ["mqttCommand", "ping"]),
+        "mqttReplay": channel(
+            f"{table}/replay", "Replay requests to a table (MQTT)",
+            "QoS 1, no reply: the table sends its events after since again, on its events "
+            "topic. The shipped ACL lets only the hall's account write here; the table "
+            "takes a few a second (1 a second, bursts of 3) and merges a request that a "
+            "replay in progress already covers.", ["mqttReplay"]),
         "mqttResponse": channel(
             "shotclock/v1/{hall}/replies/{client}", "Replies to a requester (MQTT 5)",
             "The table answers a command or ping here when the request carried an MQTT 5 "
@@ -496,15 +506,19 @@ def _mqtt(refs: dict[str, dict[str, Any]], events: list[str],
             "title": "Commands (MQTT)",
             "summary": "A command: its events on the events topic, then ack or error (401 "
             "without the right token, 409, 422, 429, as on the WebSocket) to the response "
-            "topic with the correlation data; a replay request: the events after since, "
-            "again, on the events topic (no reply); a ping: pong.",
+            "topic with the correlation data; a ping: pong.",
             "bindings": binding(1, False),
-            "messages": msgs("mqttCommands", "mqttCommand", "mqttReplay", "ping"),
+            "messages": msgs("mqttCommands", "mqttCommand", "ping"),
             "reply": {"address": {"location": "$message.header#/responseTopic",
                                   "description": "the MQTT 5 response topic, when it is under "
                                   "shotclock/v1/{hall}/replies/; else .../tables/{id}/replies"},
                       "channel": {"$ref": "#/channels/mqttResponse"},
                       "messages": msgs("mqttResponse", *replies)}},
+        "receiveMqttReplay": {
+            "action": "receive", "channel": {"$ref": "#/channels/mqttReplay"},
+            "title": "Replay requests (MQTT)",
+            "summary": "The events after since, again, on the events topic (no reply).",
+            "bindings": binding(1, False), "messages": msgs("mqttReplay", "mqttReplay")},
         "publishTableReplies": {
             "action": "send", "channel": {"$ref": "#/channels/mqttTableReplies"},
             "title": "Replies without a response topic (MQTT)",
@@ -531,7 +545,7 @@ def _mqtt(refs: dict[str, dict[str, Any]], events: list[str],
                                    for i, e in enumerate(examples[name])]
         if name == "mqttStatus":
             message["contentType"] = "text/plain"
-        if name in ("mqttCommand", "mqttReplay"):
+        if name == "mqttCommand":
             message["bindings"] = {"mqtt": {
                 "responseTopic": {"type": "string",
                                   "pattern": "^shotclock/v1/[^/+#]+/replies/[^+#]+$"},

@@ -62,8 +62,20 @@ def _refuse_exposed(settings: Settings, prog: str) -> int | None:
     """Refuse (exit 78) a non-loopback address without a referee token unless --open."""
     from clock_service.serving import is_loopback
 
-    if is_loopback(settings.host) or settings.referee_token:
+    if is_loopback(settings.host):
         return None
+    if settings.referee_token:
+        from clock_service.tokens import weak_token_reason
+
+        weak = weak_token_reason(settings.referee_token)
+        if weak is None:
+            return None
+        print(f"{prog}: refusing to listen on {settings.host} with a weak referee token "
+              f"({weak}): anyone on the venue's network could guess it and run every "
+              "clock. Set SHOTCLOCK_REFEREE_TOKEN to a random one, e.g. "
+              "python3 -c 'import secrets; print(secrets.token_urlsafe(24))'.",
+              file=sys.stderr, flush=True)
+        return EXIT_REFUSED
     if not settings.open:
         print(f"{prog}: refusing to listen on {settings.host} without a referee token: "
               "anyone on the network could run every clock. Set SHOTCLOCK_REFEREE_TOKEN, "
@@ -422,14 +434,15 @@ def _blank(args: argparse.Namespace) -> int:
     return 0
 
 
-def _broker_target(url: str) -> BrokerTarget:
-    """The broker and hall of ``SHOTCLOCK_MQTT_URL``; refuses a bad URL or a missing client
-    library before the service starts."""
+def _broker_target(url: str, ca: str | None = None) -> BrokerTarget:
+    """The broker and hall of ``SHOTCLOCK_MQTT_URL`` (``ca``: SHOTCLOCK_MQTT_CA, the hall
+    CA for mqtts://); refuses a bad URL or a missing client library before the service
+    starts."""
     from clock_service.errors import InvalidInput
     from clock_service.mqtt.topics import parse_url
 
     try:
-        target = parse_url(url)
+        target = parse_url(url, ca=ca)
     except InvalidInput as exc:
         raise SystemExit(f"shotclock: {exc.message}") from None
     try:
@@ -448,7 +461,8 @@ def _mqtt_publisher(runtime: Runtime, settings: Settings) -> _Part | None:
         return None
     from clock_service.mqtt.publisher import MqttPublisher
 
-    publisher = MqttPublisher(runtime, _broker_target(settings.mqtt_url), settings)
+    publisher = MqttPublisher(runtime, _broker_target(settings.mqtt_url, settings.mqtt_ca),
+                              settings)
     return _Part(publisher.start, publisher.close)
 
 
@@ -472,7 +486,7 @@ def _hall(args: argparse.Namespace) -> int:
     if not settings.mqtt_url:
         raise SystemExit("shotclock hall: needs the broker: --mqtt mqtt://[user:pass@]host:port"
                          "/<hall> (or SHOTCLOCK_MQTT_URL)")
-    target = _broker_target(settings.mqtt_url)
+    target = _broker_target(settings.mqtt_url, settings.mqtt_ca)
     from clock_service.serving import install_redactor, uvicorn_config
 
     install_redactor(settings.referee_token)

@@ -101,7 +101,14 @@ class Settings:
     mqtt_url: str | None = setting(
         None, "`mqtt://[user:pass@]host[:port]/<hall>` (`mqtts://` for TLS): publish every "
         "table on the broker, take commands from it; for `shotclock hall`, the broker to "
-        "mirror (flag `--mqtt`). Needs the `mqtt` extra", secret=True, commands="serve, hall")
+        "mirror (flag `--mqtt`). Needs the `mqtt` extra. The shipped broker set-up gives each "
+        "table's Pi its own account (`deploy/mosquitto/accounts.py` writes this line for "
+        "each)", secret=True, commands="serve, hall")
+    mqtt_ca: str | None = setting(
+        None, "for `mqtts://`: the CA file that signed the broker's certificate (the hall CA "
+        "of `shotclock tls init`; unset: the system's CAs). A broker whose certificate does "
+        "not chain to it is refused (`broker_unreachable`, saying why)",
+        commands="serve, hall")
     # -- hardware and camera --------------------------------------------------------------------
     hardware: str | None = setting(
         None, "`none`, `gpio` or `serial` (over the config file's `kind`; unset: the file's, "

@@ -248,12 +248,15 @@ class WsSession(_Session):
     async def run(self) -> None:
         token, subprotocol = self._offered_token()
         expected = self.settings.referee_token
-        if token is not None and expected is not None and not token_matches(expected, token):
-            await self._refuse("wrong referee token")
-            return
+        # The limits first, then the token: a wrong token costs a handshake and a read
+        # like any other, so guessing it is as slow as reading (issue 20, finding 4).
         if not await self._admit():
             return
         try:
+            if token is not None and expected is not None and not token_matches(expected,
+                                                                                token):
+                await self._refuse("wrong referee token")
+                return
             # Commands need the token when there is one. Without Origin the client is no
             # browser page (OBS, a script): read-only unless it offers the token, so a page
             # of another site can never command through a socket (its browser sends Origin).

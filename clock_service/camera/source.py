@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,8 +71,21 @@ def parse_source(spec: str) -> SourceSpec:
 
 
 def redact(spec: str) -> str:
-    """The source as it may be shown: a URL's user and password left out."""
-    return re.sub(r"(://)[^/@]+@", r"\1***@", spec)
+    """The source as it may be shown (``/api/camera``, ``/api/health``, faults, logs): a
+    URL as its scheme and host only. Cameras take credentials in the user part, the path
+    (``/user=admin_password=...``) or the query (``?token=``): none of it is shown (issue
+    20, finding 7). A device or a file is shown as it is."""
+    if "://" not in spec:
+        return spec
+    try:
+        parts = urllib.parse.urlsplit(spec.strip())
+        host = parts.hostname or "?"
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return spec.split("://", 1)[0] + "://?"
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}{port}"
 
 
 class FrameSource:

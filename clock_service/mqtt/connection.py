@@ -102,7 +102,9 @@ class Connection:
         if target.username is not None:
             client.username_pw_set(target.username, target.password)
         if target.tls:
-            client.tls_set_context(ssl.create_default_context())
+            # Verified: the broker's certificate must chain to the hall CA (or a system CA)
+            # and name the host; a wrong CA fails the connect.
+            client.tls_set_context(ssl.create_default_context(cafile=target.ca))
         if will is not None:
             client.will_set(will[0], will[1], qos=1, retain=True)
         client.on_connect = self._on_connect
@@ -186,9 +188,15 @@ class Connection:
             self.connected.exception()  # retrieved: the closed future carries it too
         if not self.closed.done():
             self.closed.set_result(error)
+        # A waiting subscribe fails with the reason, never with CancelledError: the task
+        # waiting on it is not being cancelled, and a CancelledError there once ended a
+        # table's publisher for good (issue 20, finding 1: a client taking over its id).
         for future in self._acks.values():
             if not future.done():
-                future.cancel()
+                future.set_exception(ConnectError(
+                    f"the connection ended before the broker answered ({error})"
+                    if error is not None else "the connection was closed"))
+                future.exception()  # retrieved: nobody may be waiting any more
         self._acks.clear()
 
     # -- use -------------------------------------------------------------------------------------

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import random
+import re
 import socket
 import uuid
 from dataclasses import dataclass, field, fields
@@ -34,13 +36,16 @@ from typing import Any
 from clock_service.commands import Command
 from clock_service.errors import ForwardedError, HallReadOnly, TableUnreachable
 from clock_service.hub import Hub, encode
+from clock_service.limits import read_message
 from clock_service.mqtt.connection import Connection, Message
 from clock_service.mqtt.mirror import ClockSkew, TableMirror
-from clock_service.mqtt.topics import ONLINE, BrokerTarget, Topics
+from clock_service.mqtt.topics import OFFLINE, ONLINE, BrokerTarget, Topics
+from clock_service.schemas import MAX_SEQ
 from clock_service.served import ServedTables
 from clock_service.settings import Settings
 from clock_service.storage import Store
 from clock_service.storage.log import lean_text
+from clock_service.supervise import cancelled_from_outside, supervise
 from clock_service.timesource import TimeSource
 
 __all__ = ["HallRuntime", "MirroredTable", "command_payload"]
@@ -54,6 +59,20 @@ SESSION_EXPIRY_S = 3600
 BACKOFF_MIN_S = 0.2
 BACKOFF_MAX_S = 2.0
 BROKER_FAULT = "mqtt.broker"
+# Out-of-order events held per table while a gap is asked for: a count and their bytes (a
+# hall of 200 tables holds at most 200 x 512 KiB however the broker misbehaves).
+HOLD = 512
+HOLD_BYTES = 512 * 1024
+RECENT_DIGESTS = 512  # per table: duplicates within these are checked on the loop
+MAX_STORE_CHECKS = 8  # per table: older duplicates checked in the store at once
+
+
+def event_digest(event: dict[str, Any]) -> str:
+    """What makes an event the one it is (its kind, seq, table, time and data), whatever
+    else the store keeps of it."""
+    core = {k: event.get(k) for k in ("type", "seq", "table", "at", "data")}
+    return hashlib.sha256(json.dumps(core, sort_keys=True, separators=(",", ":"),
+                                     ensure_ascii=False).encode()).hexdigest()[:32]
 
 
 def command_payload(command: Command) -> dict[str, Any]:
@@ -98,7 +117,10 @@ class HallRuntime(ServedTables[MirroredTable]):
         self.target = target
         self.settings = settings
         self.topics = Topics(target.hall)
-        self.client_id = client_id or (
+        # A broker that binds client ids to accounts (use_username_as_clientid, the shipped
+        # config) gives the hall its user name as its id: use it, so its reply topic
+        # (replies/<client id>) is the one the ACL lets it read.
+        self.client_id = client_id or target.username or (
             f"shotclock-hall-{target.hall}-{socket.gethostname()}-{settings.port}")[:64]
         self.reply_topic = self.topics.replies_to(self.client_id)
         self.forward_timeout_s = forward_timeout_s
@@ -110,9 +132,13 @@ class HallRuntime(ServedTables[MirroredTable]):
         self.error: str | None = None
         self.bad_messages = 0
         self._stored: set[str] = set()  # tables with a row in the hall's store
-        # The first event of each mirrored table, as stored: a table that sends a different
-        # one has started a new log (a new store on its Pi, or two services with one id).
-        self._first: dict[str, str] = {}
+        # Digests of the last events appended per table: an event heard again under a seq
+        # must be the same one (else table_diverged); older ones are checked in the store.
+        self._digests: dict[str, dict[int, str]] = {}
+        self._checking: dict[str, set[int]] = {}
+        self._checks: set[asyncio.Task[None]] = set()
+        self.unchecked_duplicates = 0
+        self.refused_tables = 0
         self.diverged: set[str] = set()
         self.skews: dict[str, ClockSkew] = {}
         self._pending: dict[bytes, asyncio.Future[dict[str, Any]]] = {}
@@ -132,16 +158,24 @@ class HallRuntime(ServedTables[MirroredTable]):
             self.tables[stored.id] = MirroredTable(
                 stored.id, seq=stored.seq, published_seq=stored.seq, published_state=state,
                 config=stored.config)
-            self.mirrors[stored.id] = TableMirror(stored.id, stored.seq, now=now)
+            self.mirrors[stored.id] = TableMirror(stored.id, stored.seq, now=now, hold=HOLD,
+                                                  hold_bytes=HOLD_BYTES)
             self._stale[stored.id] = now  # not heard from yet
             self._stored.add(stored.id)
-            first = await asyncio.to_thread(self.store.event_texts, stored.id, 0, 1)
-            if first:
-                self._first[stored.id] = first[0][1]
         self._running = True
         self.health.register("mqtt", self._mqtt_status)
-        self._tasks = [loop.create_task(self._follow(), name="hall-mqtt"),
-                       loop.create_task(self._tick(), name="hall-tick")]
+        self._tasks = [
+            loop.create_task(supervise("the hall's MQTT follower", self._follow,
+                                       running=lambda: self._running,
+                                       on_death=self._follower_died), name="hall-mqtt"),
+            loop.create_task(supervise("the hall's replay ticker", self._tick,
+                                       running=lambda: self._running), name="hall-tick")]
+
+    def _follower_died(self, why: str) -> None:
+        self.error = f"the broker loop ended ({why}); restarted"
+        self.health.fault(BROKER_FAULT, component="mqtt", code="broker_unreachable",
+                          message=f"the hall's connection to {self.target.redacted()} ended "
+                          f"({why}); it is connecting again")
 
     async def stop(self) -> None:
         self._running = False
@@ -245,6 +279,13 @@ class HallRuntime(ServedTables[MirroredTable]):
             except (ConnectionError, OSError) as exc:
                 self.error = str(exc)
                 await conn.disconnect()
+            except asyncio.CancelledError:
+                if not self._running or cancelled_from_outside():
+                    raise
+                # A future of this connection cancelled under us (its client id taken over
+                # half-way through subscribing): a lost connection like any other.
+                self.error = "the connection was cancelled under the hall"
+                conn._abort(ConnectionError(self.error))
             except Exception as exc:  # a bug must not end the mirror for good: log, retry
                 log.exception("hall %s: following the broker failed", self.target.hall)
                 self.error = f"{type(exc).__name__}: {exc}"
@@ -283,16 +324,57 @@ class HallRuntime(ServedTables[MirroredTable]):
         log.info("table %s: asking for the events after %d (the table has %d)", table_id,
                  since, mirror.known)
         with contextlib.suppress(ConnectionError):  # gone: asked again on the next one
-            conn.publish(self.topics.commands(table_id),
+            conn.publish(self.topics.replay(table_id),
                          encode({"type": "replay", "since": since}), qos=1)
 
     def _mirror(self, table_id: str) -> TableMirror:
         mirror = self.mirrors.get(table_id)
         if mirror is None:
-            mirror = self.mirrors[table_id] = TableMirror(table_id, 0, now=self.time.now_ms())
+            if len(self.mirrors) >= self.settings.max_tables:
+                # Invented table ids must not grow the hall without bound (issue 20,
+                # finding 2): past the table cap a new id is refused, and said so.
+                self._too_many(table_id)
+                raise ValueError(f"table {table_id!r} would be past the hall's "
+                                 f"{self.settings.max_tables} tables")
+            mirror = self.mirrors[table_id] = TableMirror(
+                table_id, 0, now=self.time.now_ms(), hold=HOLD, hold_bytes=HOLD_BYTES)
         return mirror
 
+    def _too_many(self, table_id: str) -> None:
+        self.refused_tables += 1
+        self.health.fault(
+            "mqtt.too_many_tables", component="mqtt", code="too_many_tables",
+            message=f"the broker carries more tables than the hall mirrors "
+            f"({self.settings.max_tables}, SHOTCLOCK_MAX_TABLES); table {table_id!r} and "
+            "later ones are not shown. An account that may publish tables it does not own "
+            "is the likely cause: see deploy/mosquitto/accounts.py")
+
     def _on_message(self, message: Message) -> None:
+        """Every message is read on its own: whatever is wrong with one (unreadable, too
+        big or deep, a wrong table, a bug of ours) is counted and logged, a retained one is
+        cleared where the hall's account may, and the next message is read as usual
+        (issue 20, finding 2: a poison retained state once kept the hall down)."""
+        try:
+            self._take(message)
+        except Exception as exc:  # RecursionError and any bug included: never the loop's
+            self.bad_messages += 1
+            log.warning("unreadable message on %s (%s: %s)%s", message.topic[:200],
+                        type(exc).__name__, str(exc)[:200],
+                        "; retained: clearing it" if message.retain else "")
+            if message.retain:
+                self._clear_retained(message.topic)
+
+    def _clear_retained(self, topic: str) -> None:
+        """Clear a retained message the hall cannot read, if its account has the right (the
+        shipped ACL gives it none on a table's topics: the broker refuses, and the message
+        stays skipped)."""
+        conn = self.conn
+        if conn is None or self.topics.parse(topic) is None:
+            return
+        with contextlib.suppress(ConnectionError):
+            conn.publish(topic, b"", qos=1, retain=True)
+
+    def _take(self, message: Message) -> None:
         parsed = self.topics.parse(message.topic)
         if parsed is None:
             if message.topic == self.reply_topic:
@@ -301,22 +383,30 @@ class HallRuntime(ServedTables[MirroredTable]):
         table_id, kind = parsed
         if not message.payload:
             return  # a retained message cleared (a table taken out of the hall)
-        try:
-            if kind == "events":
-                self._on_event(table_id, message.payload)
-            elif kind == "state":
-                retained = json.loads(message.payload)
-                seq = retained["seq"]
-                self._caught_up_state(table_id, retained)
-                if isinstance(seq, int):
-                    since = self._mirror(table_id).state(seq, self.time.now_ms())
-                    if since is not None:
-                        self._ask(table_id, since)
-            elif kind == "status":
-                self._set_online(table_id, message.payload == ONLINE)
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            self.bad_messages += 1
-            log.warning("table %s: unreadable %s message (%s)", table_id, kind, exc)
+        if kind == "status":
+            if message.payload not in (ONLINE, OFFLINE):
+                raise ValueError(f"status must be online or offline, got "
+                                 f"{message.payload[:40]!r}")
+            if table_id not in self.tables and table_id not in self.mirrors:
+                self._mirror(table_id)  # counts against the table cap
+            self._set_online(table_id, message.payload == ONLINE)
+            return
+        if kind not in ("events", "state"):
+            return
+        body, error = read_message(message.payload, self.settings.max_message_bytes)
+        if body is None:
+            raise ValueError(f"{error['code'] if error else 'invalid'}: "
+                             f"{error['message'] if error else ''}")
+        if kind == "events":
+            self._on_event(table_id, message.payload.decode("utf-8"), body)
+        else:
+            seq = body.get("seq")
+            if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq <= MAX_SEQ:
+                raise ValueError(f"state with seq {seq!r}")
+            self._caught_up_state(table_id, body)
+            since = self._mirror(table_id).state(seq, self.time.now_ms())
+            if since is not None:
+                self._ask(table_id, since)
 
     def _caught_up_state(self, table_id: str, state: dict[str, Any]) -> None:
         """The table's retained state, when it is of the last event the hall has: events
@@ -329,30 +419,74 @@ class HallRuntime(ServedTables[MirroredTable]):
         table.published_state = state
         self._tell_hall(table_id)
 
-    def _on_event(self, table_id: str, payload: bytes) -> None:
-        text = payload.decode("utf-8")
-        event = json.loads(text)
-        seq = event["seq"]
-        if not isinstance(seq, int) or event.get("table") != table_id:
+    def _on_event(self, table_id: str, text: str, event: dict[str, Any]) -> None:
+        seq = event.get("seq")
+        if (isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= MAX_SEQ
+                or event.get("table") != table_id or not isinstance(event.get("type"), str)
+                or not isinstance(event.get("data", {}), dict)):
             raise ValueError(f"event with seq {seq!r} for table {event.get('table')!r}")
-        if seq == 1:
-            lean = lean_text(event) if "state" in event else text  # as the stores keep it
-            if table_id not in self._first:
-                self._first[table_id] = lean
-            elif lean != self._first[table_id] and table_id not in self.diverged:
-                self._diverged(table_id)
+        if event["type"] == "table.archived":
+            archived_as = (event.get("data") or {}).get("archived_as")
+            if not isinstance(archived_as, str) or not re.fullmatch(
+                    rf"{re.escape(table_id)}~[0-9]{{1,9}}", archived_as):
+                raise ValueError(f"table.archived with archived_as {archived_as!r} "
+                                 f"(must be {table_id}~N)")
         if table_id in self.diverged:
             return  # never mix two logs under one table id
         mirror = self._mirror(table_id)
+        digest = event_digest(event)
+        if seq <= mirror.seq:
+            # Heard before: the same event again (a reconnect, a replay), or another one
+            # under the same seq, which is never dropped silently (finding 2).
+            self._check_duplicate(table_id, seq, digest)
         now = self.time.now_ms()
-        verdict = mirror.event(seq, (text, event), now)
+        verdict = mirror.event(seq, (text, event), now, size=len(text))
         if verdict.append:
+            self._remember(table_id, [item for _, item in verdict.append])
             self._append(table_id, [item for _, item in verdict.append])
             if len(verdict.append) == 1 and mirror.behind == 0 and isinstance(
                     event.get("at"), int | float):  # heard live, in order: a clock sample
                 self._clock_sample(table_id, float(event["at"]), now)
         if verdict.ask is not None:
             self._ask(table_id, verdict.ask)
+
+    def _remember(self, table_id: str, items: list[tuple[str, dict[str, Any]]]) -> None:
+        """Keep the digests of the last events appended: a duplicate is checked against
+        them on the loop; an older one against the store, off the loop."""
+        recent = self._digests.setdefault(table_id, {})
+        for _, event in items:
+            recent[int(event["seq"])] = event_digest(event)
+        while len(recent) > RECENT_DIGESTS:
+            del recent[next(iter(recent))]
+
+    def _check_duplicate(self, table_id: str, seq: int, digest: str) -> None:
+        known = self._digests.get(table_id, {}).get(seq)
+        if known is not None:
+            if known != digest:
+                self._diverged(table_id, seq)
+            return
+        checking = self._checking.setdefault(table_id, set())
+        if len(checking) >= MAX_STORE_CHECKS or seq in checking:
+            self.unchecked_duplicates += 1  # counted (health), checked on a later copy
+            return
+        checking.add(seq)
+
+        async def check() -> None:
+            try:
+                rows = await asyncio.to_thread(self.store.event_texts, table_id, seq - 1,
+                                               seq, 1)
+                if rows and rows[0][0] == seq and event_digest(
+                        json.loads(rows[0][1])) != digest and table_id in self.tables:
+                    self._diverged(table_id, seq)
+            except Exception:
+                log.exception("table %s: checking a duplicate of event %d failed", table_id,
+                              seq)
+            finally:
+                checking.discard(seq)
+
+        task = asyncio.get_running_loop().create_task(check())
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
 
     def _clock_sample(self, table_id: str, at: float, now: float) -> None:
         skew = self.skews.get(table_id)
@@ -372,17 +506,23 @@ class HallRuntime(ServedTables[MirroredTable]):
             "shots down to the wrong instant (its own digits are right); run NTP on its Pi "
             "from the hall server")
 
-    def _diverged(self, table_id: str) -> None:
+    def _diverged(self, table_id: str, seq: int = 1) -> None:
+        if table_id in self.diverged:
+            return
         self.diverged.add(table_id)
         self._refresh(table_id)
-        log.error("table %s: its first event differs from the hall's copy: a new log", table_id)
+        log.error("table %s: event %d differs from the hall's copy", table_id, seq)
+        what = ("started a new event log (its first event differs from the hall's: a new "
+                "store on its Pi, or two services with the same table id)") if seq == 1 else (
+                f"sent an event {seq} that differs from the one the hall stored at that seq "
+                "(two services with one table id, a restored store on its Pi, or a forged "
+                "event: check which accounts may publish its topics)")
         self.health.fault(
             f"mqtt.diverged.{table_id}", component="mqtt", code="table_diverged",
             table=table_id,
-            message=f"table {table_id} started a new event log (its first event differs from "
-            "the hall's: a new store on its Pi, or two services with the same table id). The "
-            "hall keeps the log it has and does not mirror the new one; to follow the new "
-            "one, move the hall's store aside (SHOTCLOCK_HALL_DB) and restart the hall")
+            message=f"table {table_id} {what}. The hall keeps the log it has and does not "
+            "mirror the other one; to follow the table's log, move the hall's store aside "
+            "(SHOTCLOCK_HALL_DB) and restart the hall")
 
     def _on_reply(self, message: Message) -> None:
         future = self._pending.get(message.correlation or b"")
@@ -455,7 +595,7 @@ class HallRuntime(ServedTables[MirroredTable]):
         """The table was archived on its own service (DELETE there): archive the mirror the
         same way, right after its last event in the store's order. The id is free at once:
         what comes next under it is a new table's log, from seq 1."""
-        for mirrored in (self.mirrors, self._first, self.skews):
+        for mirrored in (self.mirrors, self._digests, self.skews):
             mirrored.pop(table_id, None)
         self._stored.discard(table_id)
         self.diverged.discard(table_id)
@@ -547,6 +687,7 @@ class HallRuntime(ServedTables[MirroredTable]):
 
     def _mqtt_status(self) -> dict[str, Any]:
         return {"broker": self.target.redacted(), "hall": self.target.hall,
+                "client_id": self.client_id,
                 "connected": self.conn is not None, "connects": self.connects,
                 "error": self.error, "tables": len(self.mirrors),
                 "online": sum(1 for v in self.online.values() if v),
@@ -555,4 +696,7 @@ class HallRuntime(ServedTables[MirroredTable]):
                 "asks": sum(m.asks for m in self.mirrors.values()),
                 "diverged": sorted(self.diverged),
                 "clock_offset_ms": {t: s.offset_ms for t, s in self.skews.items()},
-                "bad_messages": self.bad_messages}
+                "bad_messages": self.bad_messages,
+                "held": sum(m.held for m in self.mirrors.values()),
+                "unchecked_duplicates": self.unchecked_duplicates,
+                "refused_tables": self.refused_tables}

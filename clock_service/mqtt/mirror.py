@@ -35,13 +35,19 @@ class Verdict:
 
 class TableMirror:
     def __init__(self, table_id: str, seq: int = 0, *, now: float = 0.0,
-                 retry_ms: float = RETRY_MS, idle_ms: float = IDLE_MS, hold: int = HOLD) -> None:
+                 retry_ms: float = RETRY_MS, idle_ms: float = IDLE_MS, hold: int = HOLD,
+                 hold_bytes: int | None = None) -> None:
         self.table_id = table_id
         self.seq = seq  # the last event appended (handed to the store)
         self.known = seq  # the highest seq the table is known to have made
         self.retry_ms = retry_ms
         self.idle_ms = idle_ms
         self.hold = hold
+        # Bytes of the held events at most (None: no limit but the count): a gap is asked
+        # for anyway; what is not held comes again with the replay.
+        self.hold_bytes = hold_bytes
+        self._held_bytes = 0
+        self._sizes: dict[int, int] = {}
         self.duplicates = 0
         self.asks = 0
         self._held: dict[int, Any] = {}
@@ -52,25 +58,39 @@ class TableMirror:
     def behind(self) -> int:
         return self.known - self.seq
 
-    def event(self, seq: int, payload: Any, now: float) -> Verdict:
-        """Heard event ``seq`` (``payload``: whatever the adapter keeps of it)."""
+    def event(self, seq: int, payload: Any, now: float, size: int = 0) -> Verdict:
+        """Heard event ``seq`` (``payload``: whatever the adapter keeps of it; ``size``: its
+        bytes, counted against ``hold_bytes`` while it is held)."""
         if seq <= self.seq:
             self.duplicates += 1
             return Verdict(ask=self._ask(now))
         self.known = max(self.known, seq)
         if seq != self.seq + 1:
-            if seq <= self.seq + self.hold:  # the rest comes again with the replay
+            # Held only within the window and the byte budget; the rest comes again with
+            # the replay.
+            if seq <= self.seq + self.hold and seq not in self._held and (
+                    self.hold_bytes is None or self._held_bytes + size <= self.hold_bytes):
                 self._held[seq] = payload
+                self._sizes[seq] = size
+                self._held_bytes += size
             return Verdict(ask=self._ask(now))
         append = [(seq, payload)]
         self.seq = seq
         while (held := self._held.pop(self.seq + 1, None)) is not None:
             self.seq += 1
+            self._held_bytes -= self._sizes.pop(self.seq, 0)
             append.append((self.seq, held))
         self._progress_at = now
         if self._held and min(self._held) <= self.seq:
             self._held = {s: t for s, t in self._held.items() if s > self.seq}
+            for s in [s for s in self._sizes if s <= self.seq]:
+                self._held_bytes -= self._sizes.pop(s)
         return Verdict(append, self._ask(now))
+
+    @property
+    def held(self) -> int:
+        """Events held past a gap now."""
+        return len(self._held)
 
     def state(self, seq: int, now: float) -> int | None:
         self.known = max(self.known, seq)

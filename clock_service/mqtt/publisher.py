@@ -12,8 +12,10 @@ table it
 - takes commands on ``.../commands``: the same JSON as on the WebSocket, with the referee
   ``token`` in the payload when the service has one; the reply (``ack`` or ``error``, as
   on the WebSocket) goes to the MQTT 5 response topic with its correlation data, or to
-  ``.../replies``; and ``{"type": "replay", "since": N}``, which sends events after N
-  again (the hall asks for what a broker restart lost).
+  ``.../replies``;
+- takes ``{"type": "replay", "since": N}`` on ``.../replay`` (only the hall's account may
+  write it), which sends events after N again (the hall asks for what a broker restart
+  lost): a few a second per table, a request covered by a replay in progress merged.
 
 The clock never waits on any of it: the runtime tells the publisher after each commit
 (``runtime.publishers``) and that call only queues; a broker that is down, slow or
@@ -37,6 +39,7 @@ from clock_service.mqtt.feed import Read, Send, SendState, TableFeed
 from clock_service.mqtt.topics import OFFLINE, ONLINE, BrokerTarget, Topics
 from clock_service.runtime import Runtime
 from clock_service.settings import Settings
+from clock_service.supervise import cancelled_from_outside, supervise
 
 __all__ = ["MqttPublisher", "TablePublisher"]
 
@@ -46,6 +49,8 @@ FLUSH_S = 0.5
 BACKOFF_MIN_S = 0.2
 BACKOFF_MAX_S = 2.0
 BROKER_FAULT = "mqtt.broker"
+REPLAY_RATE = 1.0
+REPLAY_BURST = 3
 
 
 def client_id_of(hall: str, table_id: str) -> str:
@@ -67,6 +72,10 @@ class TablePublisher:
         self.refused = False  # the broker said no to the connection (CONNACK failure)
         self.connects = 0
         self.commands = TokenBucket(owner.settings.command_rate, owner.settings.command_burst)
+        # Replays re-send from the store: a few a second at most, whoever asks (the hall
+        # asks at most every 2 s per table); the rest are dropped and counted.
+        self.replays = TokenBucket(REPLAY_RATE, REPLAY_BURST)
+        self.replays_refused = 0
         self._mids: dict[int, int] = {}  # message id -> event seq, until the broker has it
         self._task: asyncio.Task[None] | None = None
         self._reads: set[asyncio.Task[None]] = set()
@@ -75,8 +84,14 @@ class TablePublisher:
         self._retire_task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(),
-                                                             name=f"mqtt-{self.table_id}")
+        self._task = asyncio.get_running_loop().create_task(
+            supervise(f"table {self.table_id}'s MQTT publisher", self._run,
+                      running=lambda: not self._stopping, on_death=self._died),
+            name=f"mqtt-{self.table_id}")
+
+    def _died(self, why: str) -> None:
+        self.error = f"the publisher loop ended ({why}); restarted"
+        self.owner.connection_changed(self)
 
     async def stop(self, *, clear: bool = False) -> None:
         """Publish ``offline`` (a clean disconnect does not fire the will) and disconnect;
@@ -131,7 +146,8 @@ class TablePublisher:
                 await conn.connect()
                 # Clean session: commands sent while this table was away are not applied
                 # late (a stale press could stop a clock at the wrong moment).
-                await conn.subscribe([(self.topics.commands(self.table_id), 1)])
+                await conn.subscribe([(self.topics.commands(self.table_id), 1),
+                                      (self.topics.replay(self.table_id), 1)])
                 conn.publish(self.topics.status(self.table_id), ONLINE, retain=True)
                 self.conn = conn
                 self.connects += 1
@@ -157,6 +173,13 @@ class TablePublisher:
             except (ConnectionError, OSError) as exc:
                 self.error = f"{type(exc).__name__}: {exc}"
                 await conn.disconnect()
+            except asyncio.CancelledError:
+                if self._stopping or cancelled_from_outside():
+                    raise
+                # A future of this connection was cancelled under us (not a stop): the
+                # connection is over; connect again like after any other loss.
+                self.error = "the connection was cancelled under the publisher"
+                conn._abort(ConnectError(self.error))
             except Exception as exc:  # a bug must not end publishing for good: log, retry
                 log.exception("table %s: MQTT publisher failed", self.table_id)
                 self.error = f"{type(exc).__name__}: {exc}"
@@ -236,13 +259,34 @@ class TablePublisher:
 
     # -- commands --------------------------------------------------------------------------------
     def _on_message(self, message: Message) -> None:
-        if self.owner.topics.parse(message.topic) != (self.table_id, "commands"):
+        parsed = self.owner.topics.parse(message.topic)
+        if parsed == (self.table_id, "replay"):
+            self._on_replay(message.payload)
+            return
+        if parsed != (self.table_id, "commands"):
             return
         # A task per message, created in arrival order: each command reaches the clock
         # (synchronously, at the start of runtime.command) in the order it came.
         task = asyncio.get_running_loop().create_task(self._answer(message))
         self._reads.add(task)
         task.add_done_callback(self._reads.discard)
+
+    def _on_replay(self, payload: bytes) -> None:
+        """A replay request on ``.../replay``, which only the hall's account may write (the
+        shipped ACL): rate-limited per table, merged into one in progress. Never answered
+        (the events come on the events topic)."""
+        if self.replays.take() > 0:
+            self.replays_refused += 1
+            return
+        message, _ = read_message(payload, self.owner.settings.max_message_bytes)
+        since = None if message is None else message.get("since")
+        if message is None or message.get("type", "replay") != "replay" or isinstance(
+                since, bool) or not isinstance(since, int) or since < 0:
+            log.warning("table %s: unreadable replay request ignored", self.table_id)
+            return
+        if self.feed.replay(since):
+            log.info("table %s: replaying the events after %d", self.table_id, since)
+        self.pump()
 
     async def _answer(self, message: Message) -> None:
         reply = await self.owner.answer(self, message.payload)
@@ -261,7 +305,9 @@ class TablePublisher:
         return {"connected": self.conn is not None, "acked": self.feed.acked,
                 "latest": self.feed.latest, "behind": self.feed.behind,
                 "sent": self.feed.sent, "connects": self.connects, "error": self.error,
-                "skipped": self.feed.skipped, "resyncs": self.feed.resyncs}
+                "skipped": self.feed.skipped, "resyncs": self.feed.resyncs,
+                "replays": self.feed.replays, "replays_merged": self.feed.merged,
+                "replays_refused": self.replays_refused}
 
 
 class MqttPublisher:
@@ -363,20 +409,24 @@ class MqttPublisher:
     async def answer(self, table: TablePublisher, payload: bytes) -> dict[str, Any] | None:
         """The reply to one message on a table's commands topic (None: no reply)."""
         settings = self.settings
+        # Every message on the commands topic costs the table's bucket first, before its
+        # token is looked at: guessing tokens is as slow as commanding (issue 20, finding
+        # 4), and junk costs what a command costs.
+        wait = table.commands.take()
+        if wait > 0:
+            return {"type": "error", "status": 429, "error": {
+                "code": "rate_limited", "message": f"more than {table.commands.rate:g} "
+                f"messages a second on this table's commands; retry in {wait:.2f} s"}}
         message, error = read_message(payload, settings.max_message_bytes)
         if message is None:
             return {"type": "error", "error": error}
         msg_id = message.get("id")
         kind = message.get("type", "command" if "command" in message else None)
         if kind == "replay":
-            since = message.get("since")
-            if isinstance(since, bool) or not isinstance(since, int) or since < 0:
-                return {"type": "error", "id": msg_id, "error": {
-                    "code": "invalid_input",
-                    "message": f"since must be a whole number >= 0, got {since!r}"}}
-            table.feed.replay(since)
-            table.pump()
-            return None  # the events come on the events topic
+            return {"type": "error", "id": msg_id, "status": 403, "error": {
+                "code": "replay_not_here",
+                "message": f"replay requests go on {self.topics.replay(table.table_id)}, "
+                "which only the hall's broker account may write"}}
         if kind == "ping":
             return {"type": "pong", "id": msg_id, "client_time": message.get("client_time"),
                     "server_time": self.runtime.time.now_ms()}
@@ -393,11 +443,6 @@ class MqttPublisher:
                                  offered if isinstance(offered, str) else None):
                 raise NotAuthorized("commands over MQTT need the referee token in the "
                                     "payload: {\"command\": ..., \"token\": ...}")
-            wait = table.commands.take()
-            if wait > 0:
-                return {"type": "error", "id": msg_id, "status": 429, "error": {
-                    "code": "rate_limited", "message": f"more than {table.commands.rate:g} "
-                    f"commands a second on this table; retry in {wait:.2f} s"}}
             fields = {k: v for k, v in message.items() if k not in ("type", "token")}
             fields.setdefault("source", "mqtt")
             state = await self.runtime.command(table.table_id, parse_command(fields))

@@ -7,7 +7,9 @@ Per table, under ``shotclock/v1/<hall>/tables/<id>/``:
 | ``events`` | table -> all, QoS 1 | every event, the WebSocket event JSON (with ``seq``) |
 | ``state`` | table -> all, QoS 1, retained | the table state after the last event |
 | ``status`` | table -> all, QoS 1, retained | ``online``; ``offline`` (also the last will) |
-| ``commands`` | referee/hall -> table, QoS 1 | a command (+ ``token``), or a replay request |
+| ``commands`` | referee/hall -> table, QoS 1 | a command (+ ``token``) |
+| ``replay`` | hall -> table, QoS 1 | a replay request ``{"type": "replay", "since": N}``; the
+  broker's ACL lets only the hall's account write it |
 | ``replies`` | table -> requester | replies when the request had no MQTT 5 response topic |
 
 Replies to a request with an MQTT 5 response topic go there (with its correlation data);
@@ -25,7 +27,7 @@ from clock_service.errors import InvalidInput
 __all__ = ["BrokerTarget", "Topics", "parse_url", "PREFIX", "KINDS", "ONLINE", "OFFLINE"]
 
 PREFIX = "shotclock/v1"
-KINDS = ("events", "state", "status", "commands", "replies")
+KINDS = ("events", "state", "status", "commands", "replies", "replay")
 ONLINE = b"online"
 OFFLINE = b"offline"
 # A hall or table name is a single topic level without wildcards: the table id's pattern.
@@ -43,6 +45,9 @@ class BrokerTarget:
     username: str | None = None
     password: str | None = None
     tls: bool = False
+    # The CA that signed the broker's certificate (SHOTCLOCK_MQTT_CA, a hall CA from
+    # ``shotclock tls init``); None: the system's CAs.
+    ca: str | None = None
 
     @property
     def key(self) -> str:
@@ -56,8 +61,9 @@ class BrokerTarget:
         return f"{'mqtts' if self.tls else 'mqtt'}://{user}{self.host}:{self.port}/{self.hall}"
 
 
-def parse_url(url: str) -> BrokerTarget:
-    """``mqtt://[user:pass@]host[:port]/<hall>`` (``mqtts://`` for TLS); refuses the rest."""
+def parse_url(url: str, ca: str | None = None) -> BrokerTarget:
+    """``mqtt://[user:pass@]host[:port]/<hall>`` (``mqtts://`` for TLS, verified against
+    ``ca`` or the system's CAs); refuses the rest."""
     parts = urllib.parse.urlsplit(url.strip())
     if parts.scheme not in DEFAULT_PORTS:
         raise InvalidInput(f"SHOTCLOCK_MQTT_URL must start with mqtt:// or mqtts://, got {url!r}",
@@ -82,7 +88,7 @@ def parse_url(url: str) -> BrokerTarget:
         host=parts.hostname, port=port, hall=hall,
         username=urllib.parse.unquote(parts.username) if parts.username else None,
         password=urllib.parse.unquote(parts.password) if parts.password else None,
-        tls=parts.scheme == "mqtts")
+        tls=parts.scheme == "mqtts", ca=ca or None)
 
 
 class Topics:
@@ -111,6 +117,9 @@ class Topics:
 
     def commands(self, table_id: str) -> str:
         return self.table(table_id, "commands")
+
+    def replay(self, table_id: str) -> str:
+        return self.table(table_id, "replay")
 
     def replies(self, table_id: str) -> str:
         return self.table(table_id, "replies")

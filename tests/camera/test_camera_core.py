@@ -303,7 +303,12 @@ def test_camera_sources(text: str, kind: str) -> None:
 def test_a_missing_file_is_refused_and_urls_hide_passwords() -> None:
     with pytest.raises(ValueError, match="not a device"):
         parse_source("/no/such/video.mp4")
-    assert redact("rtsp://admin:secret@10.0.0.5/live") == "rtsp://***@10.0.0.5/live"
+    assert redact("rtsp://admin:secret@10.0.0.5/live") == "rtsp://10.0.0.5"
+    # Issue 20, finding 7: credentials in the path or the query never shown either.
+    assert redact("http://10.0.0.5:8080/video?user=admin&password=secret") == \
+        "http://10.0.0.5:8080"
+    assert redact("rtsp://cam.local/user=admin_password=secret_channel=1") == "rtsp://cam.local"
+    assert redact("/dev/video0") == "/dev/video0"
 
 
 # -- regressions from the benchmark's session (issue 15: zero missed, zero false strikes) --

@@ -14,7 +14,9 @@ from tests.broker import Broker, mosquitto_missing
 pytestmark = pytest.mark.mqtt
 
 ROLES = {"table": "table-pw", "referee": "referee-pw", "hall": "hall-pw", "overlay": "overlay-pw"}
-ACL = Path(__file__).resolve().parents[2] / "deploy" / "mosquitto" / "shotclock.acl"
+# The shared role accounts (tests/mqtt/roles.acl); the shipped ACL is per account
+# (deploy/mosquitto/accounts.py, tests/mqtt/test_accounts.py).
+ACL = Path(__file__).resolve().parent / "roles.acl"
 
 
 def need_mosquitto() -> None:
@@ -37,8 +39,8 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
 
 @pytest.fixture
 def secured_broker(tmp_path: Path) -> Iterator[Broker]:
-    """A real Mosquitto with the shipped ACL (deploy/mosquitto/shotclock.acl) and one
-    account per role."""
+    """A real Mosquitto with the role ACL (tests/mqtt/roles.acl) and one account per
+    role."""
     need_mosquitto()
     b = Broker(tmp_path, users=ROLES, acl=ACL.read_text()).start()
     try:

@@ -1,15 +1,13 @@
-"""The shipped broker authorisation (deploy/mosquitto/shotclock.acl), enforced by a real
+"""The role accounts' broker authorisation (tests/mqtt/roles.acl), enforced by a real
 Mosquitto with a password file: issue 13 point 3, "referees may publish commands;
 overlays and the hall may only subscribe" (the hall may also forward commands and ask for
-replays, never publish a table's own topics)."""
+replays, never publish a table's own topics). The shipped config, one account per Pi:
+tests/mqtt/test_accounts.py."""
 
 from __future__ import annotations
 
 import asyncio
-import getpass
 import json
-import socket
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -20,9 +18,8 @@ from clock_service.mqtt.publisher import MqttPublisher
 from clock_service.mqtt.topics import parse_url
 from clock_service.runtime import Runtime
 from tests.broker import Broker
-from tests.mqtt.conftest import ROLES, need_mosquitto, settings
+from tests.mqtt.conftest import ROLES, settings
 from tests.mqtt.watcher import Watcher
-from tests.server import free_port
 
 pytestmark = pytest.mark.mqtt
 
@@ -97,40 +94,3 @@ async def test_only_referees_command_and_nobody_else_speaks_for_a_table(
 def test_a_wrong_password_is_refused(secured_broker: Broker) -> None:
     with pytest.raises(ConnectionRefusedError, match="Not authorized"):
         Watcher(secured_broker.port, user="overlay", password="nope")
-
-
-def test_the_shipped_broker_config_runs(tmp_path: Path) -> None:
-    """deploy/mosquitto/shotclock.conf as shipped, with only its port and file paths moved
-    into a temp dir: mosquitto accepts it, refuses anonymous clients, applies the ACL."""
-    need_mosquitto()
-    shipped = (DEPLOY / "shotclock.conf").read_text()
-    port = free_port()
-    pwfile = tmp_path / "shotclock.passwd"
-    pwfile.write_text("")
-    for user, password in ROLES.items():
-        subprocess.run(["mosquitto_passwd", "-b", str(pwfile), user, password], check=True)
-    conf = (shipped.replace("listener 1883", f"listener {port} 127.0.0.1")
-            .replace("/etc/mosquitto/shotclock.passwd", str(pwfile))
-            .replace("/etc/mosquitto/shotclock.acl", str(DEPLOY / "shotclock.acl"))
-            + f"\nuser {getpass.getuser()}\npersistence_location {tmp_path}/\n")
-    assert conf.count(str(tmp_path)) >= 2
-    (tmp_path / "mosquitto.conf").write_text(conf)
-    proc = subprocess.Popen(["mosquitto", "-c", str(tmp_path / "mosquitto.conf")],
-                            stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
-        with pytest.raises(ConnectionRefusedError):
-            Watcher(port)  # anonymous
-        with Watcher(port, user="overlay", password=ROLES["overlay"]) as overlay:
-            assert overlay.publish("shotclock/v1/h/tables/1/commands", b"{}") == NOT_AUTHORIZED
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)

@@ -89,7 +89,7 @@ async def test_every_mqtt_message_of_a_frame_matches_the_document(
         replay = {"type": "replay", "since": 3}
         sent.append((MQTT_MESSAGES["mqttReplay"], replay))
         before = len(desk.on(f"{ROOT}/events"))
-        desk.publish(f"{ROOT}/commands", json.dumps(replay))
+        desk.publish(f"{ROOT}/replay", json.dumps(replay))
         await until(lambda: len(desk.on(f"{ROOT}/events")) > before)
         await until(lambda: desk.on(f"{ROOT}/state")[-1].json()["seq"]
                     == runtime.state("c")["seq"])
@@ -116,7 +116,7 @@ async def test_every_mqtt_message_of_a_frame_matches_the_document(
         elif kind in ("events", "replies"):
             SERVER_MESSAGES[json.loads(body)["type"]].model_validate_json(body, strict=True)
         else:
-            assert kind == "commands"
-    assert kinds == {"events", "state", "status", "commands", "replies"}
+            assert kind in ("commands", "replay")
+    assert kinds == {"events", "state", "status", "commands", "replies", "replay"}
     for model, request in sent:
         model.model_validate(request)

@@ -263,9 +263,14 @@ async def test_commands_over_mqtt_with_the_response_topic_and_the_token(
         await until(lambda: desk.on(replies)[-1].correlation == b"c6")
         assert desk.on(replies)[-1].json()["error"]["code"] == "invalid_json"
         assert runtime.state("1")["phase"] == "running"
-        # A replay request sends the events after N again, in order, on the events topic.
+        # A replay request sends the events after N again, in order, on the events topic;
+        # only on .../replay (the hall's account alone may write it), never on commands.
+        misplaced = await request(desk, {"type": "replay", "since": 0}, correlation=b"c7",
+                                  response_topic=replies)
+        assert misplaced["error"]["code"] == "replay_not_here"
         before = len(desk.on(EVENTS))
-        desk.publish(COMMANDS, json.dumps({"type": "replay", "since": 1}))
+        desk.publish("shotclock/v1/hall/tables/1/replay", json.dumps({"type": "replay",
+                                                                     "since": 1}))
         await until(lambda: len(desk.on(EVENTS)) >= before + 2)
         assert seqs(desk.on(EVENTS)[before:]) == [2, 3]
     await publisher.close()

@@ -35,7 +35,8 @@ class Got:
 
 class Watcher:
     def __init__(self, port: int, *, user: str | None = None, password: str | None = None,
-                 client_id: str | None = None) -> None:
+                 client_id: str | None = None, ca: str | None = None,
+                 host: str = "127.0.0.1") -> None:
         self.client_id = client_id or f"watcher-{uuid.uuid4().hex[:8]}"
         self.messages: list[Got] = []
         self.acks: dict[int, int] = {}  # mid -> PUBACK reason code
@@ -44,6 +45,10 @@ class Watcher:
                              client_id=self.client_id, protocol=paho.MQTTv5)
         if user is not None:
             client.username_pw_set(user, password)
+        if ca is not None:  # TLS, verified against this CA (ssl errors raise from connect)
+            import ssl
+
+            client.tls_set_context(ssl.create_default_context(cafile=ca))
         client.on_connect = self._on_connect
         client.on_message = self._on_message
         client.on_publish = self._on_publish
@@ -51,7 +56,7 @@ class Watcher:
         self._subacks: dict[int, list[Any]] = {}
         self._refused: str | None = None
         self.client = client
-        client.connect("127.0.0.1", port, keepalive=10)
+        client.connect(host, port, keepalive=10)
         client.loop_start()
         self._wait(lambda: client.is_connected() or self._refused is not None, 10, "connect")
         if self._refused is not None:
@@ -83,7 +88,7 @@ class Watcher:
         return self._subacks[mid]
 
     def publish(self, topic: str, payload: str | bytes, *, response_topic: str | None = None,
-                correlation: bytes | None = None, qos: int = 1) -> int:
+                correlation: bytes | None = None, qos: int = 1, retain: bool = False) -> int:
         """Publish and wait for the broker's PUBACK; returns its reason code (135: refused)."""
         props = None
         if response_topic is not None or correlation is not None:
@@ -92,7 +97,7 @@ class Watcher:
                 props.ResponseTopic = response_topic
             if correlation is not None:
                 props.CorrelationData = correlation
-        info = self.client.publish(topic, payload, qos=qos, properties=props)
+        info = self.client.publish(topic, payload, qos=qos, retain=retain, properties=props)
         self._wait(lambda: info.mid in self.acks, 10, f"PUBACK for {topic}")
         return self.acks[info.mid]
 

@@ -1,0 +1,199 @@
+"""The shipped broker set-up (issue 20, findings 1, 2 and 5): deploy/mosquitto/shotclock.conf
+as shipped (only ports and file paths moved into a temp dir), the accounts and ACL that
+deploy/mosquitto/accounts.py generates, and the certificates of ``shotclock tls init``;
+a real table service and a real hall connected over TLS with the hall CA.
+
+- a client logging in with table 7's client id (a reader's account) cannot take the
+  table's connection: client ids are the user names;
+- table 8's account cannot publish table 7's events, state, status or replay requests; a
+  reader publishes nothing; only the hall's account asks for replays;
+- the TLS handshake is real: a client with another CA is refused, and the service says so.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clock_service.tls import Device, init
+from tests.mqtt.conftest import need_mosquitto
+from tests.mqtt.watcher import Watcher
+from tests.server import ServerProcess, free_port
+
+pytestmark = [pytest.mark.mqtt, pytest.mark.e2e]
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "mosquitto"
+NOT_AUTHORIZED = 135
+TOKEN = "hall-token-0123456789abc"
+ROOT = "shotclock/v1/main/tables"
+
+
+def wait(check: Any, what: str, timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+    return result
+
+
+class Shipped:
+    def __init__(self, tmp: Path) -> None:
+        need_mosquitto()
+        self.dir = tmp / "mosquitto"
+        subprocess.run([sys.executable, str(DEPLOY / "accounts.py"), "--hall", "main",
+                        "--tables", "7-8", "--reader", "obs", "--referee", "desk",
+                        "--broker", "127.0.0.1", "--out", str(self.dir)], check=True,
+                       capture_output=True)
+        self.accounts = json.loads((self.dir / "accounts.json").read_text())["accounts"]
+        init(self.dir, [Device("broker", ("broker", "127.0.0.1"))], hall="test hall")
+        self.ca = str(self.dir / "ca.crt")
+        self.tls_port, self.port = free_port(), free_port()
+        shipped = (DEPLOY / "shotclock.conf").read_text()
+        conf = (shipped.replace("listener 8883", f"listener {self.tls_port} 127.0.0.1")
+                .replace("listener 1883 127.0.0.1", f"listener {self.port} 127.0.0.1")
+                .replace("/etc/mosquitto/shotclock/", f"{self.dir}/")
+                + f"\nuser {getpass.getuser()}\npersistence_location {tmp}/\n"
+                + f"log_dest file {tmp}/mosquitto.log\n")
+        assert conf.count(str(self.dir)) >= 5, conf
+        assert conf.count("use_username_as_clientid true") == 2
+        (tmp / "mosquitto.conf").write_text(conf)
+        self.proc = subprocess.Popen(["mosquitto", "-c", str(tmp / "mosquitto.conf")],
+                                     stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while True:
+            assert self.proc.poll() is None, self.proc.stderr.read() if self.proc.stderr else ""
+            try:
+                socket.create_connection(("127.0.0.1", self.tls_port), timeout=0.5).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+
+    def env_line(self, account: str) -> str:
+        """The SHOTCLOCK_MQTT_URL the script wrote for ``account``, at the test's port."""
+        path = next(self.dir.glob(f"env/{account}.*"))
+        line = next(x for x in path.read_text().splitlines()
+                    if x.startswith("SHOTCLOCK_MQTT_URL="))
+        return line.split("=", 1)[1].replace("127.0.0.1:8883", f"127.0.0.1:{self.tls_port}")
+
+    def login(self, account: str, client_id: str | None = None, ca: str | None = None
+              ) -> Watcher:
+        return Watcher(self.tls_port, user=account,
+                       password=self.accounts[account]["password"], client_id=client_id,
+                       ca=ca or self.ca)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def shipped(tmp_path: Path) -> Iterator[Shipped]:
+    s = Shipped(tmp_path)
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def test_the_script_writes_one_account_per_pi_with_secrets_private(shipped: Shipped) -> None:
+    accounts = shipped.accounts
+    assert set(accounts) == {"shotclock-hall-main", "shotclock-main-table-7",
+                             "shotclock-main-table-8", "obs", "desk"}
+    assert len({a["password"] for a in accounts.values()}) == 5
+    for name in ("accounts.json", "shotclock.passwd"):
+        assert (shipped.dir / name).stat().st_mode & 0o077 == 0, name
+    assert "$7$" in (shipped.dir / "shotclock.passwd").read_text()  # hashed by mosquitto
+    acl = (shipped.dir / "shotclock.acl").read_text()
+    assert "topic write shotclock/v1/main/tables/7/status" in acl
+    assert "topic write shotclock/v1/+/" not in acl  # nobody writes every hall's tables
+    env = (shipped.dir / "env" / "shotclock-main-table-7.env").read_text()
+    assert "SHOTCLOCK_DEFAULT_TABLE=7" in env and "mqtts://shotclock-main-table-7:" in env
+    # Run again with one more table: the accounts already there keep their passwords.
+    subprocess.run([sys.executable, str(DEPLOY / "accounts.py"), "--hall", "main",
+                    "--tables", "7-9", "--reader", "obs", "--referee", "desk", "--broker",
+                    "127.0.0.1", "--out", str(shipped.dir)], check=True, capture_output=True)
+    again = json.loads((shipped.dir / "accounts.json").read_text())["accounts"]
+    assert again["shotclock-main-table-7"] == accounts["shotclock-main-table-7"]
+    assert "shotclock-main-table-9" in again
+
+
+def test_no_account_can_speak_for_another_table_or_take_its_connection(
+        shipped: Shipped, tmp_path: Path) -> None:
+    common = {"SHOTCLOCK_REFEREE_TOKEN": TOKEN, "SHOTCLOCK_MQTT_CA": shipped.ca,
+              "SHOTCLOCK_READ_RATE": "0"}
+    table = ServerProcess(tmp_path / "table.db", env={
+        **common, "SHOTCLOCK_DEFAULT_TABLE": "7",
+        "SHOTCLOCK_MQTT_URL": shipped.env_line("shotclock-main-table-7")})
+    hall = ServerProcess(tmp_path / "hall.db", subcommand="hall", env={
+        **common, "SHOTCLOCK_DEFAULT_TABLE": "",
+        "SHOTCLOCK_MQTT_URL": shipped.env_line("shotclock-hall-main")})
+    try:
+        table.start()
+        hall.start()
+        wait(lambda: [t for t in hall.get("/api/tables") if t["table"] == "7"],
+             "the hall to mirror table 7 over TLS")
+        wait(lambda: hall.command("7", "start", token=TOKEN)[0] == 200, "a forwarded command")
+
+        def table_connects() -> int:
+            return int(table.get("/api/health")["components"]["mqtt"]["per_table"]["7"][
+                "connects"])
+
+        assert table_connects() == 1
+        # A reader logs in with table 7's documented client id: it gets its own id.
+        with shipped.login("obs", client_id="shotclock-main-table-7") as obs:
+            obs.subscribe(f"{ROOT}/7/events")
+            assert hall.command("7", "pause", token=TOKEN)[0] == 200
+            wait(lambda: obs.on(f"{ROOT}/7/events"), "the reader to see the pause")
+            for kind in ("events", "state", "status", "commands", "replay"):
+                assert obs.publish(f"{ROOT}/7/{kind}", b"offline") == NOT_AUTHORIZED, kind
+        assert table_connects() == 1
+        assert hall.get("/api/health")["components"]["mqtt"]["connects"] == 1
+        # Table 8's account speaks for table 8 only.
+        with shipped.login("shotclock-main-table-8") as other:
+            for kind in ("events", "state", "status", "replay", "commands"):
+                assert other.publish(f"{ROOT}/7/{kind}", b"offline",
+                                     retain=kind == "status") == NOT_AUTHORIZED, kind
+            assert other.publish(f"{ROOT}/8/status", b"online") == 0
+        # A referee desk may command (with the token), never ask for replays.
+        with shipped.login("desk") as desk:
+            assert desk.publish(f"{ROOT}/7/replay", b'{"since": 0}') == NOT_AUTHORIZED
+        assert hall.command("7", "resume", token=TOKEN)[0] == 200
+        assert table.get("/api/tables/7")["phase"] == "running"
+        assert table_connects() == 1
+        # A wrong CA: the handshake fails (the broker's certificate is not the other CA's).
+        other_ca = tmp_path / "other"
+        init(other_ca, [], hall="another hall")
+        with pytest.raises(ssl.SSLError, match="CERTIFICATE_VERIFY_FAILED"):
+            shipped.login("obs", ca=str(other_ca / "ca.crt"))
+    finally:
+        hall.stop()
+        table.stop()
+
+
+def test_a_service_with_the_wrong_ca_does_not_connect_and_says_why(
+        shipped: Shipped, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    init(other, [], hall="another hall")
+    table = ServerProcess(tmp_path / "table.db", env={
+        "SHOTCLOCK_DEFAULT_TABLE": "7", "SHOTCLOCK_MQTT_CA": str(other / "ca.crt"),
+        "SHOTCLOCK_MQTT_URL": shipped.env_line("shotclock-main-table-7")})
+    try:
+        table.start()
+        faults = wait(lambda: [f for f in table.get("/api/health")["faults"]
+                               if f["code"] == "broker_unreachable"], "broker_unreachable")
+        assert "certificate" in faults[0]["message"].lower(), faults
+        assert table.get("/api/health")["components"]["mqtt"]["connected"] == 0
+    finally:
+        table.stop()
