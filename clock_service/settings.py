@@ -75,8 +75,12 @@ class Settings:
                            "where `serve` keeps `shotclock.db`",
                            shown="state directory", commands="hall")
     referee_token: str | None = setting(
-        None, "when set, every command needs `Authorization: Bearer <token>` (HTTP), or on "
-        "the WebSocket the subprotocol `bearer.<token>` or `?token=`; reading never does",
+        None, "when set, every command needs a token: `Authorization: Bearer <token>` "
+        "(HTTP), on the WebSocket the subprotocol `bearer.<token>` or `?token=`, in an MQTT "
+        "command's `token`; reading never does. This token is the **director's** (every "
+        "table, creating, archiving, issuing tokens); per-table referee tokens are issued "
+        "through `/api/tokens` (see \"Tokens and roles\"). On a non-loopback address at "
+        "least 16 characters, not a placeholder",
         secret=True, commands="serve, hall, shotclock-bridge")
     default_table: str | None = setting(
         "1", "the table created at start if missing (empty or `none`: none). On a hall's "

@@ -25,9 +25,19 @@ from starlette.routing import Match
 
 from clock_service.api import commands, events, health, sockets, tables
 from clock_service.api import hardware as hardware_routes
-from clock_service.api.common import bearer_token, error_response, invalid_json, token_matches
+from clock_service.api.common import (
+    REFEREE,
+    auth_of,
+    bearer_token,
+    credential_of,
+    error_response,
+    invalid_json,
+    runtime_of,
+)
 from clock_service.api.hardware import Dimmable
 from clock_service.api.runtime import ServedRuntime
+from clock_service.auth import Authority
+from clock_service.auth_routes import tokens_router
 from clock_service.broadcast.feeds import FeedBoard
 from clock_service.broadcast.feeds import router as feeds_router
 from clock_service.errors import ShotClockError
@@ -82,6 +92,8 @@ def create_app(settings: Settings, runtime: ServedRuntime, *, reports: Reports, 
     app.add_middleware(SecurityHeaders)
     app.exception_handler(ShotClockError)(_on_shotclock_error)
     app.exception_handler(RequestValidationError)(_on_validation_error)
+    app.include_router(tokens_router(auth_of, credential_of, REFEREE,
+                                     lambda request: runtime_of(request).time.now_ms()))
     for router in (health.router, tables.router, commands.router, hardware_routes.router,
                    events.router, sockets.router, report_routes.matches_router,
                    report_routes.report_router, tournament_routes.router, feeds_router):
@@ -90,7 +102,9 @@ def create_app(settings: Settings, runtime: ServedRuntime, *, reports: Reports, 
         from clock_service.camera.routes import camera_router
 
         def authorized(request: Request) -> bool:
-            return token_matches(settings.referee_token, bearer_token(request))
+            """A credential for the camera's table (a director's, or its referee's)."""
+            credential = auth_of(request).identify(bearer_token(request))
+            return credential is not None and credential.may_command(camera.table_id)
 
         app.include_router(camera_router(lambda request: camera, authorized))
     mount_pages(app)
@@ -104,6 +118,11 @@ def _lifespan(runtime: ServedRuntime, settings: Settings, parts: Sequence[Part])
         app.state.replays = asyncio.Semaphore(max(1, settings.max_replays))
         await _warm_executor()
         await runtime.start(default_table=settings.default_table)
+        # Who may do what (clock_service/auth.py): the env token, and the issued ones from
+        # the store (loaded off the loop), before any part (the MQTT publisher) takes a
+        # command.
+        runtime.auth = Authority(settings.referee_token, runtime.store)
+        await asyncio.to_thread(runtime.auth.load)
         try:
             async with contextlib.AsyncExitStack() as started:
                 for part in parts:

@@ -8,7 +8,14 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from clock_service.api.common import REFEREE, error_responses, invalid_json, runtime_of
+from clock_service.api.common import (
+    REFEREE,
+    credential_of,
+    error_responses,
+    invalid_json,
+    runtime_of,
+)
+from clock_service.auth import stamp
 from clock_service.commands import parse_command
 from clock_service.schemas import TableState
 
@@ -30,8 +37,10 @@ async def post_command(table_id: str, request: Request) -> dict[str, Any] | JSON
     or a report the rules cannot accept (e.g. a potted colour without its route)."""
     runtime = runtime_of(request)
     runtime.table(table_id)  # 404 before 422: an unknown table is the bigger mistake
+    credential = credential_of(request)
+    credential.check_table(table_id)  # 403 forbidden_table: another table's referee
     try:
         payload = json.loads(await request.body())
     except ValueError:
         return invalid_json()
-    return await runtime.command(table_id, parse_command(payload))
+    return await runtime.command(table_id, stamp(parse_command(payload), credential, "http"))

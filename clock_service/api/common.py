@@ -14,6 +14,7 @@ from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 
 from clock_service.api.runtime import ServedRuntime
+from clock_service.auth import Authority, Credential
 from clock_service.errors import (
     Forbidden,
     InvalidInput,
@@ -30,6 +31,7 @@ from clock_service.reports.service import UnknownMatch
 from clock_service.schemas import ErrorResponse
 
 __all__ = ["STATUS", "error_responses", "status_of", "error_response", "token_matches",
+           "auth_of", "credential_of",
            "bearer_token", "plain_integers", "require_referee", "REFEREE", "runtime_of",
            "invalid_json"]
 
@@ -40,7 +42,9 @@ STATUS = {RuleRefusal: 409, InvalidInput: 422, UnknownTable: 404, UnknownMatch: 
 _ERROR_TEXT = {
     400: "the body is not JSON (invalid_json)",
     401: "the referee token is missing or wrong (unauthorized)",
-    403: "a page of another site (origin_not_allowed)",
+    403: "a page of another site (origin_not_allowed), or a token without the right: "
+         "another table's referee (forbidden_table), a referee's token where a director's "
+         "is needed (director_only)",
     404: "no such table (unknown_table)",
     409: "refused by the rules (the code and rule say which), or the table exists / too "
          "many tables",
@@ -111,9 +115,20 @@ def plain_integers(*names: str) -> Any:
 
 
 def require_referee(request: Request) -> None:
-    if not token_matches(request.app.state.settings.referee_token, bearer_token(request)):
-        raise NotAuthorized("this command needs the referee token: "
-                            "Authorization: Bearer <token>")
+    """A credential (the env token or an issued one, clock_service/auth.py), kept on the
+    request for the route to check its role and tables (``credential_of``)."""
+    request.state.credential = auth_of(request).require(
+        bearer_token(request), "Authorization: Bearer <token>")
+
+
+def auth_of(request: Request) -> Authority:
+    auth: Authority = request.app.state.runtime.auth
+    return auth
+
+
+def credential_of(request: Request) -> Credential:
+    credential: Credential = request.state.credential
+    return credential
 
 
 # The dependencies of a route that needs the referee token.

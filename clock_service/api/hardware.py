@@ -6,7 +6,7 @@ from typing import Any, Protocol
 
 from fastapi import APIRouter, Request
 
-from clock_service.api.common import REFEREE, error_responses
+from clock_service.api.common import REFEREE, credential_of, error_responses
 from clock_service.errors import NoHardware
 from clock_service.schemas import BrightnessRequest, BrightnessResponse
 
@@ -35,6 +35,8 @@ async def set_brightness(body: BrightnessRequest, request: Request) -> dict[str,
     it drives none that can be dimmed. Not stored: the configured level comes back
     after a restart."""
     hardware: Dimmable | None = getattr(request.app.state, "hardware", None)
+    if hardware is not None:
+        credential_of(request).check_table(hardware.table)
     try:
         if hardware is None:
             raise LookupError("no table-side hardware is configured")

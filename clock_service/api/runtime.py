@@ -46,6 +46,9 @@ class ServedRuntime(Protocol):
         """The live tables by id."""
         ...
 
+    # Who may command (clock_service/auth.Authority), set by create_app at start.
+    auth: Any
+
     async def start(self, default_table: str | None = None) -> None: ...
 
     async def stop(self) -> None: ...

@@ -17,8 +17,9 @@ from typing import Any
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from clock_service.api.common import status_of, token_matches
+from clock_service.api.common import status_of
 from clock_service.api.runtime import ServedRuntime
+from clock_service.auth import OPEN, Authority, stamp
 from clock_service.commands import parse_command
 from clock_service.errors import InvalidInput, NotAuthorized, ShotClockError, UnknownTable
 from clock_service.hub import CLOSE_TOO_SLOW, HALL, Subscriber, encode
@@ -225,6 +226,7 @@ class WsSession(_Session):
         super().__init__(websocket, runtime, settings, limits)
         self.table_id = table_id
         self.referee = False
+        self.token: str | None = None
 
     def _offered_token(self) -> tuple[str | None, str | None]:
         """(token, subprotocol to echo): browsers and OBS cannot set headers, so the token
@@ -247,21 +249,24 @@ class WsSession(_Session):
 
     async def run(self) -> None:
         token, subprotocol = self._offered_token()
-        expected = self.settings.referee_token
+        auth: Authority = self.runtime.auth
         # The limits first, then the token: a wrong token costs a handshake and a read
         # like any other, so guessing it is as slow as reading (issue 20, finding 4).
         if not await self._admit():
             return
         try:
-            if token is not None and expected is not None and not token_matches(expected,
-                                                                                token):
+            credential = auth.identify(token) if token is not None else None
+            if token is not None and auth.enabled and credential is None:
                 await self._refuse("wrong referee token")
                 return
-            # Commands need the token when there is one. Without Origin the client is no
+            # Commands need a token when there is one. Without Origin the client is no
             # browser page (OBS, a script): read-only unless it offers the token, so a page
             # of another site can never command through a socket (its browser sends Origin).
+            # A referee's token commands its own tables only (clock_service/auth.py).
             has_origin = self.limits.origin_allowed(self.ws.scope) is not None
-            self.referee = (token is not None) if expected is not None else has_origin
+            self.token = token
+            self.referee = (credential is not None and credential.may_command(self.table_id)
+                            ) if auth.enabled else has_origin
             await self.ws.accept(subprotocol=subprotocol)
             await self._serve()
         finally:
@@ -361,6 +366,12 @@ class WsSession(_Session):
             if not self.referee:
                 raise NotAuthorized("commands need the referee token (subprotocol "
                                     "bearer.<token>, or ?token=) or a page of this service")
+            # Asked again for each command: a token revoked meanwhile stops at once.
+            auth: Authority = self.runtime.auth
+            credential = auth.identify(self.token) if auth.enabled else OPEN
+            if credential is None:
+                raise NotAuthorized("this socket's token was revoked")
+            credential.check_table(self.table_id)
             # One bucket per address, shared with its HTTP writes and its other sockets.
             limiter = self.limits.commands
             wait = limiter.take(self.address) if limiter.enabled else 0.0
@@ -369,7 +380,8 @@ class WsSession(_Session):
                     "code": "rate_limited", "message": f"more than {limiter.rate:g} commands "
                     f"a second from this address; retry in {wait:.2f} s"}}
             payload = {k: v for k, v in message.items() if k != "type"}
-            state = await self.runtime.command(self.table_id, parse_command(payload))
+            state = await self.runtime.command(self.table_id, stamp(parse_command(payload),
+                                                                    credential, "ws"))
         except ShotClockError as exc:
             return {"type": "error", "id": msg_id, "status": status_of(exc), "error": exc.to_dict()}
         return {"type": "ack", "id": msg_id, "state": state}

@@ -8,7 +8,13 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from clock_service.api.common import REFEREE, error_responses, plain_integers, runtime_of
+from clock_service.api.common import (
+    REFEREE,
+    credential_of,
+    error_responses,
+    plain_integers,
+    runtime_of,
+)
 from clock_service.limits import MAX_TABLES_PAGE
 from clock_service.schemas import ArchivedTable, CreateTable, TableState
 
@@ -56,7 +62,8 @@ async def list_tables(
 async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
     """Create a table (the referee token). 409 ``table_exists``, or ``too_many_tables``
     over SHOTCLOCK_MAX_TABLES live tables; 422 ``invalid_profile`` also when floor_ms
-    is above shot_ms."""
+    is above shot_ms. 403 ``director_only`` for a referee's token."""
+    credential_of(request).check_director("creating a table")
     return await runtime_of(request).create_table(
         body.id, body.players, timer=body.timer, profile=body.partial_profile(),
         first_breaker=body.first_breaker, race_to=body.race_to,
@@ -79,5 +86,7 @@ async def archive_table(table_id: str, request: Request) -> dict[str, Any]:
     """Archive a table (the referee token): it leaves the hall, its clock stops, its
     WebSocket clients get ``table.archived`` and are closed (4404). Its events stay in
     the store under ``archived_as`` (``<id>~<n>``; GET /api/archive/{archive_id}/events)
-    and the id is free for a new table, which starts a new log from seq 1."""
+    and the id is free for a new table, which starts a new log from seq 1. 403
+    ``director_only`` for a referee's token."""
+    credential_of(request).check_director("archiving a table")
     return await runtime_of(request).archive_table(table_id)

@@ -211,7 +211,11 @@ class HallRuntime(ServedTables[MirroredTable]):
             raise TableUnreachable(
                 f"table {table_id}'s service is offline (not connected to the broker); the "
                 "hall shows its last known state, and its own console on its Pi still works")
+        # The hall's own credential (its SHOTCLOCK_REFEREE_TOKEN, a director's on every
+        # table) and the referee's identity: the hall's API has set by/source from the
+        # referee's credential on the hall; the table keeps a director's source as given.
         payload: dict[str, Any] = {"type": "command", **command_payload(command)}
+        payload["source"] = f"hall/{command.source or 'http'}"[:200]
         if self.settings.referee_token is not None:
             payload["token"] = self.settings.referee_token
         correlation = uuid.uuid4().bytes

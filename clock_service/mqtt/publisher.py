@@ -28,8 +28,9 @@ import asyncio
 import contextlib
 import logging
 import random
-from typing import Any
+from typing import Any, cast
 
+from clock_service.auth import Authority, stamp
 from clock_service.commands import parse_command
 from clock_service.errors import NotAuthorized, ShotClockError
 from clock_service.hub import encode
@@ -435,21 +436,31 @@ class MqttPublisher:
                 "code": "unknown_message", "message": f"unknown message type {kind!r}; "
                 "send {\"type\": \"command\", \"command\": ...}, {\"type\": \"replay\", "
                 "\"since\": N} or {\"type\": \"ping\"}"}}
-        from clock_service.api.common import status_of, token_matches
+        from clock_service.api.common import status_of
 
         try:
             offered = message.get("token")
-            if not token_matches(settings.referee_token,
-                                 offered if isinstance(offered, str) else None):
-                raise NotAuthorized("commands over MQTT need the referee token in the "
-                                    "payload: {\"command\": ..., \"token\": ...}")
+            auth = self._auth()
+            credential = auth.identify(offered if isinstance(offered, str) else None)
+            if credential is None:
+                raise NotAuthorized("commands over MQTT need a referee or director token in "
+                                    "the payload: {\"command\": ..., \"token\": ...}")
+            credential.check_table(table.table_id)
             fields = {k: v for k, v in message.items() if k not in ("type", "token")}
-            fields.setdefault("source", "mqtt")
-            state = await self.runtime.command(table.table_id, parse_command(fields))
+            state = await self.runtime.command(
+                table.table_id, stamp(parse_command(fields), credential, "mqtt"))
         except ShotClockError as exc:
             return {"type": "error", "id": msg_id, "status": status_of(exc),
                     "error": exc.to_dict()}
         return {"type": "ack", "id": msg_id, "state": state}
+
+    def _auth(self) -> Authority:
+        """The runtime's credentials (create_app sets them); a runtime without (a test's
+        bare Runtime) gets its own from the settings."""
+        auth = getattr(self.runtime, "auth", None)
+        if auth is None:
+            auth = self.runtime.auth = Authority(self.settings.referee_token)
+        return cast(Authority, auth)
 
     # -- status and faults (TEAM convention 2) ---------------------------------------------------
     def _health(self) -> Any:

@@ -437,6 +437,19 @@ class Store:
         if self._published and self._thread is not None:
             self._queue.put(_FLUSH)
 
+    def put_meta(self, key: str, value: str) -> None:
+        """Set a ``meta`` row (issued tokens: clock_service/auth.py), through the writer, in
+        order with everything else."""
+        self.execute([("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                       (key, value))])
+
+    def meta_items(self, prefix: str) -> list[tuple[str, str]]:
+        """The ``meta`` rows whose key starts with ``prefix`` (a reader connection)."""
+        rows = self._reader().execute(
+            "SELECT key, value FROM meta WHERE key >= ? AND key < ? ORDER BY key",
+            (prefix, prefix + "\uffff")).fetchall()
+        return [(str(k), str(v)) for k, v in rows]
+
     def _write_loop(self) -> None:
         conn = self._writer
         stop = False

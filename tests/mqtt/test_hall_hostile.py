@@ -208,3 +208,23 @@ def test_guessing_the_token_over_mqtt_hits_the_rate_limit_first(hall: Hall) -> N
         assert codes.count("rate_limited") >= 30, codes
         assert codes.count("unauthorized") <= 70
     assert hall.table.get("/api/tables/7")["phase"] == "ready"
+
+
+def test_the_hall_forwards_with_its_credential_and_the_referees_identity(hall: Hall) -> None:
+    assert hall.table.post("/api/tables", {"id": "8", "players": ["C", "D"]},
+                           token=TOKEN)[0] == 201
+    wait(lambda: "8" in hall.tables(), "the hall to mirror table 8")
+    status, issued = hall.hall.post("/api/tokens", {"role": "referee", "tables": ["7"],
+                                                    "name": "ref7"}, token=TOKEN)
+    assert status == 201, issued
+    referee = issued["token"]
+    status, body = hall.hall.command("7", "start", token=referee, by="camera")
+    assert status == 200, body
+    started = hall.table.get("/api/tables/7/events?since=0")[-1]
+    assert started["type"] == "clock.started"
+    assert (started["by"], started["source"]) == ("referee", "hall/http:ref7"), started
+    status, body = hall.hall.command("8", "start", token=referee)
+    assert (status, body["error"]["code"]) == (403, "forbidden_table")
+    assert hall.table.get("/api/tables/8")["phase"] == "ready"
+    # The table never saw the referee's token: it is the hall's, not the table's.
+    assert hall.table.command("7", "pause", token=referee)[0] == 401

@@ -1,0 +1,61 @@
+"""``/api/tokens``: a director issues, lists and revokes tokens (clock_service/auth.py).
+
+The token itself is in the answer to ``POST`` only (the store keeps its digest): hand it
+to the referee's console (``?token=`` once, or the console's token field) or device.
+A revoked token's next request is refused: no restart."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from clock_service.auth import Authority, Credential
+
+__all__ = ["tokens_router", "IssueToken"]
+
+
+class IssueToken(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: str = Field(default="referee", description="referee (its tables only) or director",
+                      examples=["referee"])
+    tables: list[str] | None = Field(default=None, max_length=200,
+                                     description="a referee's tables (ids)", examples=[["7"]])
+    name: str = Field(max_length=40, description="who holds it, as the log will record",
+                      examples=["table 7 referee"])
+
+
+def tokens_router(auth_of: Callable[[Request], Authority],
+                  credential_of: Callable[[Request], Credential],
+                  guard: list[Any], now_ms: Callable[[Request], float]) -> APIRouter:
+    router = APIRouter(prefix="/api/tokens", tags=["tokens"], dependencies=guard)
+
+    def director(request: Request) -> None:
+        credential_of(request).check_director("managing tokens")
+
+    @router.post("", status_code=201, dependencies=[Depends(director)])
+    async def issue(body: IssueToken, request: Request) -> dict[str, Any]:
+        """Issue a token (a director's token): ``{"role": "referee", "tables": ["7"],
+        "name": ...}``. 201 with ``token`` (shown only here) and its ``id``."""
+        record, token = auth_of(request).issue(body.role, body.tables, body.name,
+                                               now_ms(request))
+        return {**record, "token": token}
+
+    @router.get("", dependencies=[Depends(director)])
+    async def listed(request: Request) -> list[dict[str, Any]]:
+        """Every issued token (never the token itself), revoked ones with ``revoked_at``."""
+        return auth_of(request).listed()
+
+    @router.delete("/{token_id}", dependencies=[Depends(director)])
+    async def revoke(token_id: str, request: Request) -> dict[str, Any]:
+        """Revoke a token: refused from its next request on."""
+        return auth_of(request).revoke(token_id, now_ms(request))
+
+    @router.get("/me")
+    async def me(request: Request) -> dict[str, Any]:
+        """What the offered token is (role, name, tables): a console checks its token."""
+        return credential_of(request).to_dict()
+
+    return router
