@@ -58,12 +58,46 @@ EXIT_STORE_UNWRITABLE = 73
 STORE_CHECK_BUDGET_S = 10.0
 
 
+def _check_tls(settings: Settings, prog: str) -> int | None:
+    """A certificate and its key, both or neither, loadable (else exit 78, saying why)."""
+    if not settings.tls_cert and not settings.tls_key:
+        return None
+    import ssl
+
+    problem = None
+    if not (settings.tls_cert and settings.tls_key):
+        problem = "--tls-cert and --tls-key go together (SHOTCLOCK_TLS_CERT, _KEY)"
+    else:
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
+                settings.tls_cert, settings.tls_key)
+        except (OSError, ssl.SSLError) as exc:
+            problem = f"cannot use {settings.tls_cert} with {settings.tls_key}: {exc}"
+    if problem is None:
+        return None
+    print(f"{prog}: {problem}", file=sys.stderr, flush=True)
+    return EXIT_REFUSED
+
+
 def _refuse_exposed(settings: Settings, prog: str) -> int | None:
-    """Refuse (exit 78) a non-loopback address without a referee token unless --open."""
+    """Refuse (exit 78) a non-loopback address without a referee token unless --open, or
+    with a weak token; warn at every start that plain HTTP on it carries the token in
+    clear."""
     from clock_service.serving import is_loopback
 
+    tls = _check_tls(settings, prog)
+    if tls is not None:
+        return tls
     if is_loopback(settings.host):
         return None
+    if not settings.tls_cert:
+        # Issue 20, finding 5: on WPA2-PSK Wi-Fi anyone who knows the passphrase decrypts
+        # everyone's traffic; a relay reads it outright. Said at every start.
+        print(f"{prog}: WARNING: plain HTTP on {settings.host}: the referee token, every "
+              "command and every page travel in clear on the venue's network (anyone on "
+              "its Wi-Fi can read the token and run the clocks). Give --tls-cert and "
+              "--tls-key (shotclock tls init makes a hall CA and certificates), or put a "
+              "TLS reverse proxy in front (deploy/README.md).", file=sys.stderr, flush=True)
     if settings.referee_token:
         from clock_service.tokens import weak_token_reason
 
@@ -204,7 +238,8 @@ def _serve(args: argparse.Namespace) -> int:
     from clock_service.storage import Store
 
     settings = Settings.from_env(host=args.host, port=args.port, db=args.db,
-                                 display=args.display, open=args.open or None)
+                                 display=args.display, open=args.open or None,
+                                 tls_cert=args.tls_cert, tls_key=args.tls_key)
     install_redactor(settings.referee_token)
     refused = _refuse_exposed(settings, "shotclock")
     if refused is not None:
@@ -240,7 +275,7 @@ def _serve(args: argparse.Namespace) -> int:
     parts.extend(tournament)
     app = _with_tournament(_app(settings, runtime, feeds=feeds, parts=parts,
                                 hardware=table_side.dimmable, camera=camera), tournament)
-    base = f"http://{settings.host}:{settings.port}"
+    base = f"{'https' if settings.tls_cert else 'http'}://{settings.host}:{settings.port}"
     table = settings.default_table or "1"
     about_camera = None if camera is None else (
         f"{camera.spec.kind} ({camera.mode} mode, table {camera.table_id})")
@@ -478,7 +513,8 @@ def _hall(args: argparse.Namespace) -> int:
     from clock_service.timesource import RealTime
 
     settings = Settings.from_env(host=args.host, port=args.port, mqtt_url=args.mqtt,
-                                 open=args.open or None)
+                                 open=args.open or None, tls_cert=args.tls_cert,
+                                 tls_key=args.tls_key)
     # The hall's own store: not a table service's (a hall server may run one too). Where
     # serve's default lives (never relative to the working directory: the unit runs in /).
     settings = dataclasses.replace(settings, default_table=None, display="none",
@@ -502,7 +538,7 @@ def _hall(args: argparse.Namespace) -> int:
     runtime = HallRuntime(store, RealTime(), Hub(settings.ws_queue), target, settings)
     runtime.store_wait_s = settings.store_wait_s
     app = _app(settings, runtime)
-    base = f"http://{settings.host}:{settings.port}"
+    base = f"{'https' if settings.tls_cert else 'http'}://{settings.host}:{settings.port}"
     print(f"shotclock hall: mirroring hall {target.hall!r} from {target.redacted()} on {base}"
           f"  (store: {settings.db})\n  hall view  {base}/\n  API        {base}/docs",
           file=sys.stderr, flush=True)
@@ -646,6 +682,10 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--display", choices=["terminal", "none"], default=None,
                        help="simulated display in the terminal when no hardware is set")
     serve.add_argument("--access-log", action="store_true", help="log every HTTP request")
+    serve.add_argument("--tls-cert", default=None,
+                       help="HTTPS: certificate file, PEM (SHOTCLOCK_TLS_CERT)")
+    serve.add_argument("--tls-key", default=None,
+                       help="HTTPS: its private key, PEM (SHOTCLOCK_TLS_KEY)")
     serve.add_argument("--open", action="store_true",
                        help="allow a non-loopback --host without SHOTCLOCK_REFEREE_TOKEN "
                        "(anyone on the network controls the clocks; warned on every start)")
@@ -662,6 +702,10 @@ def main(argv: list[str] | None = None) -> int:
                       "where serve keeps shotclock.db: $STATE_DIRECTORY under systemd, else "
                       "$XDG_STATE_HOME/shotclock/ or ~/.local/state/shotclock/)")
     hall.add_argument("--access-log", action="store_true", help="log every HTTP request")
+    hall.add_argument("--tls-cert", default=None,
+                       help="HTTPS: certificate file, PEM (SHOTCLOCK_TLS_CERT)")
+    hall.add_argument("--tls-key", default=None,
+                       help="HTTPS: its private key, PEM (SHOTCLOCK_TLS_KEY)")
     hall.add_argument("--open", action="store_true",
                       help="allow a non-loopback --host without SHOTCLOCK_REFEREE_TOKEN")
     hall.add_argument("--log-level", default="info",
@@ -704,6 +748,9 @@ def main(argv: list[str] | None = None) -> int:
     from clock_service.storage import cli as store_cli
 
     store_cli.add_parser(sub)
+    from clock_service.tls import add_parser as add_tls_parser
+
+    add_tls_parser(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper() if args.cmd in ("serve", "hall")
                         else "INFO",
@@ -737,6 +784,10 @@ def main(argv: list[str] | None = None) -> int:
         from clock_service.config_cli import run as show_config
 
         return show_config(args)
+    if args.cmd == "tls":
+        from clock_service.tls import run as run_tls
+
+        return run_tls(args)
     return 2
 
 

@@ -274,4 +274,6 @@ def uvicorn_config(app: Any, settings: Settings, *, log_level: str, access_log: 
         # own handling believed any loopback peer.
         proxy_headers=False, server_header=False,
         h11_max_incomplete_event_size=16 * 1024, backlog=BACKLOG,
+        # HTTPS (and wss://) when a certificate is given (shotclock tls init).
+        ssl_certfile=settings.tls_cert, ssl_keyfile=settings.tls_key,
     )

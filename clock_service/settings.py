@@ -108,6 +108,17 @@ class Settings:
         "mirror (flag `--mqtt`). Needs the `mqtt` extra. The shipped broker set-up gives each "
         "table's Pi its own account (`deploy/mosquitto/accounts.py` writes this line for "
         "each)", secret=True, commands="serve, hall")
+    tls_cert: str | None = setting(
+        None, "HTTPS: the certificate (PEM, chain; flag `--tls-cert`; `shotclock tls init` "
+        "makes one). With `SHOTCLOCK_TLS_KEY`; one without the other exits 78",
+        commands="serve, hall")
+    tls_key: str | None = setting(
+        None, "HTTPS: the certificate's private key (PEM; flag `--tls-key`)",
+        commands="serve, hall")
+    signing_key: str | None = setting(
+        None, "the Ed25519 key that signs each finished match's record (made at the first "
+        "start, mode 600; unset: `<db>.key` beside the store). See \"Signed records\"",
+        shown="beside the store")
     mqtt_ca: str | None = setting(
         None, "for `mqtts://`: the CA file that signed the broker's certificate (the hall CA "
         "of `shotclock tls init`; unset: the system's CAs). A broker whose certificate does "

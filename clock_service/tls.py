@@ -21,13 +21,16 @@ Keys are ECDSA P-256 (fast on a Pi); private keys are written mode 600.
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import ipaddress
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["Device", "init", "parse_device"]
+__all__ = ["Device", "init", "parse_device", "add_parser", "run"]
 
 CA_DAYS = 3650
 DEVICE_DAYS = 825
@@ -127,3 +130,31 @@ def init(out: Path, devices: list[Device], *, hall: str = "shot clock hall",
         crt_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
         written += [crt_path, key_path]
     return written
+
+
+def add_parser(sub: Any) -> None:
+    tls = sub.add_parser("tls", help="TLS for the hall: a CA and device certificates")
+    tls_sub = tls.add_subparsers(dest="tls_cmd", required=True)
+    init_parser = tls_sub.add_parser(
+        "init", help="make (or reuse) the hall CA in --out and a certificate per --device")
+    init_parser.add_argument("--out", required=True, help="directory for ca.crt/ca.key and "
+                             "<device>.crt/<device>.key")
+    init_parser.add_argument("--device", action="append", default=[],
+                             help="NAME or NAME=host,10.0.0.7,... (repeatable): a server "
+                             "certificate for those names and addresses")
+    init_parser.add_argument("--hall", default="shot clock hall", help="the CA's name")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        devices = [parse_device(spec) for spec in args.device]
+        written = init(Path(args.out), devices, hall=args.hall)
+    except (ValueError, OSError) as exc:
+        print(f"shotclock tls init: {exc}", file=sys.stderr)
+        return 78
+    for path in written:
+        print(path)
+    print(f"shotclock tls init: install {Path(args.out) / 'ca.crt'} on the consoles and "
+          "browsers of the hall (and SHOTCLOCK_MQTT_CA); keep ca.key off the venue",
+          file=sys.stderr)
+    return 0
