@@ -264,6 +264,8 @@ def _serve(args: argparse.Namespace) -> int:
     publisher = _mqtt_publisher(runtime, settings)
     if publisher is not None:
         parts.append(publisher)
+    # Each match's record signed when it ends (clock_service/signing.py).
+    parts.append(_match_signer(runtime, settings))
     camera = _camera_adapter(runtime, settings)
     if camera is not None:
         parts.append(_Part(_async(camera.attach), _async(camera.close)))
@@ -488,6 +490,23 @@ def _broker_target(url: str, ca: str | None = None) -> BrokerTarget:
     return target
 
 
+
+
+def _match_signer(runtime: Runtime, settings: Settings) -> _Part:
+    """Sign each match's record when it ends (clock_service/signing.py): the key is made
+    at the first start, beside the store unless SHOTCLOCK_SIGNING_KEY names a file."""
+    from pathlib import Path
+
+    from clock_service.signing import MatchSigner, Signer, key_path_for
+
+    path = Path(settings.signing_key) if settings.signing_key else key_path_for(settings.db)
+    try:
+        signer = Signer(path)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"shotclock: the signing key {path}: {exc}") from None
+    log.info("match records signed with %s (fingerprint %s)", path, signer.fingerprint)
+    match_signer = MatchSigner(runtime, signer)
+    return _Part(_async(match_signer.attach), _async(match_signer.detach))
 
 
 def _mqtt_publisher(runtime: Runtime, settings: Settings) -> _Part | None:

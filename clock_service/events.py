@@ -45,6 +45,9 @@ EVENTS: dict[str, EventType] = {kind.name: kind for kind in (
               "The frame ended: 3.2, technical loss (10.5) or the referee.", indexed=True),
     EventType("match.ended", "MatchEndedData",
               "The match was won (race_to); only undo or new_match from here.", indexed=True),
+    EventType("match.signed", "MatchSignedData",
+              "The table service signed the match's record (its events up to match.ended) "
+              "with its Ed25519 key; the protocol and the hall verify it (issue 20)."),
     EventType("match.started", "MatchStartedData",
               "new_match: the table's next match began (frame.started follows); the "
               "previous one stays on record (GET /api/matches/{id}).", indexed=True),

@@ -396,6 +396,12 @@ class Runtime(ServedTables[TableRuntime]):
         table.undo_rows = kept
         return change
 
+    async def record(self, table_id: str, events: list[Event]) -> None:
+        """Append events the service makes itself (a match's signature, not the clock's)
+        to a table's log, in order with everything else; returns once they are durable."""
+        table = self.table(table_id)
+        await self._emit(table, events, self.time.now_ms())
+
     def _emit(self, table: TableRuntime, events: list[Event], now: float,
               new_table: bool = False) -> asyncio.Future[None]:
         """Number, tell local listeners, store; publish once durable. Returns that moment."""

@@ -613,6 +613,19 @@ class MatchEndedData(_Closed):
     drawn: bool = Field(description="the time limit ended it level (winner null)")
 
 
+class MatchSignedData(_Closed):
+    first: int = Field(description="the first event signed (the match's first)")
+    last: int = Field(description="the last event signed (its match.ended)")
+    digest: str = Field(description="SHA-256 of events first..last as the protocol computes "
+                        "it (storage/records.py)")
+    algorithm: Literal["ed25519"]
+    key: str = Field(description="the table service's Ed25519 public key, base64 (raw)")
+    fingerprint: str = Field(description="SHA-256 of the key, 16 bytes in groups of four "
+                             "hex digits, as the protocol prints it")
+    signature: str = Field(description="base64 Ed25519 signature of {v, table, first, last, "
+                           "digest} (clock_service/signing.py)")
+
+
 class ShotResultData(_Closed):
     player: Player = Field(description="the shooter")
     frame: int
@@ -1111,7 +1124,8 @@ __all__ += [
     "TimeProfile", "WsMatchState", "WsTableState", "WsErrorBody", "CallSpec", "RouteSpec",
     "ShotReport", "FoulRecord", "RespotInstruction", "ShotOutcome", "TableCreatedData",
     "MatchStartedData", "FrameStartedData", "FrameEndedData", "MatchEndedData",
-    "ShotResultData", "RespotData", "ClockRunData", "ClockStoppedData", "ClockPausedData",
+    "MatchSignedData", "RecordSignature", "ShotResultData", "RespotData", "ClockRunData",
+    "ClockStoppedData", "ClockPausedData",
     "ClockExtendedData", "ClockWarningData", "ClockExpiredData", "ClockCorrectedData",
     "CorrectionUndoneData", "FoulData", "TurnData", "EVENT_MODELS", "SnapshotMessage",
     "PongMessage", "AckMessage", "ErrorMessage", "PingMessage", "CallAnnouncedData",
@@ -1262,6 +1276,16 @@ class FrameOut(_Closed):
         None, description="[paused at, resumed at]; absent with shots=false")
 
 
+class RecordSignature(_Closed):
+    status: Literal["verified", "unverified", "unsigned"] = Field(
+        description="verified: the table's Ed25519 signature is valid and the events in this "
+        "store are the ones signed; unverified: anything else (reason says what)")
+    fingerprint: str | None = Field(description="the signing key's fingerprint")
+    first: int | None = Field(description="the signed range's first event")
+    last: int | None = Field(description="the signed range's last event (match.ended)")
+    reason: str | None = Field(description="why it is not verified")
+
+
 class MatchRecordOut(_Closed):
     id: str
     table: str
@@ -1285,6 +1309,8 @@ class MatchRecordOut(_Closed):
                                    "statistics read them (README \"Matches\"); the protocol "
                                    "prints it")
     closed_reason: str | None = Field(description="closed: why it was left unfinished")
+    signature: RecordSignature | None = Field(
+        None, description="the verdict on the table's signature of this record (issue 20)")
     players_stats: list[PlayerStatsOut] = Field(min_length=2, max_length=2)
     frames: list[FrameOut]
 

@@ -43,6 +43,7 @@ from clock_service.mqtt.topics import OFFLINE, ONLINE, BrokerTarget, Topics
 from clock_service.schemas import MAX_SEQ
 from clock_service.served import ServedTables
 from clock_service.settings import Settings
+from clock_service.signing import SIGNED_EVENT, check_signed
 from clock_service.storage import Store
 from clock_service.storage.log import lean_text
 from clock_service.supervise import cancelled_from_outside, supervise
@@ -139,6 +140,9 @@ class HallRuntime(ServedTables[MirroredTable]):
         self._checks: set[asyncio.Task[None]] = set()
         self.unchecked_duplicates = 0
         self.refused_tables = 0
+        # Each table's signing key as first seen (its fingerprint), and signatures checked.
+        self.keys: dict[str, str] = {}
+        self.signatures_verified = 0
         self.diverged: set[str] = set()
         self.skews: dict[str, ClockSkew] = {}
         self._pending: dict[bytes, asyncio.Future[dict[str, Any]]] = {}
@@ -636,6 +640,9 @@ class HallRuntime(ServedTables[MirroredTable]):
         table.published_state = state
         self.hub.publish(table_id, wires, texts)
         self._tell_hall(table_id)  # the /ws/hall feed (api.HallSession)
+        for wire in wires:
+            if wire.get("type") == SIGNED_EVENT:
+                self._check_signature(table_id, wire.get("data") or {})
         for publisher in self.publishers:
             try:
                 publisher(table_id, wires, texts)
@@ -647,6 +654,42 @@ class HallRuntime(ServedTables[MirroredTable]):
                 if seq <= table.published_seq and not waiter.done():
                     waiter.set_result(None)
             self._waiters[table_id] = [(s, w) for s, w in waiters if not w.done()]
+
+    def _check_signature(self, table_id: str, data: dict[str, Any]) -> None:
+        """A table signed a match (clock_service/signing.py): check it against the hall's
+        own copy of the events, off the loop, and that the table signs with the key it
+        used first (a new key is said, not trusted silently)."""
+        fingerprint = data.get("fingerprint")
+        known = self.keys.setdefault(table_id, str(fingerprint))
+        if known != fingerprint:
+            self.health.fault(
+                f"mqtt.key.{table_id}", component="mqtt", code="table_key_changed",
+                table=table_id, message=f"table {table_id} signed a match with another key "
+                f"({fingerprint}; before: {known}): a new Pi or SD card, or someone else "
+                "signing for it; check with the director")
+        store = self.store
+
+        def check() -> str | None:
+            return check_signed(store.reader_connection(), table_id, data)
+
+        async def run() -> None:
+            try:
+                problem = await asyncio.to_thread(check)
+            except Exception:
+                log.exception("table %s: checking a match signature failed", table_id)
+                return
+            if problem is None:
+                self.signatures_verified += 1
+                return
+            log.error("table %s: match signature not verified: %s", table_id, problem)
+            self.health.fault(
+                f"mqtt.signature.{table_id}", component="mqtt", code="record_unverified",
+                table=table_id, message=f"table {table_id}'s signed match record does not "
+                f"verify on the hall: {problem}")
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
 
     # -- liveness of the mirrored states (the hall feed's cards) ------------------------------
     def _is_live(self, table_id: str) -> bool:
@@ -703,4 +746,6 @@ class HallRuntime(ServedTables[MirroredTable]):
                 "bad_messages": self.bad_messages,
                 "held": sum(m.held for m in self.mirrors.values()),
                 "unchecked_duplicates": self.unchecked_duplicates,
-                "refused_tables": self.refused_tables}
+                "refused_tables": self.refused_tables,
+                "signatures_verified": self.signatures_verified,
+                "table_keys": dict(self.keys)}

@@ -55,6 +55,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "signatures": "Signatures", "sign.referee": "Referee", "sign.player": "Player",
         "generated": "Built from the event log of table {table}, events {first}-{last}; "
                      "log digest (SHA-256) {digest}",
+        "signed": "Signed by table {table}'s key, fingerprint {fingerprint} (events "
+                  "{first}-{last}): verified.",
+        "unverified": "UNVERIFIED record: {reason}. Fingerprint of the key: {fingerprint}.",
+        "unsigned": "Not signed: {reason}.",
         "code.ball_off_table": "ball off the table", "code.double_hit": "double hit",
         "code.push_shot": "push shot", "code.no_ball_contact": "the cue ball touched no ball",
         "code.touched_ball": "a ball touched", "code.out_of_turn": "played out of turn",
@@ -98,6 +102,10 @@ TEXTS: dict[str, dict[str, str]] = {
         "signatures": "Подписи", "sign.referee": "Судья", "sign.player": "Игрок",
         "generated": "Составлен по журналу событий стола {table}, события {first}-{last}; "
                      "контрольная сумма журнала (SHA-256) {digest}",
+        "signed": "Подписан ключом стола {table}, отпечаток {fingerprint} (события "
+                  "{first}-{last}): подпись верна.",
+        "unverified": "ПОДПИСЬ НЕ ПОДТВЕРЖДЕНА: {reason}. Отпечаток ключа: {fingerprint}.",
+        "unsigned": "Не подписан: {reason}.",
         "code.ball_off_table": "шар за бортом", "code.double_hit": "двойное касание",
         "code.push_shot": "толчок", "code.no_ball_contact": "биток не коснулся шара",
         "code.touched_ball": "касание шара", "code.out_of_turn": "удар не в очередь",
@@ -195,6 +203,14 @@ def _stats_rows(t: Mapping[str, str], stats: Sequence[PlayerStats], players: Seq
             f"<tbody>{body}</tbody></table>")
 
 
+# The protocol page's own policy, on top of the service's headers: it needs its stylesheet
+# (or inline style when printed) and nothing else; the charts are inline SVG.
+PRINT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+             "base-uri 'none'; form-action 'none'")
+PAGE_CSP = ("default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+            "base-uri 'none'; form-action 'none'")
+
+
 def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: str = "en",
                     stylesheet: str | None = "/static/report.css",
                     inline_css: str | None = None, links: bool = True,
@@ -225,9 +241,14 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
                  f"<title>{escape(t['title'])} {mid}: {escape(names[0])} – {escape(names[1])}"
                  "</title>")
     if inline_css is not None:
-        parts.append(f"<style>{inline_css}</style>")
+        # Printed from a file by a headless browser (shotclock report --pdf): nothing may
+        # be fetched, run or framed, not even a file:// URL a name might smuggle in (issue
+        # 20, finding 8: a page printed that way embedded file:///etc/hostname).
+        parts.append(f'<meta http-equiv="Content-Security-Policy" content="{PRINT_CSP}">'
+                     f"<style>{inline_css}</style>")
     elif stylesheet:
-        parts.append(f'<link rel="stylesheet" href="{escape(stylesheet)}">')
+        parts.append(f'<meta http-equiv="Content-Security-Policy" content="{PAGE_CSP}">'
+                     f'<link rel="stylesheet" href="{escape(stylesheet)}">')
     parts.append(f'</head><body class="report" data-match="{mid}">')
     if links:
         other = "en" if lang == "ru" else "ru"
@@ -340,5 +361,14 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
     parts.append("</div></section>")
     source = t["generated"].format(table=record.table, first=record.start_seq,
                                    last=record.last_seq, digest=digest or record.digest or "—")
-    parts.append(f'<footer data-field="source">{escape(source)}</footer></body></html>')
+    signature = record.signature or {"status": "unsigned", "reason": "—"}
+    status = str(signature.get("status") or "unsigned")
+    said = t[status if status in ("signed", "unverified", "unsigned") else "unverified"
+             if status != "verified" else "signed"].format(
+        table=record.table, fingerprint=signature.get("fingerprint") or "—",
+        first=signature.get("first"), last=signature.get("last"),
+        reason=signature.get("reason") or "—")
+    parts.append(f'<footer data-field="source">{escape(source)}'
+                 f'<p class="signature signature-{escape(status)}" data-field="signature" '
+                 f'data-status="{escape(status)}">{escape(said)}</p></footer></body></html>')
     return "".join(parts)

@@ -19,6 +19,7 @@ from typing import Any
 from clock_service.errors import ShotClockError
 from clock_service.reports import worker
 from clock_service.reports.stats import MatchRecord, build_match
+from clock_service.signing import verify_match
 from clock_service.storage.index import list_matches_json, match_row, split_match_id
 from clock_service.storage.records import last_seq, load_events
 
@@ -40,6 +41,8 @@ def build_from_store(conn: sqlite3.Connection, summary: dict[str, Any],
     events, digest = load_events(conn, summary["table"], summary["start_seq"], last)
     record = build_match(events, table=summary["table"])
     record.digest = digest
+    # The table's signature of the record, checked against this store (issue 20).
+    record.signature = verify_match(conn, summary["table"], events).to_dict()
     record.last_seq = last
     return record
 

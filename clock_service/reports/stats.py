@@ -288,6 +288,9 @@ class MatchRecord:
     # (storage/records.load_events says exactly what is hashed): a printed protocol can be
     # checked against the log.
     digest: str | None = None
+    # The verdict on the table's signature (clock_service/signing.py), set by whoever read
+    # the events: {"status": verified|unverified|unsigned, "fingerprint", ...}.
+    signature: dict[str, Any] | None = None
 
     @property
     def id(self) -> str:
@@ -313,7 +316,7 @@ class MatchRecord:
             "event": self.event, "referee": self.referee, "started_at": self.started_at,
             "ended_at": self.ended_at, "over": self.over, "winner": self.winner,
             "score": self.score, "start_seq": self.start_seq, "last_seq": self.last_seq,
-            "log_sha256": self.digest,
+            "log_sha256": self.digest, "signature": self.signature,
             "players_stats": [s.to_dict() for s in self.stats or ()],
             "frames": [f.to_dict(shots) for f in self.frames],
         }

@@ -228,3 +228,17 @@ def test_the_hall_forwards_with_its_credential_and_the_referees_identity(hall: H
     assert hall.table.get("/api/tables/8")["phase"] == "ready"
     # The table never saw the referee's token: it is the hall's, not the table's.
     assert hall.table.command("7", "pause", token=referee)[0] == 401
+
+
+def test_the_hall_checks_each_signed_match_against_its_own_copy(hall: Hall) -> None:
+    assert hall.table.post("/api/tables", {"id": "9", "players": ["E", "F"], "race_to": 1},
+                           token=TOKEN)[0] == 201
+    status, body = hall.table.command("9", "new_frame", token=TOKEN, winner=1,
+                                      reason="conceded")
+    assert status == 200, body
+    fingerprint = hall.table.get("/api/health")["components"]["signing"]["fingerprint"]
+    wait(lambda: hall.mqtt()["signatures_verified"] >= 1, "the hall to verify the signature")
+    assert hall.mqtt()["table_keys"]["9"] == fingerprint
+    assert not hall.faults("record_unverified") and not hall.faults("table_key_changed")
+    match_id = hall.hall.get("/api/matches?table=9")["matches"][0]["id"]
+    assert hall.hall.get(f"/api/matches/{match_id}")["signature"]["status"] == "verified"
