@@ -469,7 +469,7 @@ def _mqtt(refs: dict[str, dict[str, Any]], events: list[str],
             f"{table}/replay", "Replay requests to a table (MQTT)",
             "QoS 1, no reply: the table sends its events after since again, on its events "
             "topic. The shipped ACL lets only the hall's account write here; the table "
-            "takes a few a second (1 a second, bursts of 3) and merges a request that a "
+            "takes one every 2 s (bursts of 2) and merges a request that a "
             "replay in progress already covers.", ["mqttReplay"]),
         "mqttResponse": channel(
             "shotclock/v1/{hall}/replies/{client}", "Replies to a requester (MQTT 5)",

@@ -50,8 +50,8 @@ FLUSH_S = 0.5
 BACKOFF_MIN_S = 0.2
 BACKOFF_MAX_S = 2.0
 BROKER_FAULT = "mqtt.broker"
-REPLAY_RATE = 1.0
-REPLAY_BURST = 3
+REPLAY_RATE = 0.5
+REPLAY_BURST = 2
 
 
 def client_id_of(hall: str, table_id: str) -> str:
