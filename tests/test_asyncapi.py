@@ -207,6 +207,8 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
                           route={"pocket": "bottom_left",
                                  "path": ["cue>colour", "right_bottom"]}) == [
                 "shot.result", "frame.ended", "match.ended"]  # an early pot (8.1): 2-0
+            # The table signs the finished match's record (issue 20): its own event.
+            assert rec.until(lambda m: m["type"] == "match.signed", timeout=10)
             refused = rec.command("start")[-1]
             assert refused["error"]["code"] == "match_over"
 
@@ -239,6 +241,7 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
                 "shot_clock.on"]
             assert rec.ok("new_frame", winner=0, reason="conceded") == [
                 "frame.ended", "shot_clock.off", "match.ended"]
+            assert rec.until(lambda m: m["type"] == "match.signed", timeout=10)
             # The match clock: its first warning 10 min before a limit of 10 min + 1 s ...
             assert rec.ok("new_match", match_limit_ms=601_000) == [
                 "match.started", "frame.started"]

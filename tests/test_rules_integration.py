@@ -704,7 +704,8 @@ def test_a_match_race_to_two_over_http(server: ServerProcess) -> None:
     events = server.get("/api/tables/m/events?since=0&limit=10000")
     seqs = [e["seq"] for e in events]
     assert seqs == list(range(1, len(seqs) + 1))
-    kinds = [e["type"] for e in events]
+    # The service signs the finished match (issue 20): match.signed may follow (async).
+    kinds = [e["type"] for e in events if e["type"] != "match.signed"]
     assert kinds[:2] == ["table.created", "frame.started"]
     assert kinds[-3:] == ["shot.result", "frame.ended", "match.ended"]
     assert kinds.count("frame.ended") == 3 and kinds.count("frame.started") == 3
