@@ -147,7 +147,11 @@ class ServedTables(Generic[TableT]):
     def _state(self, table: TableT, now: float) -> dict[str, Any]:
         state = table.state(now)
         state["table"] = table.id
-        state["match"]["id"] = match_id(table.id, state["match"]["number"])
+        match = state.get("match")
+        if isinstance(match, dict) and "number" in match:
+            # (A hall's mirror of a table heard first through a catch-up has no state until
+            # the table's retained one arrives: lean replayed events carry none.)
+            match["id"] = match_id(table.id, match["number"])
         state["seq"] = table.seq
         state["server_time"] = now
         return state

@@ -49,6 +49,7 @@ class Relay:
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._server: Any = None
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     def start(self) -> Relay:
         self._thread.start()
@@ -56,8 +57,17 @@ class Relay:
         return self
 
     def stop(self) -> None:
+        """Close the listener and every relayed connection, then end the thread."""
+        async def shutdown() -> None:
+            self._server.close()
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+        self._loop.close()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -67,6 +77,10 @@ class Relay:
         self._loop.run_forever()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.broker_port)
         except OSError:
