@@ -39,8 +39,9 @@ def _packets(buffer: bytearray) -> list[bytes]:
 
 
 class Relay:
-    def __init__(self, broker_port: int) -> None:
+    def __init__(self, broker_port: int, *, mqtt: bool = True) -> None:
         self.broker_port = broker_port
+        self.mqtt = mqtt  # False: bytes relayed as they come (TLS), no SUBACK holding
         self.port = free_port()
         self.hold_suback = threading.Event()  # set: drop the next SUBACK, then clear
         self.held = threading.Event()  # a SUBACK was dropped
@@ -93,7 +94,7 @@ class Relay:
             try:
                 while data := await src.read(65536):
                     self.seen += data
-                    if not down:
+                    if not down or not self.mqtt:
                         dst.write(data)
                         await dst.drain()
                         continue

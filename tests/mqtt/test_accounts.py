@@ -197,3 +197,23 @@ def test_a_service_with_the_wrong_ca_does_not_connect_and_says_why(
         assert table.get("/api/health")["components"]["mqtt"]["connected"] == 0
     finally:
         table.stop()
+
+
+def test_a_relay_on_the_path_reads_nothing_over_tls(shipped: Shipped) -> None:
+    """Finding 5: a relay captured the MQTT passwords and the token inside commands. Over
+    the shipped TLS listener it sees neither; on the plain (loopback-only) listener it
+    would see both."""
+    from tests.mqtt.proxy import Relay
+
+    password = shipped.accounts["desk"]["password"]
+    command = json.dumps({"command": "start", "token": TOKEN})
+    for port, tls in ((shipped.tls_port, True), (shipped.port, False)):
+        relay = Relay(port, mqtt=False).start()
+        try:
+            with Watcher(relay.port, user="desk", password=password,
+                         ca=shipped.ca if tls else None) as desk:
+                desk.publish(f"{ROOT}/7/commands", command)
+            seen = bytes(relay.seen)
+        finally:
+            relay.stop()
+        assert (TOKEN.encode() in seen, password.encode() in seen) == (not tls, not tls)
