@@ -880,6 +880,10 @@ class HallTable(_Closed):
     frames_won: PlayerPair
     match_clock: MatchClockState | None = Field(None, description="the match's time limit "
                                                 "(as in the table state); null: none")
+    frame_winner: Player | None = Field(description="the frame's winner once it is over")
+    match: WsMatchState = Field(description="the match on the table (its number, score, "
+                                "race, whether it is over and who won): the card's result "
+                                "and the link to its protocol")
     live: bool = Field(description=(
         "false when this state may be out of date: on the hall service (shotclock hall), "
         "while the table's own service is offline (its MQTT status/will), the hall is not "

@@ -29,7 +29,10 @@ CLOSE_ARCHIVED = 4404
 # What the hall feed tells about each table: what a hall card shows, and no more.
 HALL_FIELDS = ("table", "seq", "phase", "timer", "player", "players", "remaining_ms",
                "limit_ms", "deadline", "server_time", "round", "frame", "fouls",
-               "extensions_left", "whites", "frames_won", "match_clock")
+               "extensions_left", "whites", "frames_won", "match_clock",
+               # who won the frame, and the match (number, score, over, winner): the hall card
+               # says "match over" with the winner and links the match's protocol (issue 23)
+               "frame_winner", "match")
 
 
 # A publisher (MQTT, the broadcast feeds) gets (table_id, wire events, their JSON) once they

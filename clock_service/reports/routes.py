@@ -8,13 +8,14 @@ made, and lists are paginated (``MAX_PAGE``).
 
 from __future__ import annotations
 
+from html import escape as html_escape
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from clock_service.reports.protocol import LANGS
-from clock_service.reports.service import Reports
+from clock_service.reports.service import Reports, UnknownMatch
 from clock_service.schemas import ErrorResponse, MatchPage, MatchRecordOut
 from clock_service.storage.index import MAX_PAGE
 
@@ -95,12 +96,41 @@ async def get_match_chart(
 
 
 @report_router.get("/report", include_in_schema=False)
-async def report_page(request: Request, match: MatchId,
+async def report_page(request: Request, match: MatchId | None = None,
                       lang: str | None = None) -> HTMLResponse:
-    """The match protocol: the official record, printable on one or two A4 pages."""
+    """The match protocol: the official record, printable on one or two A4 pages. A
+    wrong or missing match id is a page that says so (404), not an API error's JSON."""
     language = lang if lang in LANGS else _preferred(request)
-    html = await reports_of(request).output(match, "html", lang=language)
+    if not match:
+        return _no_such_match("", language)
+    try:
+        html = await reports_of(request).output(match, "html", lang=language)
+    except UnknownMatch:
+        return _no_such_match(match, language)
     return HTMLResponse(html, headers={"Cache-Control": "no-cache"})
+
+
+_NO_MATCH = {
+    "en": ("No such match", "There is no match “{id}” on this service. A match id is "
+           "the table and the match's number, e.g. 1.2; the hall links each table's protocol.",
+           "Go to the hall"),
+    "ru": ("Такого матча нет", "Матча «{id}» на этом сервисе нет. Номер матча — это стол и "
+           "номер матча, например 1.2; протокол каждого стола открывается из зала.",
+           "В зал"),
+}
+
+
+def _no_such_match(match: str, lang: str) -> HTMLResponse:
+    title, text, back = _NO_MATCH.get(lang, _NO_MATCH["en"])
+    body = html_escape(text.format(id=match or "–"))
+    page = (f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<title>{html_escape(title)}</title><link rel="icon" href="data:,">'
+            '<link rel="stylesheet" href="/static/common.css"></head>'
+            '<body class="no-match" style="padding:24px;max-width:40em;margin:auto">'
+            f'<h1>{html_escape(title)}</h1><p>{body}</p>'
+            f'<p><a href="/">{html_escape(back)}</a></p></body></html>')
+    return HTMLResponse(page, status_code=404, headers={"Cache-Control": "no-cache"})
 
 
 def _preferred(request: Request) -> str:

@@ -101,7 +101,7 @@ def test_display_tells_the_whole_story_large(shared_server: ServerProcess, conte
     expect(body).to_have_attribute("data-stage", "frame_over")
     expect(page.locator("#over-title")).to_have_text("Petrov wins")
     expect(page.locator("#over-why")).to_have_text("technical loss: second foul of Ivanov")
-    expect(page.locator("#over-score")).to_have_text("0 : 1")
+    expect(page.locator("#over-score")).to_have_text("1 : 0")  # Petrov's frame: his score first
     assert height_share(page, "#over-title") >= 0.09 and height_share(page, "#over-score") >= 0.12
     assert in_view(page, "#over")
     look("frame-over")
@@ -111,7 +111,7 @@ def test_display_tells_the_whole_story_large(shared_server: ServerProcess, conte
     post(shared_server, table, "new_frame", winner=1, reason="opponent conceded")
     expect(page.locator("#over-title")).to_have_text("Petrov wins the match")
     expect(page.locator("#over-why")).to_have_text("ended by the referee")
-    expect(page.locator("#over-score")).to_have_text("0 : 2")
+    expect(page.locator("#over-score")).to_have_text("2 : 0")  # in the winner's favour (issue 23)
     expect(page.locator("#phase")).to_have_text("match over")
     look("match-over")
 

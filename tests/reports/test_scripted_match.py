@@ -216,12 +216,19 @@ def test_listing_is_newest_first_paginated_and_filtered(played: dict[str, Any]) 
 @pytest.mark.parametrize(("name", "status", "code"), [
     ("unknown", 404, "unknown_match"), ("bad_id", 404, "unknown_match"),
     ("bad_cursor", 404, "unknown_match"), ("too_many", 422, "invalid_request"),
-    ("unknown_report", 404, "unknown_match"),
 ])
 def test_errors_are_json_with_a_code(played: dict[str, Any], name: str, status: int,
                                      code: str) -> None:
     reply = played[name]
     assert (reply.status_code, reply.json()["error"]["code"]) == (status, code)
+
+
+def test_a_wrong_protocol_address_is_a_page(played: dict[str, Any]) -> None:
+    """Issue 23: /report with a wrong id is a page (404) that says so, not raw JSON."""
+    reply = played["unknown_report"]
+    assert reply.status_code == 404
+    assert reply.headers["content-type"].startswith("text/html")
+    assert "No such match" in reply.text and "m.9" in reply.text and 'href="/"' in reply.text
 
 
 def test_an_archived_tables_matches_stay_on_record(played: dict[str, Any]) -> None:

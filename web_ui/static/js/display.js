@@ -16,6 +16,7 @@ import { callLine } from "./result.js";
 import { Buzzer } from "./sound.js";
 import { StatusStrip } from "./status.js";
 import { NextMatch, drawMatchClock, nextLine } from "./tournament.js";
+import { fitBlock, fitText, refitOn } from "./fit.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -165,8 +166,21 @@ function draw() {
   $("call").classList.toggle("hidden", !call);
   $("call").textContent = call ? callLine(call) : "";
   drawOver(m);
-  tick();
+  tick(); // the stage first: what frame_over shows is measured once it is displayed
+  fitTexts();
 }
+
+// Names and the winner's lines in full (issue 23): smaller, wrapped, never cut.
+function fitTexts() {
+  const vh = innerHeight / 100;
+  const portrait = innerWidth <= innerHeight;
+  for (let i = 0; i < 2; i++) {
+    fitText($(`p${i}`).querySelector(".name"), { min: (portrait ? 3 : 4) * vh, wrap: { min: 2.2 * vh } });
+  }
+  if (state && state.announced_call) fitText($("call"), { min: Math.min(3 * vh, 4.4 * innerWidth / 100), wrap: { min: Math.min(2.2 * vh, 2.9 * innerWidth / 100) } });
+  if (state && state.phase === "frame_over") fitBlock($("over"), [$("over-title"), $("over-why"), $("over-score")]);
+}
+refitOn(fitTexts);
 
 function drawOver(m) {
   const over = state.phase === "frame_over";
@@ -182,7 +196,10 @@ function drawOver(m) {
     why = t("over.technical_loss", { name: state.players[1 - winner] });
   }
   $("over-why").textContent = why;
-  $("over-score").textContent = `${m.score[0]} : ${m.score[1]}`;
+  // The score in the winner's favour, under the winner's name (issue 23: "0 : 2" under
+  // "Petrov wins the match" read as a loss).
+  const w = m.over && m.winner != null ? m.winner : winner;
+  $("over-score").textContent = w == null ? `${m.score[0]} : ${m.score[1]}` : `${m.score[w]} : ${m.score[1 - w]}`;
 }
 
 function tick() {

@@ -48,9 +48,33 @@ function shrink(el, from, min) {
 
 /** Refit on resize (coalesced to one frame) and once the page's fonts are in. */
 export function refitOn(fn) {
+  window.shotclockRefit = fn; // the tests refit at once after resizing the page
   let frame = 0;
   const later = () => { cancelAnimationFrame(frame); frame = requestAnimationFrame(fn); };
   addEventListener("resize", later);
   if (document.fonts && document.fonts.ready) document.fonts.ready.then(later);
   return later;
+}
+
+/**
+ * Fit a block of several lines that share one box (a winner's title, why, the score):
+ * the block's CSS sizes are multiplied by the custom property --fit (sizes written as
+ * calc(Xvh * var(--fit, 1))), lowered until the box and each of `parts` fit, down to `min`.
+ */
+export function fitBlock(box, parts = [], { min = 0.3 } = {}) {
+  if (!box) return 1;
+  const bad = () => overflows(box) || parts.some((el) => el && el.clientWidth && el.scrollWidth > el.clientWidth + 1);
+  box.style.setProperty("--fit", "1");
+  if (!box.clientWidth || !bad()) return 1;
+  let lo = min;
+  let hi = 1;
+  box.style.setProperty("--fit", String(lo));
+  if (bad()) return lo;
+  while (hi - lo > 0.02) {
+    const k = (lo + hi) / 2;
+    box.style.setProperty("--fit", String(k));
+    if (bad()) hi = k; else lo = k;
+  }
+  box.style.setProperty("--fit", String(lo));
+  return lo;
 }

@@ -15,6 +15,7 @@ import { applyI18n, bindLangToggle, errorText, lang, onLangChange, t } from "./i
 import { ClockOffset, localNow } from "./timesync.js";
 import { mountDraw } from "./hall_draw.js";
 import { drawMatchClock } from "./tournament.js";
+import { fitText, refitOn } from "./fit.js";
 
 const $ = (id) => document.getElementById(id);
 const cards = new Map(); // table id -> {el, state}
@@ -184,6 +185,8 @@ function addTable(id, initial) {
   el.querySelector(".l-referee").href = `/referee${q}`;
   el.querySelector(".l-overlay").href = `/overlay${q}`;
   el.querySelector(".l-display").href = `/display${q}`;
+  el.querySelector(".l-stats").href = `/stats${q}`;
+  el.querySelector(".l-matches").href = `/api/matches?table=${encodeURIComponent(id)}`;
   applyI18n(el);
   const entry = { el, state: null };
   showStatus(el.querySelector(".conn"), feed.status, t);
@@ -199,20 +202,54 @@ function addTable(id, initial) {
 function drawCard(entry) {
   const { el, state } = entry;
   if (!state) return;
+  const m = state.match || { score: state.frames_won || [0, 0], race_to: null, over: false };
   for (let i = 0; i < 2; i++) {
     const p = el.querySelector(`.p${i}`);
     p.querySelector(".name").textContent = state.players[i];
-    const stats = [`${t("label.fouls")} ${state.fouls[i]}`, `${t("label.extensions")} ${state.extensions_left[i]}`];
-    if (Array.isArray(state.whites)) stats.push(`${t("label.whites")} ${state.whites[i]}`);
-    if (Array.isArray(state.frames_won)) stats.push(`${t("label.frames")} ${state.frames_won[i]}`);
-    p.querySelector(".stats").textContent = stats.join(" · ");
+    // Fouls and the extension large (3 m): a player on one foul in red, an extension used struck.
+    const stats = p.querySelector(".stats");
+    stats.replaceChildren(
+      mark("fouls", `${t("label.fouls")} ${state.fouls[i]}`, state.fouls[i]),
+      ...(state.timer === false ? [] : [mark("ext", `${t("label.extensions")} ${state.extensions_left[i]}`, state.extensions_left[i])]),
+      ...(Array.isArray(state.whites) ? [mark("whites", `${t("label.whites")} ${state.whites[i]}`, state.whites[i])] : []));
     p.classList.toggle("at-table", state.player === i && state.phase !== "frame_over");
   }
-  const phase = t(`phase.${state.timer === false ? "off" : state.phase}`);
+  el.querySelector(".score").textContent = `${m.score[0]} : ${m.score[1]}`;
+  el.querySelector(".race").textContent = m.race_to ? ` · ${t("label.race_to", { n: m.race_to })}` : "";
+  const matchOver = state.phase === "frame_over" && m.over;
+  const phaseKey = matchOver ? "match_over" : state.timer === false && state.phase !== "frame_over" ? "off" : state.phase;
+  const phase = t(`phase.${phaseKey}`);
   el.querySelector(".phase").textContent = state.live === false ? t("hall.last_phase", { phase }) : phase;
   el.querySelector(".round").textContent = state.round;
   el.querySelector(".frame").textContent = state.frame;
+  // The winner in full and the score in the winner's favour (issue 23: a finished 0:2 match
+  // said "frame over · Frame 2", with no score and no "match over").
+  const winner = matchOver ? m.winner : state.frame_winner;
+  const result = el.querySelector(".result");
+  if (state.phase === "frame_over" && winner != null) {
+    const score = `${m.score[winner]}:${m.score[1 - winner]}`;
+    result.textContent = t(matchOver ? "hall.match_won" : "hall.frame_won",
+      { name: state.players[winner], score, frame: state.frame });
+  } else {
+    result.textContent = state.phase === "frame_over" ? t("card.no_winner") : "";
+  }
+  const match = state.match && state.match.number != null ? `${state.table}.${state.match.number}` : null;
+  const report = el.querySelector(".l-report");
+  if (match) report.href = `/report?match=${encodeURIComponent(match)}&lang=${lang}`;
+  report.classList.toggle("hidden", !match);
+  // One look per situation, told apart at a glance (CSS on data-look).
+  for (let i = 0; i < 2; i++) fitText(el.querySelector(`.p${i} .name`), { min: 12 });
+  el.dataset.look = matchOver ? "match_over" : state.phase === "frame_over" ? "frame_over"
+    : state.phase === "expired" ? "time_foul" : state.phase === "running" ? "running" : "idle";
   drawLiveness(entry);
+}
+
+function mark(kind, text, n) {
+  const span = document.createElement("span");
+  span.className = `mark ${kind}`;
+  span.dataset.n = String(n);
+  span.textContent = text;
+  return span;
 }
 
 /** live | stale (the service says this state is not live) | lost (this page lost the feed). */
@@ -309,3 +346,5 @@ onLangChange(() => {
 feed.start();
 animate(() => { for (const entry of cards.values()) tickCard(entry); });
 window.shotclockHall = feed; // for the tests (statusLog) and debugging
+window.shotclockHallCards = cards;
+refitOn(() => { for (const { el } of cards.values()) for (const n of el.querySelectorAll(".p .name")) fitText(n, { min: 12 }); });

@@ -16,6 +16,7 @@ import {
 import { HealthDialog } from "./health.js";
 import { StatusStrip, faultLevel } from "./status.js";
 import { NextMatch, drawMatchClock, nextLine } from "./tournament.js";
+import { fitText, refitOn } from "./fit.js";
 
 const $ = (id) => document.getElementById(id);
 const table = tableFromQuery("1");
@@ -791,7 +792,8 @@ function draw() {
   $("limit").textContent = state.timer ? `${seconds(state.limit_ms)} ${t("label.sec")}` : "–";
   $("frame").textContent = state.frame;
   $("visit").textContent = state.visit;
-  $("phase").textContent = t(`phase.${state.phase}`);
+  const matchOver = state.phase === "frame_over" && state.match && state.match.over;
+  $("phase").textContent = t(`phase.${matchOver ? "match_over" : state.phase}`);
   // Frame over: the clock's place says who won and why.
   const won = state.frame_winner;
   $("over-name").textContent = won == null ? t("card.no_winner") : t("over.winner", { name: state.players[won] });
@@ -806,10 +808,12 @@ function draw() {
     setDisabled(button, whyNot(ACTION_COMMAND[button.dataset.action]()));
   }
   $("btn-pause").textContent = t(state.phase === "paused" ? "btn.resume" : "btn.pause");
-  $("btn-hand-back").textContent = state.hand_back_to == null ? t("btn.hand_back")
-    : t("btn.hand_back_to", { name: state.players[state.hand_back_to] });
+  // The long labels name whom or what; where even the smallest size cannot hold one, the
+  // button says its short label and the long one is its tooltip (fitTexts, labelled()).
+  labelled($("btn-hand-back"), state.hand_back_to == null ? t("btn.hand_back")
+    : t("btn.hand_back_to", { name: state.players[state.hand_back_to] }), t("btn.hand_back"));
   const undo = $("btn-undo");
-  undo.textContent = state.can_undo ? t("btn.undo_what", { what: undoWhat() }) : t("btn.undo");
+  labelled(undo, state.can_undo ? t("btn.undo_what", { what: undoWhat() }) : t("btn.undo"), t("btn.undo"));
   undo.dataset.step = state.can_undo || "";
   $("btn-result").classList.toggle("due", state.phase === "ready" && state.can_undo === "shot");
   const resultLabel = $("btn-result").querySelector("span");
@@ -822,7 +826,39 @@ function draw() {
   panel.redraw();
   if ($("foul-dialog").open) drawFoulDialog();
   tick();
+  fitTexts();
 }
+
+// Names, the winner and the button labels in full (issue 23): smaller, wrapped, never cut.
+function fitTexts() {
+  for (let i = 0; i < 2; i++) {
+    fitText($(`p${i}`).querySelector(".name"), { min: 14, wrap: { min: 11 } });
+    fitText($(`p${i}`).querySelector(".marks"), { min: 10 });
+  }
+  if (state && state.phase === "frame_over") {
+    fitText($("over-name"), { min: 18, wrap: { min: 12 } });
+    fitText($("over-why"), { min: 12 });
+  }
+  for (const button of document.querySelectorAll(".buttons .btn")) {
+    if (button.dataset.full && button.textContent !== button.dataset.full) button.textContent = button.dataset.full;
+    fitText(button, { min: 12 });
+    const cut = button.scrollHeight > button.clientHeight + 1 || button.scrollWidth > button.clientWidth + 1;
+    if (cut && button.dataset.short) {
+      button.textContent = button.dataset.short;
+      fitText(button, { min: 12 });
+    }
+  }
+}
+
+function labelled(button, full, short) {
+  button.dataset.full = full;
+  button.dataset.short = short !== full ? short : "";
+  button.textContent = full;
+  if (!button.dataset.why) {
+    if (full !== short) button.title = full; else button.removeAttribute("title");
+  }
+}
+refitOn(fitTexts);
 
 function drawScore() {
   const m = state.match;
