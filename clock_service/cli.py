@@ -287,9 +287,11 @@ def _serve(args: argparse.Namespace) -> int:
           f"  referee console  {base}/referee?table={table}\n"
           f"  stream overlay   {base}/overlay?table={table}\n"
           f"  table display    {base}/display?table={table}\n"
+          f"  statistics       {base}/stats?table={table}\n"
+          f"  match protocol   {base}/report?match={table}.1  (each table's: the hall)\n"
           f"  API              {base}/docs"
           + (f"\n  camera           {about_camera}  (calibrate: {base}/calibrate)"
-             if about_camera else ""),
+             if about_camera else "\n  camera           none (--camera: calibrate at /calibrate)"),
           file=sys.stderr, flush=True)
     config = uvicorn_config(app, settings, log_level=args.log_level,
                             access_log=args.access_log)
@@ -305,7 +307,12 @@ def _serve(args: argparse.Namespace) -> int:
     table_side.server = server
     # uvicorn sets up its loggers when the config is made: redact their handlers too.
     install_redactor(settings.referee_token)
-    server.run()
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        # Ctrl-C: uvicorn has shut down in order; asyncio re-raises the interrupt after it.
+        # A requested stop, not a crash: no traceback (issue 23, `make run`).
+        print("shotclock: stopped (Ctrl-C)", file=sys.stderr, flush=True)
     return 0
 
 
@@ -566,7 +573,12 @@ def _hall(args: argparse.Namespace) -> int:
                             access_log=args.access_log)
     server = uvicorn.Server(config)
     install_redactor(settings.referee_token)
-    server.run()
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        # Ctrl-C: uvicorn has shut down in order; asyncio re-raises the interrupt after it.
+        # A requested stop, not a crash: no traceback (issue 23, `make run`).
+        print("shotclock: stopped (Ctrl-C)", file=sys.stderr, flush=True)
     return 0
 
 

@@ -62,6 +62,13 @@ def _num(value: float) -> str:
     return f"{value:.1f}".rstrip("0").rstrip(".")
 
 
+def _dec(value: float, lang: str) -> str:
+    """A figure as the reader's language writes it: "2.5" in English, "2,5" in Russian (the
+    same as the pages' table and the protocol; issue 23)."""
+    text = _num(value)
+    return text.replace(".", ",") if lang == "ru" else text
+
+
 def _svg(width: int, height: int, title: str, body: Iterable[str], kind: str) -> str:
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart chart-{kind}" '
             f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
@@ -79,19 +86,25 @@ def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 1
 
 
 def _legend(x: float, y: float, record: MatchRecord, extra: Sequence[tuple[str, str]] = (),
-            notes: Sequence[str] = ("", "")) -> list[str]:
+            notes: Sequence[str] = ("", ""), width: float | None = None) -> list[str]:
+    """The legend's entries on one line; where long names would run past ``width``, its
+    text is made smaller (down to 9 px), never cut (issue 23: a label lost on /stats)."""
+    entries = [(PLAYER_COLOURS[i], f"{name}{notes[i]}") for i, name in enumerate(record.players)]
+    entries += list(extra)
+    size, gap, per_char = 14.0, 40.0, 8.5  # per_char: the width of a character at 14 px
+    need = sum(gap + per_char * len(label) for _, label in entries)
+    if width is not None and x + need > width - 8:
+        factor = max(9.0 / 14.0, (width - 8 - x) / need)
+        size, gap, per_char = 14.0 * factor, gap * factor, per_char * factor
+        if x + need * factor > width - 8:  # still too long at 9 px: start further left
+            x = max(4.0, width - 8 - need * factor)
     out = []
-    for i, name in enumerate(record.players):
-        label = f"{name}{notes[i]}"
-        out.append(f'<rect x="{_num(x)}" y="{_num(y - 11)}" width="14" height="14" '
-                   f'fill="{PLAYER_COLOURS[i]}"/>')
-        out.append(_text(x + 20, y, label))
-        x += 40 + 8.5 * len(label)
-    for colour, label in extra:
-        out.append(f'<rect x="{_num(x)}" y="{_num(y - 11)}" width="14" height="14" '
+    box = round(size)
+    for colour, label in entries:
+        out.append(f'<rect x="{_num(x)}" y="{_num(y - box + 3)}" width="{box}" height="{box}" '
                    f'fill="{colour}"/>')
-        out.append(_text(x + 20, y, label))
-        x += 40 + 8.5 * len(label)
+        out.append(_text(x + box + 6, y, label, size=round(size)))
+        x += gap + per_char * len(label)
     return out
 
 
@@ -167,10 +180,10 @@ def distribution_svg(record: MatchRecord, *, frame: int | None = None, lang: str
     means = []
     for player in (0, 1):
         own = [s.used_ms or 0 for s in shots if s.player == player]
-        means.append(f" ({_t(lang, 'mean')} {_num(sum(own) / len(own) / 1000)} "
+        means.append(f" ({_t(lang, 'mean')} {_dec(sum(own) / len(own) / 1000, lang)} "
                      f"{_t(lang, 'sec')})"
                      if own else "")
-    body += _legend(left, 22, record, notes=means)
+    body += _legend(left, 22, record, notes=means, width=width)
     return _svg(width, height, title, body, "distribution")
 
 
@@ -263,7 +276,7 @@ def shots_svg(record: MatchRecord, *, frame: int | None = None, lang: str = "en"
                       size=13))
     body += _legend(left + 150, 20, record, extra=(
         (LIMIT_COLOUR, _t(lang, "limit")), (EXTENSION_COLOUR, _t(lang, "extension")),
-        (FOUL_COLOUR, _t(lang, "time_foul"))))
+        (FOUL_COLOUR, _t(lang, "time_foul"))), width=width)
     return _svg(width, height, title, body, "shots")
 
 
@@ -334,7 +347,8 @@ def timeline_svg(record: MatchRecord, *, frame: int | None = None, lang: str = "
                         f'd="M{_num(x)},{_num(y - 12)} l6,6 l-6,6 l-6,-6 z" '
                         f'fill="{EXTENSION_COLOUR}"/>')
     body += _legend(left, 22, record, extra=((FOUL_COLOUR, _t(lang, "foul")),
-                                             (EXTENSION_COLOUR, _t(lang, "extension"))))
+                                             (EXTENSION_COLOUR, _t(lang, "extension"))),
+                    width=width)
     return _svg(width, height, title, body, "timeline")
 
 

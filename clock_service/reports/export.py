@@ -39,10 +39,15 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def shots_csv(record: MatchRecord) -> str:
-    """One row per timed attempt or reported shot, in the order they were played."""
+def shots_csv(record: MatchRecord, *, locale: str = "en") -> str:
+    """One row per timed attempt or reported shot, in the order they were played.
+    ``locale="ru"``: a byte-order mark and ';' between fields (issue 23: Russian Excel,
+    whose list separator is ';', read the comma file as one column and its Cyrillic as
+    mojibake without the BOM)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\r\n")
+    if locale == "ru":
+        out.write("\ufeff")
+    writer = csv.writer(out, lineterminator="\r\n", delimiter=";" if locale == "ru" else ",")
     writer.writerow(CSV_COLUMNS)
     for shot in record.shots:
         writer.writerow([_cell(v) for v in (

@@ -256,7 +256,8 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
         parts.append(
             '<nav class="links">'
             f'<a href="/report?match={q}&amp;lang={other}" hreflang="{other}">{t["lang"]}</a>'
-            f'<a href="/api/matches/{q}/shots.csv">{t["csv"]}</a>'
+            f'<a href="/api/matches/{q}/shots.csv{"?locale=ru" if lang == "ru" else ""}">'
+            f'{t["csv"]}</a>'
             f'<a href="/api/matches/{q}">{t["json"]}</a></nav>')
     # -- header -----------------------------------------------------------------------------
     parts.append(f'<header><h1>{escape(t["title"])}</h1><dl class="meta">')

@@ -67,10 +67,14 @@ async def get_match(
 
 @matches_router.get("/api/matches/{match_id}/shots.csv", tags=["matches"],
                     responses={200: {"content": {"text/csv": {}}}, **_ERRORS})
-async def get_match_csv(match_id: MatchId, request: Request) -> Response:
+async def get_match_csv(
+    match_id: MatchId, request: Request,
+    locale: Literal["en", "ru"] = Query("en", description="ru: a byte-order mark and ';' "
+                                        "between fields, as Russian Excel reads a CSV"),
+) -> Response:
     """One row per shot: match, frame, visit, round, player, limit_ms, used_ms,
     extension, outcome, fouls (then shot, player_index, extension_ms, whites, ...)."""
-    text = await reports_of(request).output(match_id, "csv")
+    text = await reports_of(request).output(match_id, "csv", locale=locale)
     name = match_id.replace(".", "-")
     return Response(text, media_type="text/csv; charset=utf-8", headers={
         "Content-Disposition": f'attachment; filename="match-{name}.csv"'})

@@ -93,7 +93,7 @@ def render(db: str, match_id: str, kind: str, options: dict[str, Any]) -> tuple[
             text = json.dumps(record_json(summary, record, bool(options.get("shots", True))),
                               ensure_ascii=False, separators=(",", ":"))
         elif kind == "csv":
-            text = shots_csv(record)
+            text = shots_csv(record, locale=str(options.get("locale", "en")))
         elif kind == "svg":
             text = chart_svg(CHARTS[options["chart"]], record, frame=options.get("frame"),
                              lang=options.get("lang", "en"), width=options.get("width"),
@@ -154,7 +154,13 @@ def _die_with(parent: int, pdeathsig: bool) -> None:
 
 
 def _start_worker(parent: int, pdeathsig: bool) -> None:
-    """The worker's initializer: lower priority, and die with the service."""
+    """The worker's initializer: lower priority, and die with the service. Ctrl-C in the
+    service's terminal reaches the whole process group: the worker leaves SIGINT to the
+    service (which then ends it) instead of printing a KeyboardInterrupt traceback of its
+    own from the pool's wait (issue 23)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _lower_priority()
     _die_with(parent, pdeathsig)
 

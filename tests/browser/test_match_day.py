@@ -314,6 +314,71 @@ SCREENSHOTS_ALL = os.environ.get("SHOTCLOCK_SCREENSHOTS") == "all"
 REFIT = "() => { window.dispatchEvent(new Event('resize')); window.shotclockRefit && window.shotclockRefit(); }"
 
 
+# The visible texts of a page (each element's own text), leaving out the clock's digits
+# (the firmware's "4.9" in every language) and what the referee typed (names).
+VISIBLE_TEXTS = """() => {
+  const out = [];
+  for (const el of document.querySelectorAll('body *')) {
+    if (el.closest('.clock, #clock, dialog:not([open]), script, style')) continue;
+    if (!el.checkVisibility({ visibilityProperty: true })) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width <= 1 || r.height <= 1) continue;
+    const own = [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join(' ').trim();
+    if (own) out.push(own);
+    if (el.title) out.push(el.title);
+  }
+  return out;
+}"""
+
+# The glossary: the rules' own words (rules.ru.txt, 12.2-12.7, 10.4-10.5) and the product's
+# writing rules (issue 23 point 11). pattern -> what to write instead.
+GLOSSARY = {
+    "ru": {
+        r"(?i)раунд": "круг (12.2-12.3)",
+        r"(?i)\bпрод\.": "Продл. (one abbreviation of продление, 12.5)",
+        r"(?i)race to|правило race": "до N побед",
+        r"\d\.\d+\s?с\b": "a decimal comma in Russian (2,5 с)",
+        r"(?i)экстеншн|таймаут|тайм-аут": "продление / пауза (12.5, 12.8)",
+        r"(?i)\b(time|foul|frame|match|undo|shot|start|winner|over)\b": "Russian, not English",
+        r"\s-\s?с\b": "a figure, not '-' (камера: удар в - с)",
+    },
+    "en": {
+        r"[А-Яа-яЁё]": "English, not Russian",
+        r"\d,\d+\s?s\b": "a decimal point in English (2.5 s)",
+        r"(?i)\bround-robin|\binning": "round / visit (12.2)",
+    },
+    "both": {
+        r"\{\w+\}": "a filled placeholder",
+        r"\b(undefined|null|NaN)\b": "a value",
+    },
+}
+# Not prose: key names, the language toggle's own name, the players' names (any language).
+KEYS_AND_CODES = re.compile("|".join([r"\b(Space|PageDown|PageUp|ArrowRight|ArrowLeft|Enter|[A-Z])\b",
+                                      "Русский", "English",
+                                      *(re.escape(n) for pair in LONG_NAMES.values() for n in pair)]))
+
+
+def glossary_breaches(texts: list[tuple[str, str]], lang: str) -> list[str]:
+    out = []
+    for where, text in texts:
+        plain = KEYS_AND_CODES.sub("", text)
+        for pattern, instead in {**GLOSSARY[lang], **GLOSSARY["both"]}.items():
+            if re.search(pattern, plain):
+                out.append(f"{where}: {text!r}: write {instead}")
+    return out
+
+
+def test_the_glossary_check_finds_each_kind_of_breach() -> None:
+    """The glossary check itself (or it could pass by matching nothing)."""
+    bad = [("x", "Раунд 2"), ("x", "Прод."), ("x", "правило race to 2"), ("x", "2.5 с"),
+           ("x", "камера: удар в - с"), ("x", "Time foul"), ("x", "{name} wins")]
+    assert len(glossary_breaches(bad, "ru")) >= len(bad)
+    assert glossary_breaches([("x", "Круг 2 · Продл. · до 2 побед · 2,5 с · правило 10.4 · Space")],
+                             "ru") == []
+    assert len(glossary_breaches([("x", "Фол"), ("x", "2,5 s")], "en")) == 2
+    assert glossary_breaches([("x", "Round 2 · Ext. · 2.5 s · race to 2")], "en") == []
+
+
 def in_viewport(page: Any, selector: str) -> bool:
     return bool(page.evaluate("""(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
         return r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight + 0.5 && r.right <= innerWidth + 0.5; }""",
@@ -340,6 +405,7 @@ def test_every_state_is_readable_at_four_sizes(
         feed = "window.shotclockHall" if name == "hall" else "window.shotclockConnection"
         page.wait_for_function(f"{feed} && {feed}.status === 'live'")
     problems: list[str] = []
+    texts: list[tuple[str, str]] = []
 
     def synced() -> None:
         seq = seq_of(shared_server, table)
@@ -364,6 +430,8 @@ def test_every_state_is_readable_at_four_sizes(
                     for sel in ("#btn-main", "#btn-undo"):
                         if not in_viewport(page, sel):
                             problems.append(f"{where}: {sel} is off-screen")
+                if size == "tablet":
+                    texts.extend((f"{name} {state}", text) for text in page.evaluate(VISIBLE_TEXTS))
                 if SCREENSHOTS_ALL or state in ("time-foul", "match-over"):
                     shoot(page, f"{name}-{state}-{size}-{lang}")
         print(f"look {state} {lang}: {time.monotonic() - t0:.1f} s")
@@ -382,13 +450,16 @@ def test_every_state_is_readable_at_four_sizes(
     look("time-foul")
     cmd("start")
     for _ in range(2):
-        cmd("foul", reason="touched a ball", player=0)  # a technical loss: frame 1 to b
+        cmd("foul", code="touched_ball", touched_with="hand", player=0)  # a technical loss: frame 1 to b
     look("frame-over")
     cmd("new_frame")
     for _ in range(2):
-        cmd("foul", reason="touched a ball", player=0)
+        cmd("foul", code="touched_ball", touched_with="hand", player=0)
     look("match-over")
     assert not problems, "\n".join(problems[:40])
+    # Every visible text of every state against the glossary of the rules' terms.
+    wrong = glossary_breaches(texts, lang)
+    assert not wrong, "\n".join(wrong[:40])
 
     # The end, on every page: the winner (b, on the right) in full, "match over", 2:0 for b.
     for size in ("phone", "pi"):
@@ -411,3 +482,19 @@ def test_every_state_is_readable_at_four_sizes(
                         overlay.locator("#over-title"), card.locator(".result")):
             box = locator.bounding_box()
             assert box is not None and box["height"] > 10, f"{locator} has no height: {box}"
+
+
+def test_a_new_match_keeps_the_event_and_the_referee(shared_server: ServerProcess, context: Any) -> None:
+    """Point 12: the New match dialog is pre-filled with the table's last match's event and
+    referee (its protocol prints them); what is sent is what the dialog then says."""
+    make_table(shared_server, "cup", race_to=1, profile=SLOW, event="City cup", referee="Sidorova")
+    page = open_console(context, shared_server, "cup", TABLET)
+    page.locator("#btn-new-match").click()
+    expect(page.locator("#match-event")).to_have_value("City cup")
+    expect(page.locator("#match-referee")).to_have_value("Sidorova")
+    page.locator("#match-reason").fill("players swapped")
+    page.locator("#match-ok").click()
+    expect(page.locator("#match-dialog")).to_be_hidden()
+    page.wait_for_function("window.shotclockConnection.state.match.number === 2")
+    latest = shared_server.get("/api/matches?table=cup&limit=1")["matches"][0]
+    assert (latest["event"], latest["referee"]) == ("City cup", "Sidorova")

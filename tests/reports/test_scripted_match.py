@@ -50,6 +50,7 @@ async def _scenario(db: Path) -> dict[str, Any]:
             out["match_1"] = (await client.get("/api/matches/m.1")).json()
             out["match_1_brief"] = (await client.get("/api/matches/m.1?shots=false")).json()
             out["csv_1"] = (await client.get("/api/matches/m.1/shots.csv")).text
+            out["csv_1_ru"] = (await client.get("/api/matches/m.1/shots.csv?locale=ru")).content
             out["html_1"] = (await client.get("/report?match=m.1&lang=en")).text
             out["html_1_ru"] = (await client.get("/report?match=m.1&lang=ru")).text
             for chart in ("distribution", "shots", "timeline"):
@@ -256,6 +257,18 @@ def test_the_csv_has_one_row_per_shot_with_the_hand_computed_figures(
                            "extension", "outcome", "fouls"]
     rows = [tuple(r[:10]) for r in reader]
     assert rows == [("m.1", *(str(v) for v in shot)) for shot in SHOTS]
+
+
+def test_the_russian_csv_opens_in_russian_excel(played: dict[str, Any]) -> None:
+    """Issue 23: ?locale=ru starts with a UTF-8 byte-order mark and separates by ';' (the
+    list separator of a Russian Windows); the rows are the same."""
+    raw = played["csv_1_ru"]
+    assert raw.startswith(b"\xef\xbb\xbf")
+    text = raw.decode("utf-8-sig")
+    assert text.splitlines()[0].startswith("match;frame;visit;round;player;")
+    ru = [r[:10] for r in csv.reader(io.StringIO(text), delimiter=";")]
+    en = [r[:10] for r in csv.reader(io.StringIO(played["csv_1"]))]
+    assert ru == en and len(ru) == len(SHOTS) + 1
 
 
 # -- the protocol -------------------------------------------------------------------------------

@@ -329,11 +329,38 @@ $("create-form").addEventListener("submit", async (ev) => {
     const error = (result.body && result.body.error) || { code: "error", message: `HTTP ${result.status}` };
     const { text, rule } = errorText(error);
     out.className = "result error";
+    // A bad profile: name the field, in the page's words, in either language (issue 23).
+    const field = error.code === "invalid_profile" ? profileField(error.message || "") : null;
+    if (field) {
+      out.textContent = `${text}: ${t(field.label)}`;
+      const input = ev.target.elements[field.input];
+      if (input) input.focus();
+      if (lang !== "en") return;
+    }
     // The service words its details in English: shown on the English page only.
     const detail = lang === "en" && error.message && text !== error.message ? ` — ${error.message}` : "";
     out.textContent = `${text}${rule ? ` (${rule})` : ""}${detail}`;
   }
 });
+
+// The profile's fields as the service names them in its messages, and the form's.
+const PROFILE_FIELDS = [
+  ["extensions_per_frame", "extensions_per_frame", "hall.ext_per_frame"],
+  ["extension_ms", "extension_s", "hall.extension_s"], ["shot_ms", "shot_s", "hall.shot_s"],
+  ["floor_ms", "floor_s", "hall.floor_s"], ["step_ms", "step_s", "hall.step_s"],
+  ["full_rounds", "full_rounds", "hall.full_rounds"], ["warnings_ms", "warnings_s", "hall.warnings_s"],
+];
+
+function profileField(message) {
+  // The field the message is about comes first in it ("floor_ms (25000) must not be above
+  // shot_ms ..."); extensions_per_frame before extension_ms, which it contains.
+  let best = null;
+  for (const field of PROFILE_FIELDS) {
+    const at = message.indexOf(field[0]);
+    if (at >= 0 && (!best || at < best.at)) best = { at, input: field[1], label: field[2] };
+  }
+  return best;
+}
 
 applyI18n();
 bindLangToggle($("lang"));

@@ -431,7 +431,7 @@ const DICT = {
     "over.match_winner": "Победа в матче: {name}",
     "over.no_winner": "Партия окончена",
     "over.technical_loss": "техническое поражение: второй фол — {name}",
-    "mark.ext_used": "Прод. взято",
+    "mark.ext_used": "Продл. взято",
     "mark.whites": "Белые {n}",
     "jump.restart": "Сервис перезапускался: таймер был на паузе",
     "jump.undone": "Судья отменил: {what}",
@@ -450,7 +450,7 @@ const DICT = {
     "hint.frame_over": "Партия окончена. «Новая партия», когда шары расставлены.",
     "hint.match_over": "Матч окончен. Победитель: {name}. Начните новый матч или отмените шаг.",
     "mark.fouls": "Фолы {n}",
-    "mark.ext": "Прод.",
+    "mark.ext": "Продл.",
     "ignored.title": "Пропущено:",
     "ignored.double": "двойное нажатие",
     "ignored.in_flight": "предыдущее нажатие ещё не дошло",
@@ -553,7 +553,7 @@ const DICT = {
     "page.stats.link": "Статистика",
     "page.report": "Протокол",
     "hall.matches": "Все протоколы",
-    "hall.match_won": "Матч окончен · победитель {name}, {score}",
+    "hall.match_won": "Матч окончен · победитель: {name}, {score}",
     "hall.frame_won": "Партия {frame}: {name} · {score}",
     "display.no_table": "Добавьте ?table=НОМЕР к адресу",
     "timer.on": "вкл.",
@@ -678,6 +678,7 @@ const ERRORS = {
     // The overhead camera (issue 15): status strip notices and faults, calibration page.
     camera_balls_at_rest: "camera: balls at rest",
     camera_strike_detected: "camera: strike detected at {s} s",
+    camera_strike_untimed: "camera: strike detected",
     camera_not_sure: "camera not sure: use the buttons",
     camera_disconnected: "camera gives no frames: use the buttons",
     camera_uncalibrated: "camera not calibrated: open the calibration page and click the table's corners",
@@ -839,6 +840,7 @@ const ERRORS = {
     // Камера над столом (задача 15).
     camera_balls_at_rest: "камера: шары остановились",
     camera_strike_detected: "камера: удар в {s} с",
+    camera_strike_untimed: "камера: удар",
     camera_not_sure: "камера не уверена: пользуйтесь кнопками",
     camera_disconnected: "камера не даёт кадров: пользуйтесь кнопками",
     camera_uncalibrated: "камера не откалибрована: откройте страницу калибровки и отметьте углы стола",
@@ -975,10 +977,18 @@ export function errorTexts() {
 
 /** The reason for a refused press, in the page's language: {text, rule, code}. */
 export function errorText(error, vars) {
-  const code = error && error.code;
+  let code = error && error.code;
+  // A figure sent as text ("2.35") reads as the page's language writes it ("2,35"); the
+  // camera's strike without a time is said without one (not "strike at - s").
+  if (vars && typeof vars.s === "string" && /^-?\d+(\.\d+)?$/.test(vars.s)) {
+    vars = { ...vars, s: lang === "ru" ? vars.s.replace(".", ",") : vars.s };
+  }
+  if (code === "camera_strike_detected" && (!vars || vars.s == null || vars.s === "-")) {
+    code = "camera_strike_untimed";
+  }
   const known = ERRORS[lang][code];
   const text = known ? fill(known, vars || {}) : (error && error.message) || String(code || "error");
-  return { text, rule: (error && error.rule) || null, code: code || null };
+  return { text, rule: (error && error.rule) || null, code: (error && error.code) || null };
 }
 
 /** Fill every [data-i18n], [data-i18n-title], [data-i18n-placeholder] under root. */

@@ -11,7 +11,7 @@ import { applyI18n, bindLangToggle, decimal, errorText, onLangChange, t } from "
 import { ACTIONS, CLICKER_KEYS, KeyMap, MAX_GUARD_MS, PressGuard, keyLabel, keyName } from "./keymap.js";
 import {
   foulCommandFields, foulText, generalFoul, mountResultPanel, panelMode, respotDetail,
-  respotText, resultButtonLabel, summaryLines,
+  respotText, resultButtonLabel, summaryLines, winnerScore,
 } from "./result.js";
 import { HealthDialog } from "./health.js";
 import { StatusStrip, faultLevel } from "./status.js";
@@ -65,10 +65,17 @@ function showBanner(kind, error, { title, fade } = {}) {
   banner.dataset.code = error.code || error.key || "";
   $("banner-title").textContent = title || t(kind === "why" ? "banner.why" : kind === "info" ? "banner.done_title" : "banner.refused");
   $("banner-text").textContent = text;
-  $("banner-rule").textContent = rule ? t("banner.rule", { rule }) : "";
+  $("banner-rule").textContent = rule ? ruleLabel(rule) : "";
   banner.classList.remove("hidden");
   clearTimeout(bannerTimer);
   if (fade) bannerTimer = setTimeout(hideBanner, fade);
+}
+
+/** The pill of a refusal's rule: "rule 12.5"; the match's own limit ("race to 2", sent in
+ * the rule's place by match_over) in the page's words, not "правило race to 2". */
+function ruleLabel(rule) {
+  const race = /^race to (\d+)$/.exec(rule);
+  return race ? t("label.race_to", { n: race[1] }) : t("banner.rule", { rule });
 }
 
 /** "... this frame (12.5)" shown with the pill "rule 12.5": say the number once. */
@@ -318,11 +325,27 @@ function openMatchDialog({ keep = false } = {}) {
     $("match-b").value = state.players[1];
     $("match-race").value = m.race_to == null ? "" : String(m.race_to);
     $("match-reason").value = "";
-    $("match-event").value = "";  // this match's own (the previous one's stays on its record)
+    // The event and the referee carry over from the table's last match (issue 23: a new
+    // match lost them, and its protocol printed neither); the referee may change them.
+    $("match-event").value = "";
     $("match-referee").value = "";
+    prefillEventAndReferee();
     $("match-error").classList.add("hidden");
   }
   if (!$("match-dialog").open) $("match-dialog").showModal();
+}
+
+async function prefillEventAndReferee() {
+  let last = null;
+  try {
+    const res = await fetch(`/api/matches?table=${encodeURIComponent(table)}&limit=1`, { cache: "no-store" });
+    if (res.ok) last = ((await res.json()).matches || [])[0] || null;
+  } catch { return; }
+  if (!last) return;
+  for (const key of ["event", "referee"]) {
+    const input = $(`match-${key}`);
+    if (!input.value && last[key]) input.value = last[key]; // not over what was typed meanwhile
+  }
 }
 
 $("match-dialog").addEventListener("close", async () => {
@@ -678,7 +701,7 @@ function cardContent() {
   }
   if (card.match && card.kind !== "result") {
     const m = card.match;
-    lines.push({ kind: "end", text: t("res.match_end", { name: name(m.winner), score: `${m.score[0]}–${m.score[1]}` }) });
+    lines.push({ kind: "end", text: t("res.match_end", { name: name(m.winner), score: winnerScore(m) }) });
   }
   return { title, lines, kind };
 }
@@ -703,7 +726,7 @@ function drawCard() {
     if (line.rule) {
       const rule = document.createElement("span");
       rule.className = "rule";
-      rule.textContent = t("banner.rule", { rule: line.rule });
+      rule.textContent = ruleLabel(line.rule);
       li.append(" ", rule);
     }
     return li;
@@ -761,7 +784,7 @@ function setDisabled(button, why) {
   if (why) {
     button.setAttribute("aria-disabled", "true");
     const { text, rule } = errorText(why, { name: state ? state.players[state.player] : "" });
-    button.title = rule ? `${stripRule(text, rule)} (${t("banner.rule", { rule })})` : text;
+    button.title = rule ? `${stripRule(text, rule)} (${ruleLabel(rule)})` : text;
     button.dataset.why = why.code || "";
   } else {
     button.removeAttribute("aria-disabled");

@@ -512,6 +512,13 @@ export function buildResult(report, onBreak, announced = null) {
 }
 
 /** Lines of the summary card for a `shot.result` event and the events after it. */
+/** A match's score in the winner's favour ("2–0" for the winner, whichever side won;
+ * issue 23: "Winner: Petrov-Vodkin, 0–2" read as the loser's score first). */
+export function winnerScore(m) {
+  const w = m.winner;
+  return w == null ? `${m.score[0]}–${m.score[1]}` : `${m.score[w]}–${m.score[1 - w]}`;
+}
+
 export function summaryLines(summary, players) {
   const lines = [];
   const o = summary.outcome;
@@ -539,7 +546,7 @@ export function summaryLines(summary, players) {
   if (summary.match) {
     const m = summary.match;
     lines.push({ kind: "end", text: t("res.match_end", { name: name(m.winner),
-      score: `${m.score[0]}–${m.score[1]}` }) });
+      score: winnerScore(m) }) });
   }
   if (o.call && o.call_timing) { // the call judged: announced before the shot or recorded after
     const verdict = o.call_verdict;
