@@ -23,7 +23,7 @@ from fastapi.routing import iter_route_contexts
 from pydantic import TypeAdapter
 from starlette.routing import Match
 
-from clock_service.api import commands, events, health, sockets, tables
+from clock_service.api import commands, events, health, preview, sockets, tables
 from clock_service.api import hardware as hardware_routes
 from clock_service.api.common import (
     REFEREE,
@@ -94,7 +94,8 @@ def create_app(settings: Settings, runtime: ServedRuntime, *, reports: Reports, 
     app.exception_handler(RequestValidationError)(_on_validation_error)
     app.include_router(tokens_router(auth_of, credential_of, REFEREE,
                                      lambda request: runtime_of(request).time.now_ms()))
-    for router in (health.router, tables.router, commands.router, hardware_routes.router,
+    for router in (health.router, tables.router, commands.router, preview.router,
+                   hardware_routes.router,
                    events.router, sockets.router, report_routes.matches_router,
                    report_routes.report_router, tournament_routes.router, feeds_router):
         app.include_router(router)

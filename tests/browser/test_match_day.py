@@ -498,3 +498,34 @@ def test_a_new_match_keeps_the_event_and_the_referee(shared_server: ServerProces
     page.wait_for_function("window.shotclockConnection.state.match.number === 2")
     latest = shared_server.get("/api/matches?table=cup&limit=1")["matches"][0]
     assert (latest["event"], latest["referee"]) == ("City cup", "Sidorova")
+
+
+def test_confirming_a_foul_result_says_so(shared_server: ServerProcess, context: Any) -> None:
+    """Point 8 of the issue: the confirmation of a result that is a foul says so, and one
+    that is the player's second foul says it loses the frame (10.5), from the service's own
+    verdict (POST /preview on a copy of the table: nothing changes until it is sent)."""
+    make_table(shared_server, "warn", profile=SLOW)
+    for command, fields in (("start", {}), ("shot", {}), ("result", {"legal_break": True}),
+                            ("foul", {"code": "double_hit", "player": 1}),  # Petrov's first
+                            ("hand_back", {}),  # Ivanov hands the table back (10.4)
+                            ("start", {}), ("shot", {})):
+        assert shared_server.command("warn", command, **fields)[0] == 200, command
+    seq = seq_of(shared_server, "warn")
+    page = open_console(context, shared_server, "warn", TABLET)
+    page.locator("#res-foul").select_option("double_hit")
+    page.locator("#res-send").click()
+    dialog = page.locator("#result-dialog")
+    expect(dialog).to_be_visible()
+    expect(page.locator("#result-title")).to_have_text("This result loses the frame — send it?")
+    expect(page.locator("#result-warning")).to_contain_text("Technical loss: second foul of Petrov")
+    expect(page.locator("#result-warning")).to_contain_text("(10.5)")
+    shoot(page, "console-result-warns-technical-loss-tablet")
+    assert seq_of(shared_server, "warn") == seq  # the preview changed nothing
+    page.locator("#result-dialog button[value=cancel]").click()
+    assert seq_of(shared_server, "warn") == seq
+
+
+def test_calibrate_without_a_camera_says_so(shared_server: ServerProcess, context: Any) -> None:
+    """Point 11: /calibrate on a service without a camera is not a bare "Not Found"."""
+    page = open_page(context, shared_server, "/calibrate", TABLET, "ru")
+    expect(page.locator("#msg")).to_have_text("камера не настроена (SHOTCLOCK_CAMERA)")

@@ -46,7 +46,13 @@ function draw() {
 async function load() {
   const status = await requestJson("GET", "/api/camera");
   if (!status.ok) {
-    msg.textContent = errorText((status.body && status.body.error) || { code: "no_camera" }).text;
+    // No camera on this service: the camera's routes are not mounted, so the answer is a
+    // plain 404 ("Not Found"); say what it means, in the page's language (issue 23).
+    const error = status.status === 404 ? { code: "no_camera" }
+      : (status.body && status.body.error) || { code: "no_camera" };
+    msg.textContent = errorText(error).text;
+    document.body.classList.add("no-camera");
+    save.disabled = true;
     return;
   }
   const cal = status.body.calibration;

@@ -24,6 +24,7 @@
 // codes in both languages.
 
 import { addStrings, applyI18n, lang, onLangChange, t } from "./i18n.js";
+import { requestJson } from "./api.js";
 
 export const POCKETS = ["top_left", "top_right", "middle_left", "middle_right", "bottom_left",
   "bottom_right"];
@@ -109,6 +110,10 @@ addStrings({
     "res.jaw": "Jaw touched before the drop (7.5)",
     "res.send": "Send result",
     "res.confirm_title": "Send this result?",
+    "res.warn_title": "This result is a foul — send it?",
+    "res.warn_loss_title": "This result loses the frame — send it?",
+    "res.warn_foul": "Foul — {name}: {foul}",
+    "res.warn_loss": "Technical loss: second foul of {name}; the frame goes to {other} (10.5)",
     "res.need_pocket": "Tap the pocket the coloured ball dropped into (route).",
     "res.need_call_pocket": "Tap the called pocket on the call diagram.",
     "res.need_foul_text": "Describe the foul (Other).",
@@ -218,6 +223,10 @@ addStrings({
     "res.jaw": "Касание губки перед падением (7.5)",
     "res.send": "Отправить результат",
     "res.confirm_title": "Отправить этот результат?",
+    "res.warn_title": "Этот результат — фол. Отправить?",
+    "res.warn_loss_title": "Этот результат проигрывает партию. Отправить?",
+    "res.warn_foul": "Фол — {name}: {foul}",
+    "res.warn_loss": "Техническое поражение — {name}: второй фол; партия засчитана. Победитель: {other} (10.5)",
     "res.need_pocket": "Отметьте лузу, в которую упал цветной (траектория).",
     "res.need_call_pocket": "Отметьте заказанную лузу на схеме заказа.",
     "res.need_foul_text": "Опишите фол («Другое»).",
@@ -671,7 +680,8 @@ const PANEL = `
 
 const CONFIRM = `
 <form method="dialog">
-  <h2 data-i18n="res.confirm_title"></h2>
+  <h2 id="result-title" data-i18n="res.confirm_title"></h2>
+  <ul id="result-warning" class="danger hidden"></ul>
   <p id="result-question" class="help"></p>
   <div class="dialog-buttons">
     <button value="cancel" data-i18n="btn.back"></button>
@@ -876,7 +886,7 @@ export function mountResultPanel(host, page) {
   $("route-jaw").addEventListener("change", (ev) => { report.route.jaw_before_drop = ev.target.checked; });
   $("res-cancel").addEventListener("click", () => { reset(); api.close(); });
 
-  $("res-send").addEventListener("click", () => {
+  $("res-send").addEventListener("click", async () => {
     const state = page.state();
     if (!state) return;
     const why = whyNotResult(state);
@@ -890,14 +900,51 @@ export function mountResultPanel(host, page) {
       return;
     }
     pending = built.body;
-    // Ends the frame or takes a coloured-ball pot: ask, as for new frame and undo.
-    if (built.body.colour_potted && !state.on_break) {
+    // What the rules will make of it (the service's own verdict on a copy of the table):
+    // a foul or a technical loss is said before it is sent (issue 23, e.g. 6.2).
+    const warning = await verdict(state, built.body);
+    if (pending !== built.body) return; // cleared or sent meanwhile
+    // Ends the frame, takes a coloured-ball pot, or is a foul: ask, as for new frame and undo.
+    if ((built.body.colour_potted && !state.on_break) || warning) {
+      const list = $("result-warning");
+      list.replaceChildren(...(warning ? warning.lines : []).map((text) => {
+        const li = document.createElement("li");
+        li.textContent = text;
+        return li;
+      }));
+      list.classList.toggle("hidden", !warning);
+      $("result-title").textContent = t(warning ? warning.title : "res.confirm_title");
       $("result-question").textContent = describeResult(built.body, state.announced_call);
       dialog.showModal();
       return;
     }
     sendResult();
   });
+
+  /** The foul or loss a result would be, from POST /preview: {title, lines}, or null (no
+   * foul, or the preview is not available: an older service, no connection). */
+  async function verdict(state, body) {
+    const table = state.table;
+    if (!table) return null;
+    const answer = await requestJson("POST", `/api/tables/${encodeURIComponent(table)}/preview`,
+      { command: "result", source: "web", ...body });
+    if (!answer.ok || !answer.body || !Array.isArray(answer.body.events)) return null;
+    const who = (i) => (i == null ? "–" : state.players[i]);
+    const lines = [];
+    let loss = false;
+    for (const e of answer.body.events) {
+      const d = e.data || {};
+      if (e.type === "foul") {
+        lines.push(t("res.warn_foul", { name: who(d.player), foul: foulText(d) }));
+        if (d.technical_loss) {
+          loss = true;
+          lines.push(t("res.warn_loss", { name: who(d.player), other: who(1 - d.player) }));
+        }
+      }
+    }
+    if (!lines.length) return null;
+    return { title: loss ? "res.warn_loss_title" : "res.warn_title", lines };
+  }
   dialog.addEventListener("close", () => {
     if (dialog.returnValue === "ok") sendResult();
     else pending = null;

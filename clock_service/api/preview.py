@@ -1,0 +1,46 @@
+"""What a result would do, before it is sent (issue 23: confirming a result said a plain
+"Send this result?" when it was a foul that lost the frame, 6.2).
+
+``POST /api/tables/{id}/preview`` takes a ``result`` command as ``/commands`` does and
+answers the events it would make, applied to a copy of the table's clock: nothing is
+stored, published or changed. The console's confirmation then says "foul" or "technical
+loss" with the rule, in the rules' own verdict instead of a copy of them in the page.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from clock_service.api.common import REFEREE, error_responses, invalid_json, runtime_of
+from clock_service.commands import parse_command
+from clock_service.errors import InvalidCommand
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.post("/api/tables/{table_id}/preview", tags=["commands"], response_model=None,
+             responses=error_responses(400, 401, 403, 404, 409, 413, 422, 429),
+             dependencies=REFEREE)
+async def preview_result(table_id: str, request: Request) -> dict[str, Any] | JSONResponse:
+    """The events a ``result`` would make now (type and data of each), from a copy of the
+    table's clock; nothing changes. 409/422 as the command itself would be refused."""
+    runtime = runtime_of(request)
+    table = runtime.table(table_id)
+    try:
+        payload = json.loads(await request.body())
+    except ValueError:
+        return invalid_json()
+    command = parse_command(payload)
+    if command.name != "result":
+        raise InvalidCommand(f"preview: only a result can be previewed, got {command.name!r}",
+                             code="not_previewable")
+    clock = copy.deepcopy(table.clock)  # a few kB; the table's own clock is not touched
+    events = clock.handle(command, runtime.time.now_ms())
+    return {"events": [{"type": e.type, "data": dict(e.data)} for e in events]}
