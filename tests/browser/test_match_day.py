@@ -529,3 +529,27 @@ def test_calibrate_without_a_camera_says_so(shared_server: ServerProcess, contex
     """Point 11: /calibrate on a service without a camera is not a bare "Not Found"."""
     page = open_page(context, shared_server, "/calibrate", TABLET, "ru")
     expect(page.locator("#msg")).to_have_text("камера не настроена (SHOTCLOCK_CAMERA)")
+
+
+def test_the_open_call_editor_keeps_shot_on_a_phone_screen(
+        shared_server: ServerProcess, context: Any) -> None:
+    """Point 13: on a phone the call editor opens below the buttons and the page scrolls to
+    it; while the clock runs, the Shot button floats on screen and is the main button."""
+    make_table(shared_server, "float", profile=SLOW)
+    for command, fields in (("start", {}), ("shot", {}), ("result", {"legal_break": True}),
+                            ("start", {})):
+        assert shared_server.command("float", command, **fields)[0] == 200, command
+    page = open_console(context, shared_server, "float", {"width": 390, "height": 844})
+    expect(page.locator("#btn-main")).to_have_attribute("data-command", "shot")
+    page.locator("#btn-result").click()
+    expect(page.locator("#result-panel")).to_be_visible()
+    floating = page.locator("#btn-float-main")
+    expect(floating).to_be_visible()
+    assert in_viewport(page, "#btn-float-main") and not in_viewport(page, "#btn-main")
+    expect(floating).to_have_text("Shot")
+    shoot(page, "console-call-editor-shot-floats-phone")
+    seq = seq_of(shared_server, "float")
+    floating.click()
+    page.wait_for_function(f"window.shotclockConnection.lastSeq > {seq}")
+    assert event_types(shared_server, "float", seq)[0] == "clock.stopped"
+    expect(floating).to_be_hidden()  # the clock no longer runs

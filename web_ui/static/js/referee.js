@@ -542,7 +542,30 @@ const panel = mountResultPanel($("result-panel"), {
 function openResultPanel() {
   panel.open();
   $("result-panel").scrollIntoView({ block: "start", behavior: "instant" });
+  drawFloat();
 }
+
+// While the panel is open on a phone the page is scrolled to it, and the main button is
+// above, off the screen: while the clock runs it floats at the bottom, so the shot can be
+// pressed the moment it is played (issue 23: the open call editor hid Shot).
+function drawFloat() {
+  const float = $("btn-float-main");
+  const main = mainCommand(state);
+  const on = Boolean(state) && !wide.matches && panel.isOpen() && main.name === "shot";
+  float.classList.toggle("hidden", !on);
+  document.body.classList.toggle("floating", on);
+  if (on) {
+    float.textContent = t(main.label);
+    float.dataset.command = main.name;
+  }
+}
+
+$("btn-float-main").addEventListener("click", () => {
+  $("btn-float-main").blur();
+  press("main", "tap:btn-main"); // one guard with the main button: both are one button
+});
+new MutationObserver(() => drawFloat()).observe($("result-panel"), { attributes: true, attributeFilter: ["class"] });
+wide.addEventListener("change", () => drawFloat());
 
 // If the reply overtook the feed, read the events from the log for the card.
 async function fetchSince(since) {
@@ -850,6 +873,7 @@ function draw() {
   if ($("foul-dialog").open) drawFoulDialog();
   tick();
   fitTexts();
+  drawFloat();
 }
 
 // Names, the winner and the button labels in full (issue 23): smaller, wrapped, never cut.

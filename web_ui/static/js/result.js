@@ -904,8 +904,10 @@ export function mountResultPanel(host, page) {
     // a foul or a technical loss is said before it is sent (issue 23, e.g. 6.2).
     const warning = await verdict(state, built.body);
     if (pending !== built.body) return; // cleared or sent meanwhile
-    // Ends the frame, takes a coloured-ball pot, or is a foul: ask, as for new frame and undo.
-    if ((built.body.colour_potted && !state.on_break) || warning) {
+    // A coloured-ball pot (it may end the frame) or a result that loses the frame (10.5):
+    // ask, as for new frame and undo, saying what the rules make of it. A plain foul is
+    // sent at once, as before (its card says it); inside a confirmation it is named.
+    if ((built.body.colour_potted && !state.on_break) || (warning && warning.loss)) {
       const list = $("result-warning");
       list.replaceChildren(...(warning ? warning.lines : []).map((text) => {
         const li = document.createElement("li");
@@ -943,7 +945,7 @@ export function mountResultPanel(host, page) {
       }
     }
     if (!lines.length) return null;
-    return { title: loss ? "res.warn_loss_title" : "res.warn_title", lines };
+    return { title: loss ? "res.warn_loss_title" : "res.warn_title", lines, loss };
   }
   dialog.addEventListener("close", () => {
     if (dialog.returnValue === "ok") sendResult();
