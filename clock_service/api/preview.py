@@ -17,8 +17,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from clock_service.api.common import REFEREE, error_responses, invalid_json, runtime_of
+from clock_service.clock import TableClock
 from clock_service.commands import parse_command
 from clock_service.errors import InvalidCommand
+
+
+class NotPreviewable(InvalidCommand):
+    """A preview of a command other than a result, or on a service that does not run the
+    table's clock (422 not_previewable)."""
 
 __all__ = ["router"]
 
@@ -33,14 +39,18 @@ async def preview_result(table_id: str, request: Request) -> dict[str, Any] | JS
     table's clock; nothing changes. 409/422 as the command itself would be refused."""
     runtime = runtime_of(request)
     table = runtime.table(table_id)
+    clock_of_table = getattr(table, "clock", None)
+    if not isinstance(clock_of_table, TableClock):  # the hall's mirror keeps no clock to copy
+        raise NotPreviewable(f"preview: table {table_id!r} is not run by this service",
+                             code="not_previewable")
     try:
         payload = json.loads(await request.body())
     except ValueError:
         return invalid_json()
     command = parse_command(payload)
     if command.name != "result":
-        raise InvalidCommand(f"preview: only a result can be previewed, got {command.name!r}",
+        raise NotPreviewable(f"preview: only a result can be previewed, got {command.name!r}",
                              code="not_previewable")
-    clock = copy.deepcopy(table.clock)  # a few kB; the table's own clock is not touched
+    clock = copy.deepcopy(clock_of_table)  # a few kB; the table's own clock is not touched
     events = clock.handle(command, runtime.time.now_ms())
     return {"events": [{"type": e.type, "data": dict(e.data)} for e in events]}
