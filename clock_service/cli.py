@@ -603,9 +603,15 @@ def _camera_adapter(runtime: Runtime, settings: Settings) -> CameraAdapter | Non
         raise SystemExit("shotclock: SHOTCLOCK_CAMERA is set but OpenCV is not installed: "
                          "pip install 'shotclock[camera]'") from None
     from clock_service.camera.adapter import CameraAdapter
+    from clock_service.camera.evidence import ClipStore, Evidence
 
+    evidence = None
+    if config.clips > 0 and config.clips_mb > 0 and config.clips_dir is not None:
+        evidence = Evidence(ClipStore(config.clips_dir, config.clips,
+                                      config.clips_mb * 1024 * 1024), config.table_id)
     adapter = CameraAdapter(runtime, config.table_id, config.spec, config.source,
-                            mode=config.mode, calibration_path=config.calibration_path)
+                            mode=config.mode, calibration_path=config.calibration_path,
+                            evidence=evidence)
     logging.getLogger("shotclock.camera").info(
         "table %s: camera %s in %s mode", config.table_id, adapter.source_text, config.mode)
     return adapter

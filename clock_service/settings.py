@@ -146,6 +146,12 @@ class Settings:
     camera_calibration: str | None = setting(
         None, "the camera's calibration file (unset: `camera-calibration.json` beside the "
         "store)", shown="beside the store", commands="serve, camera")
+    camera_clips: int = setting(100, "video clips of rests, strikes and time fouls kept "
+                                "(about 2 s before to 1 s after each, in `camera-clips/` "
+                                "beside the store; the oldest go first); 0: no clips",
+                                commands="serve")
+    camera_clips_mb: int = setting(256, "megabytes of camera clips kept at most",
+                                   commands="serve")
     # -- pages and feeds -------------------------------------------------------------------
     feed_dir: str | None = setting(None, "`serve` keeps the text files for OBS/Wirecast in "
                                    "this directory (see \"Broadcast without code\"); unset: none")
@@ -227,6 +233,11 @@ class Settings:
         if self.camera_calibration:
             return Path(self.camera_calibration)
         return Path(self.db).parent / "camera-calibration.json"
+
+    @property
+    def camera_clips_dir(self) -> Path:
+        """The camera's clips: beside the store."""
+        return Path(self.db).parent / "camera-clips"
 
     @property
     def camera_table_id(self) -> str:

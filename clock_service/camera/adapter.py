@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from clock_service.camera.core import Decision, Rest, Strike, Sure, Unsure
+from clock_service.camera.evidence import Evidence
 from clock_service.camera.geometry import Calibration, CalibrationError
 from clock_service.camera.modes import MODES, TableView, command_for
 from clock_service.camera.source import (
@@ -63,7 +64,8 @@ SEND_LIMIT_MS = PRESS_STALE_MS - 500.0
 class CameraAdapter:
     def __init__(self, runtime: Runtime, table_id: str, spec: SourceSpec, source_text: str, *,
                  mode: str = "assist", calibration_path: str | Path,
-                 source_factory: Callable[[SourceSpec], FrameSource] | None = None) -> None:
+                 source_factory: Callable[[SourceSpec], FrameSource] | None = None,
+                 evidence: Evidence | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"camera mode must be one of {MODES}, got {mode!r}")
         self.runtime = runtime
@@ -75,6 +77,7 @@ class CameraAdapter:
         self._source_factory = source_factory or (
             lambda s: make_source(s, runtime.time.now_ms))
         self.view = TableView()
+        self.evidence = evidence  # the ring of recent frames and the clips (issue 21)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -129,6 +132,8 @@ class CameraAdapter:
             self.runtime.listeners.remove(self.on_events)
         if self._thread is not None:
             self._thread.join(timeout=3.0)
+        if self.evidence is not None:
+            self.evidence.close()
         self.runtime.health.unregister("camera")
 
     def _load_calibration(self) -> None:
@@ -198,6 +203,8 @@ class CameraAdapter:
                     self.frames += 1
                     self.last_frame_at = at
                     self._frame_times.append(at)
+                    if self.evidence is not None:
+                        self.evidence.on_frame(frame, at)  # encoded here, off the loop
                     size = (frame.shape[1], frame.shape[0])
                     self.frame_size = size
                     with self._lock:
@@ -259,9 +266,13 @@ class CameraAdapter:
         if isinstance(decision, Sure):
             health.clear(self._key("unsure"))
             return
-        record = {"type": "rest" if isinstance(decision, Rest) else "strike",
+        kind = "rest" if isinstance(decision, Rest) else "strike"
+        record: dict[str, Any] = {"type": kind,
                   "at": round(decision.at, 1), "decided_at": round(decision.decided_at, 1)}
         self.decisions.append(record)
+        if self.evidence is not None:
+            record["clip"] = self.evidence.request(
+                kind, decision.at, decided_at=round(decision.decided_at, 1))
         if isinstance(decision, Rest):
             self.last_rest = decision
             self._pending_rest = decision
@@ -343,6 +354,8 @@ class CameraAdapter:
         self.view.apply(events, state)
         for event in events:
             self._compare(event)
+            if event.get("type") == "clock.expired" and self.evidence is not None:
+                self.evidence.request("time_foul", float(event.get("at") or 0))
         rest = self._pending_rest
         if (self.mode == "auto" and was_waiting and not self.view.waiting_for_result
                 and rest is not None and self.watch_state == "rest"):
@@ -423,6 +436,7 @@ class CameraAdapter:
                        "last": list(v)[-5:]}
                 for step, v in self.differences.items()},
             "disagreements": list(self.disagreements),
+            "evidence": self.evidence.status() if self.evidence is not None else None,
         }
 
     def _publish_status(self) -> None:

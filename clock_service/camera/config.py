@@ -23,6 +23,9 @@ class CameraConfig:
     mode: str
     table_id: str
     calibration_path: Path
+    clips: int = 0
+    clips_mb: int = 0
+    clips_dir: Path | None = None
 
 
 def load_camera_config(settings: Settings) -> CameraConfig | None:
@@ -34,5 +37,9 @@ def load_camera_config(settings: Settings) -> CameraConfig | None:
     mode = settings.camera_mode
     if mode not in MODES:
         raise ValueError(f"SHOTCLOCK_CAMERA_MODE must be one of {list(MODES)}, got {mode!r}")
+    if settings.camera_clips < 0 or settings.camera_clips_mb < 0:
+        raise ValueError("SHOTCLOCK_CAMERA_CLIPS and SHOTCLOCK_CAMERA_CLIPS_MB cannot be "
+                         "negative")
     return CameraConfig(source, spec, mode, settings.camera_table_id,
-                        settings.camera_calibration_path)
+                        settings.camera_calibration_path, settings.camera_clips,
+                        settings.camera_clips_mb, settings.camera_clips_dir)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from clock_service.camera.adapter import CameraAdapter
@@ -62,6 +62,46 @@ def camera_router(adapter_of: Callable[[Request], CameraAdapter | None],
 
         body = await asyncio.to_thread(encode)  # off the loop: a 1080p encode takes ms
         return Response(body, media_type="image/jpeg", headers={"Cache-Control": "no-store"})
+
+    def _clips(request: Request) -> Any:
+        adapter = adapter_of(request)
+        if adapter is None:
+            return _error(404, "no_camera", "no camera is configured (SHOTCLOCK_CAMERA)")
+        if adapter.evidence is None:
+            return _error(404, "no_clips", "camera clips are off (SHOTCLOCK_CAMERA_CLIPS=0)")
+        return adapter.evidence.store
+
+    @router.get("/clips")
+    async def camera_clips(request: Request) -> Any:
+        """The clips kept (issue 21 point 5), oldest first: id, kind (rest, strike,
+        time_foul), at (the instant, service ms), table, bytes, n_frames."""
+        store = _clips(request)
+        if isinstance(store, JSONResponse):
+            return store
+        return {"clips": await asyncio.to_thread(store.list)}
+
+    @router.get("/clips/{name}")
+    async def camera_clip(name: str, request: Request) -> Any:
+        """``<id>.json`` (each frame's capture time, offset and length), ``<id>.mjpeg``
+        (the frames one after another) or ``<id>.zip`` (a JPEG per frame and times.json)."""
+        store = _clips(request)
+        if isinstance(store, JSONResponse):
+            return store
+        clip_id, _, ext = name.rpartition(".")
+        missing = _error(404, "no_clip", f"no clip {name!r}: see GET /api/camera/clips")
+        if ext == "json":
+            meta = await asyncio.to_thread(store.meta, clip_id)
+            return missing if meta is None else meta
+        if ext == "mjpeg":
+            path = await asyncio.to_thread(store.video_path, clip_id)
+            return missing if path is None else FileResponse(
+                path, media_type="video/x-motion-jpeg", filename=f"{clip_id}.mjpeg")
+        if ext == "zip":
+            body = await asyncio.to_thread(store.zipped, clip_id)
+            return missing if body is None else Response(
+                body, media_type="application/zip",
+                headers={"Content-Disposition": f'attachment; filename="{clip_id}.zip"'})
+        return missing
 
     @router.put("/calibration")
     async def camera_calibrate(body: CalibrationBody, request: Request) -> Any:
