@@ -77,6 +77,7 @@ lint: venv
 bench: venv
 	$(BIN)/python bench/bench.py
 	$(BIN)/python bench/camera_bench.py
+	$(BIN)/python bench/clip_bench.py
 	$(BIN)/python bench/reports_bench.py
 	$(BIN)/python bench/feeds_bench.py
 	$(BIN)/python bench/hardware_faults.py -n 5
