@@ -93,18 +93,22 @@ def _legend(x: float, y: float, record: MatchRecord, extra: Sequence[tuple[str, 
     entries += list(extra)
     size, gap, per_char = 14.0, 40.0, 8.5  # per_char: the width of a character at 14 px
     need = sum(gap + per_char * len(label) for _, label in entries)
+    start = x
     if width is not None and x + need > width - 8:
         factor = max(9.0 / 14.0, (width - 8 - x) / need)
         size, gap, per_char = 14.0 * factor, gap * factor, per_char * factor
-        if x + need * factor > width - 8:  # still too long at 9 px: start further left
-            x = max(4.0, width - 8 - need * factor)
+        if x + need * factor > width - 8:  # still too long at 9 px: from the left edge,
+            start = x = 4.0  # and an entry that does not fit goes on the next line
     out = []
     box = round(size)
     for colour, label in entries:
+        wide = gap + per_char * len(label)
+        if width is not None and x > start and x + wide > width - 4:
+            x, y = start, y + box + 2
         out.append(f'<rect x="{_num(x)}" y="{_num(y - box + 3)}" width="{box}" height="{box}" '
                    f'fill="{colour}"/>')
         out.append(_text(x + box + 6, y, label, size=round(size)))
-        x += gap + per_char * len(label)
+        x += wide
     return out
 
 

@@ -5,6 +5,7 @@
 import { TableConnection, tableFromQuery } from "./connection.js";
 import { applyI18n, bindLangToggle, lang, onLangChange, t } from "./i18n.js";
 import { MatchStats, seconds } from "./matchstats.js";
+import { fitText, refitOn } from "./fit.js";
 
 const $ = (id) => document.getElementById(id);
 const table = tableFromQuery("1");
@@ -55,6 +56,7 @@ function draw() {
     $(`head${i}`).textContent = record.players[i];
   }
   $("score").textContent = `${record.score[0]} : ${record.score[1]}`;
+  fitNames();
   $("match-id").textContent = record.id;
   $("frame").textContent = current ? String(current.number) : "–";
   $("protocol").href = `/report?match=${encodeURIComponent(record.id)}&lang=${lang}`;
@@ -87,6 +89,12 @@ function draw() {
   }
   setSrc("timeline", `${base}/timeline.svg?${v}`);
 }
+
+// The names in full on two lines at most, smaller where they must be (issue 23).
+function fitNames() {
+  for (const i of [0, 1]) fitText($(`name${i}`), { min: 14 });
+}
+refitOn(fitNames);
 
 // Each chart is drawn by the server at its box's size (clamped to what the API accepts).
 function setSrc(name, url) {
