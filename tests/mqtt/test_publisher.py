@@ -197,7 +197,9 @@ async def test_a_broker_that_comes_up_later_gets_everything(runtime: Runtime,
     publisher = await publisher_for(runtime, f"mqtt://127.0.0.1:{port}/hall")
     await runtime.command("1", Start())
     await runtime.command("1", Pause())
-    await asyncio.sleep(0.3)
+    # The publisher has tried the absent broker and failed (not a fixed wait).
+    await until(lambda: publisher.status()["per_table"]["1"]["error"] is not None,
+                what="a failed connection to the absent broker")
     broker = Broker(tmp_path, port=port).start()
     try:
         with Watcher(port) as watcher:
