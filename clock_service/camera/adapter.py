@@ -133,6 +133,7 @@ class CameraAdapter:
         if self._thread is not None:
             self._thread.join(timeout=3.0)
         if self.evidence is not None:
+            self.evidence.cut(float("inf"))
             self.evidence.close()
         self.runtime.health.unregister("camera")
 
@@ -237,6 +238,8 @@ class CameraAdapter:
                 self.connected = False
                 if source.ended:
                     self.ended = True
+                    if self.evidence is not None:  # the clips still waiting: what there is
+                        self.evidence.cut(float("inf"))
                     log.info("camera: %s after %d frames", exc, source.index)
                     source.close()
                     return

@@ -40,6 +40,13 @@ def test_auto_mode_starts_at_rest_and_stops_at_the_strike_with_capture_times(
         camera = _camera(server)
         events = server.get("/api/tables/1/events?since=0")
         health = server.get("/api/health")
+        # a clip for each rest and strike (issue 21 point 5), written by the camera's
+        # writer thread: those still waiting when the file ended are cut with what there is
+        clips_deadline = time.monotonic() + 15
+        while len(clips := server.get("/api/camera/clips")["clips"]) < len(camera["decisions"]):
+            assert time.monotonic() < clips_deadline, (clips, camera["evidence"])
+            time.sleep(0.2)
+        metas = [server.get(f"/api/camera/clips/{c['id']}.json") for c in clips]
     finally:
         server.stop()
     # how far behind real time the camera ran (a busy machine): said when it fails
@@ -65,3 +72,11 @@ def test_auto_mode_starts_at_rest_and_stops_at_the_strike_with_capture_times(
         at = start["data"]["deadline"] - shot["data"]["remaining_ms"]
         assert abs(at - (origin + true)) <= FRAME_MS + 1, (at - origin, true, load)
     assert not [f for f in health["faults"] if f["code"] == "camera_not_sure"]
+    # the clips: one per decision, named in it, each frame within 2 s before to 1 s after
+    assert sorted(c["id"] for c in clips) == sorted(d["clip"] for d in camera["decisions"])
+    assert sorted(c["kind"] for c in clips) == ["rest"] * 3 + ["strike"] * 2
+    for meta in metas:
+        times = [f["at"] for f in meta["frames"]]
+        assert times and times == sorted(times), meta["id"]
+        assert meta["at"] - 2000 <= times[0] and times[-1] <= meta["at"] + 1000, meta["id"]
+        assert meta["bytes"] == sum(f["bytes"] for f in meta["frames"]) > 0
