@@ -358,7 +358,11 @@ class CameraAdapter:
         for event in events:
             self._compare(event)
             if event.get("type") == "clock.expired" and self.evidence is not None:
-                self.evidence.request("time_foul", float(event.get("at") or 0))
+                # the instant time ran out: the deadline (the event is told when the
+                # service produced it, ``late_ms`` later)
+                data = event.get("data") or {}
+                self.evidence.request("time_foul",
+                                      float(data.get("deadline") or event.get("at") or 0))
         rest = self._pending_rest
         if (self.mode == "auto" and was_waiting and not self.view.waiting_for_result
                 and rest is not None and self.watch_state == "rest"):

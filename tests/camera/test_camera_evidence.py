@@ -163,6 +163,8 @@ async def test_the_service_asks_a_clip_for_each_rest_strike_and_time_foul(
         evidence.flush()
         kinds = sorted(m["kind"] for m in evidence.store.list())
         assert kinds == ["rest", "strike", "time_foul"]
+        [foul] = [m for m in evidence.store.list() if m["kind"] == "time_foul"]
+        assert foul["at"] == deadline  # at the deadline, not when the expiry was told
         assert cam.status()["evidence"]["saved"] == 3
     finally:
         cam.close()
