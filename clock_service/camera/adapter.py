@@ -99,6 +99,7 @@ class CameraAdapter:
         self.sure = True
         self.cost_ms: collections.deque[float] = collections.deque(maxlen=120)
         self.skipped = 0  # frames read but not looked at (behind real time, balls rolling)
+        self.drained = 0  # a live camera's buffered (old) frames left out undecoded
         self.too_late = 0  # decisions not sent: older than SEND_LIMIT_MS (on the loop)
         # on the loop
         self.last_rest: Rest | None = None
@@ -198,6 +199,7 @@ class CameraAdapter:
                     frame, at = source.read()
                     self.origin = source.origin
                     dropped = getattr(source, "dropped", ())
+                    self.drained = getattr(source, "drained", 0)
                     self.skipped += len(dropped)  # behind real time: older frames dropped
                     started = time.perf_counter()
                     self.last_frame = frame
@@ -436,6 +438,7 @@ class CameraAdapter:
             else None,
             "cost_ms_p50": round(costs[len(costs) // 2], 2) if costs else None,
             "skipped": self.skipped,
+            "drained": self.drained,
             "too_late": self.too_late,
             "decisions": list(self.decisions), "sent": list(self.sent),
             "press_minus_detection_ms": {

@@ -34,6 +34,11 @@ __all__ = ["SourceSpec", "parse_source", "FrameSource", "SourceError", "redact",
 
 V4L2_SIZE = (1280, 720)  # a USB webcam is asked for MJPEG 720p30 (issue 21 point 6)
 V4L2_FPS = 30.0
+DRAIN = 5  # buffered frames a live camera's read leaves out at most
+QUEUED_MS = 1.5  # a grab quicker than this took a frame already waiting in a buffer (a
+# dequeue and a copy). A grab that waits returns when the camera's next frame is complete;
+# when that was under 1.5 ms away (about 1 frame in 20 at 30 fps) the fresh frame is taken
+# for a buffered one and left out: one frame period lost, never a stale frame kept
 
 
 class SourceError(OSError):
@@ -104,6 +109,7 @@ class FrameSource:
         self.ended = False
         # capture times of the frames the last read dropped to stay at real time
         self.dropped: list[float] = []
+        self.drained = 0  # a live camera's buffered frames left out (``_read_device``)
 
     def open(self) -> None:
         import cv2
@@ -131,10 +137,33 @@ class FrameSource:
             raise SourceError("camera source is not open")
         if self.spec.kind == "file":
             return self._read_file()
+        if self.spec.kind == "device":
+            return self._read_device()
         ok, frame = self.cap.read()
         if not ok or frame is None:
             raise SourceError("the camera stopped giving frames")
         return frame, self.now_ms()
+
+    def _read_device(self) -> tuple[Any, float]:
+        """The newest frame of a V4L2 camera. A driver may keep more buffers than the one
+        asked for (uvcvideo keeps several): after a slow frame they are full of frames
+        captured while the detector worked, and ``read`` would hand over the oldest,
+        stamped now. So frames are grabbed (not decoded) until a grab has to wait for
+        the camera, which shows the frame is fresh; only that one is decoded
+        (``retrieve``). At most ``DRAIN`` are left out; the count is in ``drained``."""
+        self.dropped = []
+        for _ in range(DRAIN):
+            asked = self.now_ms()
+            if not self.cap.grab():
+                raise SourceError("the camera stopped giving frames")
+            at = self.now_ms()
+            if at - asked >= QUEUED_MS:
+                break  # it waited for the camera: captured just now
+            self.drained += 1  # it was waiting in a buffer: captured earlier
+        ok, frame = self.cap.retrieve()
+        if not ok or frame is None:
+            raise SourceError("the camera stopped giving frames")
+        return frame, at
 
     def _read_file(self) -> tuple[Any, float]:
         period = 1000.0 / self.fps

@@ -62,7 +62,10 @@ class FakeCapture:
     def isOpened(self) -> bool:  # noqa: N802 - OpenCV's name
         return True
 
-    def read(self) -> tuple[bool, Any]:
+    def grab(self) -> bool:
+        return True
+
+    def retrieve(self) -> tuple[bool, Any]:
         return True, np.zeros((720, 1280, 3), np.uint8)
 
     def release(self) -> None:
@@ -88,6 +91,66 @@ def test_a_usb_webcam_is_opened_as_mjpeg_720p30_with_a_one_frame_buffer(
     assert source.size == (1280, 720) and source.fps == 30.0
     frame, at = source.read()
     assert frame.shape == (720, 1280, 3) and at == 1000.0 and source.dropped == []
+
+
+class BufferingCamera:
+    """A V4L2 webcam on the fake clock: a frame every 33.3 ms into the driver's ring of
+    ``buffers`` (the oldest lost when full, as uvcvideo does); ``grab`` takes the oldest
+    buffered frame at once, or waits for the next one; ``retrieve`` decodes the last
+    grabbed (its "image" is its true capture time)."""
+
+    def __init__(self, time: Any, origin: float, buffers: int = 4) -> None:
+        self.time = time
+        self.origin = origin
+        self.buffers = buffers
+        self.next_k = 0  # next frame the camera captures
+        self.taken = -1  # last frame handed to a grab
+        self.grabbed: float | None = None
+        self.decoded = 0
+
+    def _captured(self, k: int) -> float:
+        return self.origin + 1.0 + k * 1000 / 30
+
+    def grab(self) -> bool:
+        now = self.time.now_ms()
+        while self._captured(self.next_k) <= now:
+            self.next_k += 1
+        queued = list(range(max(self.taken + 1, self.next_k - self.buffers), self.next_k))
+        if queued:
+            self.taken = queued[0]
+        else:  # wait for the camera's next frame (and 2 ms to transfer it)
+            self.time.advance(self._captured(self.next_k) + 2 - now)
+            self.taken = self.next_k
+            self.next_k += 1
+        self.grabbed = self._captured(self.taken)
+        return True
+
+    def retrieve(self) -> tuple[bool, Any]:
+        self.decoded += 1
+        return True, self.grabbed
+
+
+@pytest.mark.parametrize("cost_ms", [5.0, 150.0, 400.0])
+def test_a_live_camera_behind_a_slow_detector_hands_over_a_fresh_frame(cost_ms: float) -> None:
+    from clock_service.timesource import FakeTime
+
+    time = FakeTime()
+    camera = BufferingCamera(time, origin=time.now_ms())
+    source = FrameSource(SourceSpec("device", 0), time.now_ms)
+    source.cap = camera
+    errors = []
+    for _ in range(40):
+        captured, at = source.read()
+        errors.append(at - captured)  # stamped at hand-over: how much later than captured
+        time.advance(cost_ms)  # the detector
+    assert camera.decoded == 40  # only the frame handed over is decoded
+    # every frame handed over was captured within the transfer time of its stamp (2 ms),
+    # not up to four frames (133 ms) before it as the oldest buffered frame would be
+    assert max(errors) <= 2.0 + 1e-6, errors
+    if cost_ms > 1000 / 30:
+        assert source.drained >= 3 * 39  # the full buffers were left out, undecoded
+    else:
+        assert source.drained == 0
 
 
 class FakeRequest:
