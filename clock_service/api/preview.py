@@ -33,7 +33,9 @@ router = APIRouter()
 
 @router.post("/api/tables/{table_id}/preview", tags=["commands"], response_model=None,
              responses=error_responses(400, 401, 403, 404, 409, 413, 422, 429),
-             dependencies=REFEREE)
+             dependencies=REFEREE, openapi_extra={"requestBody": {
+                 "required": True, "content": {"application/json": {"schema": {
+                     "$ref": "#/components/schemas/Command"}}}}})
 async def preview_result(table_id: str, request: Request) -> dict[str, Any] | JSONResponse:
     """The events a ``result`` would make now (type and data of each), from a copy of the
     table's clock; nothing changes. 409/422 as the command itself would be refused."""
