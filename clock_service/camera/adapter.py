@@ -100,6 +100,7 @@ class CameraAdapter:
         self.cost_ms: collections.deque[float] = collections.deque(maxlen=120)
         self.skipped = 0  # frames read but not looked at (behind real time, balls rolling)
         self.drained = 0  # a live camera's buffered (old) frames left out undecoded
+        self.evidence_shed = 0  # frames left out of the clips' ring: the thread was behind
         self.too_late = 0  # decisions not sent: older than SEND_LIMIT_MS (on the loop)
         # on the loop
         self.last_rest: Rest | None = None
@@ -166,7 +167,7 @@ class CameraAdapter:
     def _run(self) -> None:
         import cv2
 
-        from clock_service.camera.pipeline import FramePipeline, look_at
+        from clock_service.camera.pipeline import BEHIND_MS, FramePipeline, look_at
 
         cv2.setNumThreads(1)  # one core for the camera: predictable, leaves one for the loop
         attempt = 0
@@ -206,8 +207,13 @@ class CameraAdapter:
                     self.frames += 1
                     self.last_frame_at = at
                     self._frame_times.append(at)
+                    lag = self.runtime.time.now_ms() - at
                     if self.evidence is not None:
-                        self.evidence.on_frame(frame, at)  # encoded here, off the loop
+                        if lag <= BEHIND_MS:
+                            self.evidence.on_frame(frame, at)  # encoded here, off the loop
+                        else:  # behind real time: the ring is shed before the decisions
+                            self.evidence_shed += 1
+                            self.evidence.cut(at)
                     size = (frame.shape[1], frame.shape[0])
                     self.frame_size = size
                     with self._lock:
@@ -221,7 +227,6 @@ class CameraAdapter:
                         pipeline = FramePipeline(calibration, size)
                     for dropped_at in dropped:
                         pipeline.skip(dropped_at)
-                    lag = self.runtime.time.now_ms() - at
                     if not look_at(lag, pipeline.watcher.state, behind):
                         behind += 1
                         self.skipped += 1
@@ -370,7 +375,7 @@ class CameraAdapter:
                 and rest is not None and self.watch_state == "rest"):
             # the result came in while the balls were already at rest: start now (the core
             # takes the later of the rest and the result), or at the rest if still fresh
-            self._send(rest if self.runtime.time.now_ms() - rest.at < 1500
+            self._send(rest if self.runtime.time.now_ms() - rest.at < SEND_LIMIT_MS
                        else Rest(self.runtime.time.now_ms(), rest.decided_at, rest.balls))
 
     def _compare(self, event: dict[str, Any]) -> None:
@@ -446,7 +451,8 @@ class CameraAdapter:
                        "last": list(v)[-5:]}
                 for step, v in self.differences.items()},
             "disagreements": list(self.disagreements),
-            "evidence": self.evidence.status() if self.evidence is not None else None,
+            "evidence": ({**self.evidence.status(), "shed": self.evidence_shed}
+                         if self.evidence is not None else None),
         }
 
     def _publish_status(self) -> None:

@@ -207,3 +207,55 @@ def test_clips_are_listed_and_served_as_json_mjpeg_and_zip(tmp_path: Path) -> No
     app.include_router(camera_router(lambda r: Adapter(), lambda r: False))  # type: ignore[arg-type,return-value]
     with TestClient(app) as client:
         assert client.get("/api/camera/clips").json()["error"]["code"] == "no_clips"
+
+
+class LaggingFile:
+    """A source whose first 5 frames come 400 ms after their capture (the thread behind
+    real time), the next 5 fresh, then the end of the file."""
+
+    ended = False
+    origin = None
+    size = (320, 180)
+    now: Any = None
+
+    def __init__(self, spec: SourceSpec) -> None:
+        self.index = 0
+        self.dropped: list[float] = []
+
+    def open(self) -> None:
+        pass
+
+    def read(self) -> tuple[Any, float]:
+        if self.index == 10:
+            LaggingFile.ended = self.ended = True
+            from clock_service.camera.source import SourceError
+
+            raise SourceError("the video file ended")
+        self.index += 1
+        lag = 400.0 if self.index <= 5 else 0.0
+        return frame(self.index, self.size), LaggingFile.now() - lag
+
+    def close(self) -> None:
+        pass
+
+
+async def test_a_camera_behind_real_time_sheds_the_ring_before_the_decisions(
+        rt: Runtime, tmp_path: Path) -> None:  # noqa: F811
+    import asyncio
+
+    LaggingFile.now = rt.time.now_ms
+    evidence = Evidence(ClipStore(tmp_path / "clips", 10, 10**9), "1")
+    cam = CameraAdapter(rt, "1", SourceSpec("file", "x.mp4"), "x.mp4", mode="assist",
+                        calibration_path=tmp_path / "none.json",
+                        source_factory=LaggingFile, evidence=evidence)
+    cam.attach()
+    try:
+        for _ in range(500):
+            if cam.ended:
+                break
+            await asyncio.sleep(0.01)
+        assert cam.ended and cam.frames == 10
+        status = cam.status()["evidence"]
+        assert status["shed"] == 5 and status["ring_frames"] == 5
+    finally:
+        cam.close()
