@@ -174,7 +174,9 @@ async def test_stalled_client_is_cut_off_by_its_queue_and_resumes_without_a_gap(
         assert sorted(seen) == list(range(mine[0], final + 1))
         stored = {e["seq"]: e for e in all_events(server, "busy")}
         for seq, message in seen.items():
-            assert message == stored[seq]
+            # Live events carry the table's state; the store keeps the event without it
+            # (issue 19), as a replay sends it.
+            assert {k: v for k, v in message.items() if k != "state"} == stored[seq]
         for client in (healthy, clock_watcher, resumed):
             await client.close()
     finally:
