@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from clock_service.clock import TableClock  # noqa: E402
 from clock_service.reports.export import record_json  # noqa: E402
-from clock_service.reports.service import build_from_store  # noqa: E402
+from clock_service.reports.records import build_from_store  # noqa: E402
 from clock_service.reports.stats import build_match  # noqa: E402
 from clock_service.storage import Store  # noqa: E402
 from clock_service.storage.index import list_matches_json, match_row  # noqa: E402

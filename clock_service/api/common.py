@@ -27,7 +27,7 @@ from clock_service.errors import (
     TooManyTables,
     UnknownTable,
 )
-from clock_service.reports.service import UnknownMatch
+from clock_service.reports.records import UnknownMatch
 from clock_service.schemas import ErrorResponse
 
 __all__ = ["STATUS", "error_responses", "status_of", "error_response", "token_matches",

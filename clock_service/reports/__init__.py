@@ -7,7 +7,8 @@
 - :mod:`.charts` -- the pictures as SVG text (pure).
 - :mod:`.protocol` -- the protocol page as HTML (pure), ru/en, for ``report.css``.
 - :mod:`.export` -- CSV (one row per shot) and JSON.
-- :mod:`.service` -- reading a match from a store and building its record (blocking).
+- :mod:`.records` -- reading a match from a store and building its record (blocking).
+- :mod:`.service` -- ``Reports``: the listing and records for the API, off the event loop.
 - :mod:`.worker` -- the reports process: records and their outputs made off the service.
 - :mod:`.routes` -- the HTTP routes (``/api/matches``, ``/report``).
 - :mod:`.cli` -- ``shotclock report``.

@@ -27,7 +27,7 @@ from typing import Any
 
 from clock_service.reports.export import dumps, record_json, shots_csv
 from clock_service.reports.protocol import render_protocol, seconds
-from clock_service.reports.service import UnknownMatch, read_match
+from clock_service.reports.records import UnknownMatch, read_match
 from clock_service.reports.stats import MatchRecord
 from clock_service.storage.index import split_match_id
 from clock_service.storage.records import StoreMissing, open_read_only

@@ -1,11 +1,9 @@
-"""Reading matches from a store and building their records: the I/O around the pure core.
+"""The match listing and records for the API, without holding up the event loop.
 
-The reading and building functions are blocking (SQLite reads, JSON decoding, the
-statistics): the service runs them in the reports worker process (:mod:`.worker`, through
-:class:`Reports`), ``shotclock report`` directly.
-
-It needs only a store's connection, so it serves the match log of any store with the
-same tables: ``shotclock serve``'s and the hall mirror's (``shotclock hall``) alike.
+The listing reads the store in a worker thread; every record and everything made from it
+is built in the reports worker process (:mod:`.worker`) from the store file (the blocking
+reading and building: :mod:`.records`). It needs only a store's connection and path, so it
+serves ``shotclock serve``'s store and the hall mirror's alike.
 """
 
 from __future__ import annotations
@@ -16,44 +14,11 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from clock_service.errors import ShotClockError
 from clock_service.reports import worker
-from clock_service.reports.stats import MatchRecord, build_match
-from clock_service.signing import verify_match
-from clock_service.storage.index import list_matches_json, match_row, split_match_id
-from clock_service.storage.records import last_seq, load_events
+from clock_service.reports.records import UnknownMatch
+from clock_service.storage.index import list_matches_json
 
-__all__ = ["Reports", "UnknownMatch", "read_match", "load_events", "build_from_store",
-           "last_seq"]
-
-
-class UnknownMatch(ShotClockError, LookupError):
-    code = "unknown_match"
-
-    def __init__(self, match_id: str) -> None:
-        super().__init__(f"no match {match_id!r} (a match id is '<table>.<number>', "
-                         "e.g. '1.1'; GET /api/matches lists them)", code="unknown_match")
-
-
-def build_from_store(conn: sqlite3.Connection, summary: dict[str, Any],
-                     last: int | None = None) -> MatchRecord:
-    last = last_seq(conn, summary) if last is None else last
-    events, digest = load_events(conn, summary["table"], summary["start_seq"], last)
-    record = build_match(events, table=summary["table"])
-    record.digest = digest
-    # The table's signature of the record, checked against this store (issue 20).
-    record.signature = verify_match(conn, summary["table"], events).to_dict()
-    record.last_seq = last
-    return record
-
-
-def read_match(conn: sqlite3.Connection, match_id: str) -> tuple[dict[str, Any], MatchRecord]:
-    """(the index's summary, the record built from the log) of one match."""
-    key = split_match_id(match_id)
-    summary = None if key is None else match_row(conn, *key)
-    if key is None or summary is None:
-        raise UnknownMatch(match_id)
-    return summary, build_from_store(conn, summary)
+__all__ = ["Reports"]
 
 
 class Reports:

@@ -67,7 +67,7 @@ def render(db: str, match_id: str, kind: str, options: dict[str, Any]) -> tuple[
     from clock_service.reports.charts import CHARTS, chart_svg
     from clock_service.reports.export import record_json, shots_csv
     from clock_service.reports.protocol import render_protocol
-    from clock_service.reports.service import build_from_store
+    from clock_service.reports.records import build_from_store
     from clock_service.storage.index import match_row, split_match_id
     from clock_service.storage.records import last_seq
 
