@@ -38,7 +38,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.faults.attack import (  # noqa: E402
+from harness.attack import (  # noqa: E402
     TOKEN,
     Canary,
     close_all,
@@ -50,7 +50,7 @@ from tests.faults.attack import (  # noqa: E402
     stalled_websockets,
     still_open,
 )
-from tests.server import ServerProcess  # noqa: E402
+from harness.server import ServerProcess  # noqa: E402
 
 
 def _held_by_server(server: ServerProcess, sources: list[str]) -> int:

@@ -35,22 +35,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from tests.broker import Broker  # noqa: E402
-from tests.server import ONE_ADDRESS_LOAD, ServerProcess  # noqa: E402
+from observer import Observer  # noqa: E402
+
+from harness.broker import Broker  # noqa: E402
+from harness.figures import summary  # noqa: E402
+from harness.server import ONE_ADDRESS_LOAD, ServerProcess  # noqa: E402
 
 __all__ = ["run_mqtt", "print_mqtt"]
-
-
-def pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100.0 * (len(ordered) - 1))))]
-
-
-def summary(values: list[float]) -> dict[str, Any]:
-    return {"n": len(values), "p50": pct(values, 50), "p99": pct(values, 99),
-            "max": max(values) if values else None}
 
 
 def _varint(n: int) -> bytes:
@@ -254,8 +245,6 @@ async def _fanout_once(broker: Broker, referee: Referee, n: int, seconds: float,
 
 async def hall_lag(broker: Broker, workdir: Path, counts: list[int], seconds: float,
                    ) -> list[dict[str, Any]]:
-    from bench import Observer  # the main benchmark's lean WebSocket client
-
     tables = ServerProcess(workdir / "tables.db", env={
         "SHOTCLOCK_MQTT_URL": broker.url("bench"), **ONE_ADDRESS_LOAD,
         "SHOTCLOCK_REFEREE_TOKEN": "", "SHOTCLOCK_DEFAULT_TABLE": ""}).start(timeout=60)

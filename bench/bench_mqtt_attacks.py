@@ -1,10 +1,10 @@
 """Issue 20's benchmark: the MQTT attacks of finding 3 and a takeover attempt every second,
 against a real Mosquitto, a real ``shotclock serve`` publishing to it and a real
-``shotclock hall`` mirroring it, measured by the hostile-LAN canary (tests/faults/attack.py:
+``shotclock hall`` mirroring it, measured by the hostile-LAN canary (harness/attack.py:
 a table whose 0.7 s shots expire one after another, its ``late_ms`` beside a bare asyncio
 loop in its own process woken at the same deadlines).
 
-The broker has the shared role accounts (tests/mqtt/roles.acl) and does not bind client
+The broker has the shared role accounts (harness/roles.acl) and does not bind client
 ids to accounts, so every attack reaches the services (with the shipped per-Pi accounts
 most of them are refused by the broker before that: tests/mqtt/test_accounts.py). Windows
 of ``seconds`` each, the canary measuring throughout:
@@ -43,11 +43,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.broker import Broker  # noqa: E402
-from tests.faults.attack import TOKEN, Canary, fill_store  # noqa: E402
-from tests.mqtt.conftest import ACL, ROLES  # noqa: E402
-from tests.mqtt.watcher import Watcher  # noqa: E402
-from tests.server import ServerProcess  # noqa: E402
+from harness.attack import TOKEN, Canary, fill_store  # noqa: E402
+from harness.broker import ACL, ROLES, Broker  # noqa: E402
+from harness.server import ServerProcess  # noqa: E402
+from harness.watcher import Watcher  # noqa: E402
 
 HALL = "h"
 ROOT_TOPIC = f"shotclock/v1/{HALL}/tables"

@@ -3,7 +3,7 @@
 Not a test: it measures and prints; it asserts nothing. ``make bench`` runs it after the
 service benchmark; ``--minutes 1`` for a smoke run.
 
-Accuracy: a synthetic session (tests/camera/synthetic.py: a tilted camera over a table,
+Accuracy: a synthetic session (harness/synthetic.py: a tilted camera over a table,
 8 balls with friction and collisions, a cue with practice strokes that sweeps its aim over
 other balls, a bridge arm, stray arms over still balls, flicker, sensor noise) is rendered
 frame by frame, JPEG-compressed and decoded (compression artefacts, as a camera stream
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from clock_service.camera.core import Rest, Strike  # noqa: E402
 from clock_service.camera.geometry import Calibration  # noqa: E402
 from clock_service.camera.pipeline import FramePipeline  # noqa: E402
-from tests.camera.synthetic import SyntheticTable, score  # noqa: E402
+from harness.synthetic import SyntheticTable, score  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 # A Cortex-A76 core (Pi 5, 2.4 GHz) against one x86-64 server core on this kind of work

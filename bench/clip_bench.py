@@ -35,7 +35,7 @@ from clock_service.camera.evidence import (  # noqa: E402
 )
 from clock_service.camera.geometry import Calibration  # noqa: E402
 from clock_service.camera.pipeline import FramePipeline  # noqa: E402
-from tests.camera.synthetic import SyntheticTable  # noqa: E402
+from harness.synthetic import SyntheticTable  # noqa: E402
 
 FPS = 30.0
 

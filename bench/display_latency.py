@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from firmware_bridge.emulator import DisplayEmulator  # noqa: E402
-from tests.server import ServerProcess  # noqa: E402
+from harness.server import ServerProcess  # noqa: E402
 
 
 def percentile(values: list[float], p: float) -> float:

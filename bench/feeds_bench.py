@@ -13,7 +13,7 @@ Three phases in the same run, each PHASE_S long:
 
 Each expiry's lateness is the core's own ``late_ms`` (the instant the loop woke it minus
 its deadline, in the ``clock.expired`` event), read from the store after each phase. A bare
-asyncio loop in its own process (tests/bare_loop.py) ticks every 10 ms through the whole
+asyncio loop in its own process (harness/bare_loop.py) ticks every 10 ms through the whole
 run: its lateness over the same moments is the machine's, beside the service's.
 
     .venv/bin/python bench/feeds_bench.py [--phase-s 25] [--tables 10] [--pollers 20]
@@ -37,9 +37,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.bare_loop import BareLoop  # noqa: E402
-from tests.server import ONE_ADDRESS_LOAD, ServerProcess  # noqa: E402
-from tests.server import http as http_json  # noqa: E402
+from harness.bare_loop import BareLoop  # noqa: E402
+from harness.server import ONE_ADDRESS_LOAD, ServerProcess  # noqa: E402
+from harness.server import http as http_json  # noqa: E402
 
 PROFILE = {"shot_ms": 1000, "full_rounds": 1, "step_ms": 0, "floor_ms": 1000,
            "extension_ms": 1000, "warnings_ms": [500]}

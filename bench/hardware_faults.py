@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from firmware_bridge.emulator import DisplayEmulator  # noqa: E402
-from tests.server import ServerProcess  # noqa: E402
+from harness.server import ServerProcess  # noqa: E402
 
 READY = "DISPLAY 35 ready p0 ext=1,1 fouls=0,0"
 

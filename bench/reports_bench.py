@@ -39,7 +39,7 @@ from clock_service.reports.stats import build_match  # noqa: E402
 from clock_service.storage import Store  # noqa: E402
 from clock_service.storage.index import list_matches_json, match_row  # noqa: E402
 from clock_service.storage.records import load_events  # noqa: E402
-from tests.reports.helpers import play_200_shots, write_table  # noqa: E402
+from harness.reports import play_200_shots, write_table  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -199,7 +199,7 @@ def bench_server(quick: bool) -> dict[str, Any]:
     import threading
     import urllib.request
 
-    from tests.server import ServerProcess
+    from harness.server import ServerProcess
 
     seconds = 4 if quick else 15
     with tempfile.TemporaryDirectory() as tmp:

@@ -13,8 +13,8 @@ from tests.server import ServerProcess
 
 # `make test-fast` (pytest --fast): the pure cores and the unit tests, for the inner loop.
 # These directories and files are left out whole (servers, brokers, Chromium, real time);
-# anything else that starts a server or a broker is skipped when it tries (tests/server.py,
-# tests/broker.py), so a new slow test cannot slip into the fast set unnoticed.
+# anything else that starts a server or a broker is skipped when it tries (harness/server.py,
+# harness/broker.py), so a new slow test cannot slip into the fast set unnoticed.
 SLOW = (
     "tests/browser/", "tests/faults/", "tests/mqtt/", "tests/contract/",
     "tests/camera/test_e2e_camera.py", "tests/camera/test_camera_calibration.py",
@@ -80,10 +80,10 @@ _reaping = False
 def pytest_configure(config: pytest.Config) -> None:
     global _reaping
     if config.getoption("--fast"):
-        import tests.broker
-        import tests.server
+        import harness.broker
+        import harness.server
 
-        tests.server.FAST = tests.broker.FAST = True
+        harness.server.FAST = harness.broker.FAST = True
     if not sys.platform.startswith("linux") or hasattr(config, "workerinput"):
         return  # with pytest-xdist the controller reaps: its workers' children are its too
     import ctypes

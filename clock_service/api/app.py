@@ -23,8 +23,7 @@ from fastapi.routing import iter_route_contexts
 from pydantic import TypeAdapter
 from starlette.routing import Match
 
-from clock_service.api import commands, events, health, preview, sockets, tables
-from clock_service.api import hardware as hardware_routes
+from clock_service.api.commands import router as commands_router
 from clock_service.api.common import (
     REFEREE,
     auth_of,
@@ -34,8 +33,15 @@ from clock_service.api.common import (
     invalid_json,
     runtime_of,
 )
+from clock_service.api.events import router as events_router
 from clock_service.api.hardware import Dimmable
+from clock_service.api.hardware import router as hardware_router
+from clock_service.api.health import router as health_router
+from clock_service.api.preview import router as preview_router
 from clock_service.api.runtime import ServedRuntime
+from clock_service.api.sockets import RAW_SEND
+from clock_service.api.sockets import router as sockets_router
+from clock_service.api.tables import router as tables_router
 from clock_service.auth import Authority
 from clock_service.auth_routes import tokens_router
 from clock_service.broadcast.feeds import FeedBoard
@@ -94,9 +100,8 @@ def create_app(settings: Settings, runtime: ServedRuntime, *, reports: Reports, 
     app.exception_handler(RequestValidationError)(_on_validation_error)
     app.include_router(tokens_router(auth_of, credential_of, REFEREE,
                                      lambda request: runtime_of(request).time.now_ms()))
-    for router in (health.router, tables.router, commands.router, preview.router,
-                   hardware_routes.router,
-                   events.router, sockets.router, report_routes.matches_router,
+    for router in (health_router, tables_router, commands_router, preview_router,
+                   hardware_router, events_router, sockets_router, report_routes.matches_router,
                    report_routes.report_router, tournament_routes.router, feeds_router):
         app.include_router(router)
     if camera is not None:
@@ -256,7 +261,7 @@ class ShotClockApp(FastAPI):
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "websocket":
-            scope[sockets.RAW_SEND] = send
+            scope[RAW_SEND] = send
         elif scope["type"] == "http":
             allowed = self._methods_of(scope)
             if allowed and scope.get("method") not in allowed:

@@ -20,7 +20,7 @@ Tunables are in millimetres of the table so they do not depend on the camera's r
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -363,10 +363,6 @@ class BallDetector:
         if chroma < WHITE_CHROMA and lightness >= felt_lightness + WHITE_ABOVE_FELT:
             return "white"
         return None
-
-    def felt_fractions(self, view: BedView, spots: Sequence[tuple[float, float]],
-                       ignore: Sequence[tuple[float, float]]) -> list[float]:
-        return [view.felt_fraction(s, self.radius_mm, ignore) for s in spots]
 
 
 def find_table_corners(frame: np.ndarray) -> list[tuple[float, float]] | None:

@@ -15,7 +15,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from clock_service.reports.protocol import LANGS
-from clock_service.reports.service import Reports, UnknownMatch
+from clock_service.reports.records import UnknownMatch
+from clock_service.reports.service import Reports
 from clock_service.schemas import ErrorResponse, MatchPage, MatchRecordOut
 from clock_service.storage.index import MAX_PAGE
 

@@ -118,10 +118,6 @@ class ShotType(StrEnum):
     EARLY_CUSHION = "early_cushion"  # 8.1-8.2: off a cushion after the ball-to-ball contact
     EARLY_COMBINATION = "early_combination"  # 8.3-8.4: at least two whites take part
 
-    @property
-    def is_early(self) -> bool:
-        return self is not ShotType.NORMAL
-
     @classmethod
     def _missing_(cls, value: object) -> NoReturn:
         _unknown("shot type", "unknown_shot_type", value, (t.value for t in cls))

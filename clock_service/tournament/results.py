@@ -29,7 +29,8 @@ import urllib.request
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from clock_service.reports.service import Reports, UnknownMatch
+from clock_service.reports.records import UnknownMatch
+from clock_service.reports.service import Reports
 from clock_service.runtime import Runtime
 from clock_service.storage.index import split_match_id
 

@@ -14,7 +14,7 @@ from tests.server import ServerProcess
 
 pytest.importorskip("cv2")
 
-from tests.camera.synthetic import write_video  # noqa: E402
+from harness.synthetic import write_video  # noqa: E402
 
 
 def test_four_clicks_on_the_frame_calibrate_the_camera(context: Any, tmp_path: Path) -> None:

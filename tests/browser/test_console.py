@@ -41,11 +41,6 @@ def seq_of(server: ServerProcess, table: str) -> int:
     return int(server.get(f"/api/tables/{table}")["seq"])
 
 
-def wait_seq(page: Any, server: ServerProcess, table: str) -> None:
-    """The page has taken every event the server has (no fixed sleeps)."""
-    page.wait_for_function(f"window.shotclockConnection.lastSeq >= {seq_of(server, table)}")
-
-
 def enabled_actions(page: Any) -> list[str]:
     return sorted(page.eval_on_selector_all(
         "#console [data-action]",

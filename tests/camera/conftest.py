@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("cv2")
 
-from tests.camera.synthetic import Truth, write_video  # noqa: E402
+from harness.synthetic import Truth, write_video  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from clock_service.cli import main
-from tests.camera.synthetic import Truth
+from harness.synthetic import Truth
 from tests.server import ServerProcess, http
 
 TOKEN = "camera-test-token"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.camera.synthetic import Truth
+from harness.synthetic import Truth
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.e2e

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.faults.attack import (
+from harness.attack import (
     TOKEN,
     Canary,
     close_all,

@@ -25,7 +25,7 @@ from websockets.sync.client import connect
 from websockets.typing import Origin, Subprotocol
 
 from clock_service.cli import EXIT_REFUSED, EXIT_STORE_CORRUPT, EXIT_STORE_LOCKED
-from tests.faults.attack import fill_store
+from harness.attack import fill_store
 from tests.faults.conftest import RawWebSocket
 from tests.server import ROOT, ServerProcess, free_port, http
 

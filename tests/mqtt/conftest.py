@@ -9,14 +9,11 @@ from clock_service.runtime import Runtime
 from clock_service.settings import Settings
 from clock_service.storage import Store
 from clock_service.timesource import RealTime
-from tests.broker import Broker, mosquitto_missing
+from harness.broker import ACL, ROLES, Broker, mosquitto_missing
 
 pytestmark = pytest.mark.mqtt
 
-ROLES = {"table": "table-pw", "referee": "referee-pw", "hall": "hall-pw", "overlay": "overlay-pw"}
-# The shared role accounts (tests/mqtt/roles.acl); the shipped ACL is per account
-# (deploy/mosquitto/accounts.py, tests/mqtt/test_accounts.py).
-ACL = Path(__file__).resolve().parent / "roles.acl"
+# The shared role accounts (ROLES, harness/roles.acl): harness/broker.py.
 
 
 def need_mosquitto() -> None:
@@ -39,7 +36,7 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
 
 @pytest.fixture
 def secured_broker(tmp_path: Path) -> Iterator[Broker]:
-    """A real Mosquitto with the role ACL (tests/mqtt/roles.acl) and one account per
+    """A real Mosquitto with the role ACL (harness/roles.acl) and one account per
     role."""
     need_mosquitto()
     b = Broker(tmp_path, users=ROLES, acl=ACL.read_text()).start()

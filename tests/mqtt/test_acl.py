@@ -1,4 +1,4 @@
-"""The role accounts' broker authorisation (tests/mqtt/roles.acl), enforced by a real
+"""The role accounts' broker authorisation (harness/roles.acl), enforced by a real
 Mosquitto with a password file: issue 13 point 3, "referees may publish commands;
 overlays and the hall may only subscribe" (the hall may also forward commands and ask for
 replays, never publish a table's own topics). The shipped config, one account per Pi:

@@ -1,6 +1,6 @@
 """Issue 20, findings 2-4, against a real Mosquitto, a real table service and a real hall.
 
-The broker here has the shared role accounts (tests/mqtt/roles.acl): with the shared
+The broker here has the shared role accounts (harness/roles.acl): with the shared
 ``table`` password anyone holding it may publish any table's topics. The shipped per-Pi
 accounts stop that at the broker (tests/mqtt/test_accounts.py); the hall must still
 survive what such an account sends:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.bare_loop import BareLoop
+from harness.bare_loop import BareLoop
 from tests.broker import Broker
 from tests.mqtt.conftest import ACL, ROLES, need_mosquitto
 from tests.server import ServerProcess

@@ -24,7 +24,7 @@ from clock_service.mqtt.topics import parse_url
 from clock_service.runtime import Runtime
 from clock_service.storage import Store
 from clock_service.timesource import RealTime
-from tests.bare_loop import BareLoopThread
+from harness.bare_loop import BareLoopThread
 from tests.broker import Broker
 from tests.mqtt.conftest import settings
 from tests.mqtt.watcher import Got, Watcher

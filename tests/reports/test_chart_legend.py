@@ -10,7 +10,7 @@ import pytest
 
 from clock_service.reports.charts import _dec, distribution_svg, timeline_svg
 from clock_service.reports.stats import MatchRecord, build_match
-from tests.reports.helpers import Table
+from harness.reports import Table
 
 NAMES = ["Александр Петров-Водкин-Ястржембский", "Александр Николаевич Иванов-Салтыков"]
 

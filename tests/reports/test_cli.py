@@ -14,7 +14,7 @@ import pytest
 
 from clock_service.commands import Result
 from clock_service.storage import Store
-from tests.reports.helpers import Table, write_table
+from harness.reports import Table, write_table
 from tests.server import ROOT
 
 

@@ -13,7 +13,7 @@ import pytest
 from clock_service.commands import NewFrame, NewMatch, Result, Undo
 from clock_service.storage import Store
 from clock_service.storage.index import MAX_PAGE, SCHEMA, index_ops, list_matches
-from tests.reports.helpers import EARLY_POT, Table
+from harness.reports import EARLY_POT, Table
 
 
 def write(store: Store, table: Table, created: bool = False) -> None:

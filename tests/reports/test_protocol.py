@@ -10,7 +10,7 @@ from clock_service.commands import Foul
 from clock_service.reports.protocol import TEXTS, render_protocol
 from clock_service.reports.stats import build_match
 from clock_service.rules.fouls import FoulCode
-from tests.reports.helpers import Table
+from harness.reports import Table
 
 
 @pytest.mark.parametrize("lang", ["ru", "en"])

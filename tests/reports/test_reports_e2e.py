@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from clock_service.storage import Store
-from tests.reports.helpers import play_200_shots, write_table
+from harness.reports import play_200_shots, write_table
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.e2e

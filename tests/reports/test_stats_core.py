@@ -27,7 +27,7 @@ from clock_service.commands import (
     Undo,
 )
 from clock_service.reports.stats import build_match, effective_events, foul_rule, opens_step
-from tests.reports.helpers import EARLY_POT, Table
+from harness.reports import EARLY_POT, Table
 
 
 def shots(table: Table) -> list[tuple[int, int | None, str | None]]:

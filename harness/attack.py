@@ -30,20 +30,15 @@ import httpx
 import psutil
 import websockets
 
+from harness.figures import pct
+
 __all__ = ["Canary", "Window", "fill_store", "stalled_websockets", "half_open", "read_flood",
-           "socket_flood", "command_flood", "CANARY_PROFILE", "TOKEN", "pct"]
+           "socket_flood", "command_flood", "CANARY_PROFILE", "TOKEN"]
 
 TOKEN = "lan-canary-token"
 # A shot of 0.6-0.8 s: an expiry, a time foul and a turn every 0.7 s or so.
 CANARY_PROFILE = {"shot_ms": 700, "floor_ms": 500, "full_rounds": 1000, "extension_ms": 500,
                   "warnings_ms": [300]}
-
-
-def pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100.0 * (len(ordered) - 1))))]
 
 
 async def fill_store(db: Path, table_id: str, events: int) -> int:

@@ -1,0 +1,156 @@
+"""A real ``shotclock serve`` process on a free loopback port, for end-to-end tests.
+
+Shared by the e2e, fault, browser and hardware tests: start it, kill it with SIGKILL,
+start it again on the same SQLite file and port.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from harness.process import Child
+
+__all__ = ["ServerProcess", "free_port", "http", "ONE_ADDRESS_LOAD"]
+
+# The per-address limits off (clock_service/limits.py), for a benchmark or test that drives
+# many clients and tables from one address (the limits have their own tests).
+ONE_ADDRESS_LOAD = {
+    "SHOTCLOCK_COMMAND_RATE": "0", "SHOTCLOCK_READ_RATE": "0", "SHOTCLOCK_MESSAGE_RATE": "0",
+    "SHOTCLOCK_HANDSHAKE_RATE": "0", "SHOTCLOCK_MAX_SOCKETS_PER_ADDRESS": "0",
+    "SHOTCLOCK_MAX_CONNECTIONS_PER_ADDRESS": "0", "SHOTCLOCK_MAX_CONNECTIONS": "8000",
+    "SHOTCLOCK_MAX_TABLES": "2000",
+}
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def http(method: str, url: str, body: Any = None, token: str | None = None,
+         timeout: float = 10.0) -> tuple[int, Any]:
+    """A tiny blocking JSON client: (status, decoded body)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("content-type", "application/json")
+    if token:
+        request.add_header("authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        try:
+            return exc.code, json.loads(raw)
+        except ValueError:
+            return exc.code, raw.decode(errors="replace")
+
+
+# Set by tests/conftest.py under `pytest --fast` (make test-fast): starting one skips the test.
+FAST = False
+
+
+class ServerProcess(Child):
+    def __init__(self, db: Path, *, port: int | None = None, env: dict[str, str] | None = None,
+                 log: Path | None = None, subcommand: str = "serve",
+                 log_level: str = "warning", nofile: int | None = None,
+                 args: list[str] | None = None) -> None:
+        self.subcommand = subcommand  # "serve", or "hall" (the MQTT mirror)
+        self.log_level = log_level
+        self.db = Path(db)
+        self.port = port or free_port()
+        self.env = {**os.environ, "SHOTCLOCK_DISPLAY": "none", **(env or {})}
+        self.log = log or self.db.with_suffix(".log")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.nofile = nofile  # a hard limit on the server's open files (a Pi's 1024, say)
+        self.args = args or []
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    @property
+    def origin(self) -> Any:
+        """The service's own origin, as its pages send it (a WebSocket client without
+        Origin and without the token is read-only)."""
+        from websockets.typing import Origin
+
+        return Origin(self.url)
+
+    def start(self, timeout: float = 60.0) -> ServerProcess:
+        if FAST:
+            import pytest
+
+            pytest.skip("starts a server or a broker: not in make test-fast (pytest --fast)")
+        out = open(self.log, "ab")  # noqa: SIM115 - owned by the process
+        nofile = self.nofile
+
+        def limit_files() -> None:
+            if nofile is not None:
+                import resource
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "clock_service.cli", self.subcommand, "--host", "127.0.0.1",
+             "--port", str(self.port), "--db", str(self.db), "--log-level", self.log_level,
+             *self.args],
+            cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+            preexec_fn=limit_files if nofile is not None else None,
+        )
+        out.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n"
+                                   + self.log.read_text(errors="replace")[-3000:])
+            try:
+                status, _ = http("GET", self.url + "/api/health", timeout=1.0)
+                if status == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("server did not come up:\n" + self.log.read_text()[-3000:])
+
+    def disk_full(self, full: bool = True) -> None:
+        """Make every write of the server past the first byte of a file fail (EFBIG), as a
+        full disk fails them, or undo it: the soft RLIMIT_FSIZE of the running process
+        (Python ignores SIGXFSZ, so the write just fails; SQLite reports a disk I/O error).
+        The server's log writes fail too while it lasts."""
+        import psutil
+
+        assert self.proc is not None
+        process = psutil.Process(self.proc.pid)
+        _, hard = process.rlimit(psutil.RLIMIT_FSIZE)
+        process.rlimit(psutil.RLIMIT_FSIZE, (1 if full else hard, hard))
+
+    def get(self, path: str) -> Any:
+        status, body = http("GET", self.url + path)
+        assert status == 200, (status, body)
+        return body
+
+    def post(self, path: str, body: Any, token: str | None = None) -> tuple[int, Any]:
+        return http("POST", self.url + path, body, token=token)
+
+    def delete(self, path: str, token: str | None = None) -> tuple[int, Any]:
+        return http("DELETE", self.url + path, token=token)
+
+    def command(self, table: str, command: str, token: str | None = None,
+                **fields: Any) -> tuple[int, Any]:
+        return self.post(f"/api/tables/{table}/commands", {"command": command, **fields}, token)
