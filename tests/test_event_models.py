@@ -22,6 +22,7 @@ from clock_service.events import EVENT_TYPES, EVENTS, INDEXED_TYPES
 from clock_service.hub import Hub, encode
 from clock_service.runtime import Runtime
 from clock_service.schemas import EVENT_MODELS
+from clock_service.signing import MatchSigner, Signer
 from clock_service.storage import Store
 from clock_service.storage.index import OPENING, REFRESH_TYPES
 from clock_service.timesource import FakeTime
@@ -48,9 +49,11 @@ class Recorded:
         return self.types(before)
 
     def types(self, since: int) -> list[str]:
+        """The types since, without the signatures: they come when the signer is done."""
         import json
 
-        return [json.loads(text)["type"] for text in self.texts[since:]]
+        kinds = [json.loads(text)["type"] for text in self.texts[since:]]
+        return [kind for kind in kinds if kind != "match.signed"]
 
 
 async def _settle(runtime: Runtime) -> None:
@@ -66,6 +69,9 @@ async def _play(db: Path) -> list[str]:
     runtime = Runtime(Store(db), time, Hub())
     await runtime.start(default_table=None)
     rec = Recorded(runtime, time)
+    # Each match's record is signed when it ends (match.signed; serve attaches the signer).
+    signer = MatchSigner(runtime, Signer(db.with_suffix(".key")))
+    signer.attach()
     try:
         await runtime.create_table("c", ["Ivanov", "Petrov"], profile=SHORT, race_to=2,
                                    event="Cup", referee="Orlov")
@@ -136,6 +142,13 @@ async def _play(db: Path) -> list[str]:
         assert rec.types(before) == ["match_clock.warning", "match_clock.warning",
                                      "match_clock.expired"]
         assert "match_clock.applied" in await rec.ok("m", "new_frame", reason="abandoned")
+        ended = rec.types(0).count("match.ended")
+        for _ in range(2000):  # the signatures are made off the loop, then recorded
+            if signer.signed == ended:
+                break
+            await asyncio.sleep(0.005)
+        assert signer.signed == ended >= 1, (signer.signed, ended)
+        signer.detach()
         # A clock running when the service stops comes back paused (restart).
         await runtime.create_table("r", ["A", "B"], profile=SHORT)
         await rec.ok("r", "start")
