@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from clock_service.commands import Command
-from clock_service.errors import Forbidden, InvalidInput, NotAuthorized
+from clock_service.errors import Forbidden, InvalidInput, NotAuthorized, UnknownToken
 
 __all__ = ["Credential", "Authority", "DIRECTOR", "REFEREE", "OPEN", "stamp", "token_digest"]
 
@@ -198,7 +198,7 @@ class Authority:
     def revoke(self, token_id: str, now_ms: float | None = None) -> dict[str, Any]:
         record = self._issued.get(token_id)
         if record is None:
-            raise InvalidInput(f"no token {token_id!r}", code="unknown_token")
+            raise UnknownToken(token_id)
         if record.get("revoked_at") is None:
             record = {**record,
                       "revoked_at": int(now_ms if now_ms is not None else time.time() * 1000)}

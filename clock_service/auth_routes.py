@@ -11,10 +11,28 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.convertors import Convertor, register_url_convertor
 
+from clock_service.api.common import error_responses
 from clock_service.auth import Authority, Credential
 
 __all__ = ["tokens_router", "IssueToken"]
+
+
+class _TokenId(Convertor[str]):
+    """A token's id as ``Authority.issue`` makes it (12 hex digits), so that
+    ``/api/tokens/me`` is not also a token's path (its Allow header named DELETE)."""
+
+    regex = "[0-9a-f]{12}"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("token_id", _TokenId())
 
 
 class IssueToken(BaseModel):
@@ -35,7 +53,8 @@ def tokens_router(auth_of: Callable[[Request], Authority],
     def director(request: Request) -> None:
         credential_of(request).check_director("managing tokens")
 
-    @router.post("", status_code=201, dependencies=[Depends(director)])
+    @router.post("", status_code=201, dependencies=[Depends(director)],
+                 responses=error_responses(400, 401, 403, 422, 429))
     async def issue(body: IssueToken, request: Request) -> dict[str, Any]:
         """Issue a token (a director's token): ``{"role": "referee", "tables": ["7"],
         "name": ...}``. 201 with ``token`` (shown only here) and its ``id``."""
@@ -48,7 +67,8 @@ def tokens_router(auth_of: Callable[[Request], Authority],
         """Every issued token (never the token itself), revoked ones with ``revoked_at``."""
         return auth_of(request).listed()
 
-    @router.delete("/{token_id}", dependencies=[Depends(director)])
+    @router.delete("/{token_id:token_id}", dependencies=[Depends(director)],
+                   responses=error_responses(401, 403, 404, 429))
     async def revoke(token_id: str, request: Request) -> dict[str, Any]:
         """Revoke a token: refused from its next request on."""
         return auth_of(request).revoke(token_id, now_ms(request))

@@ -17,6 +17,7 @@ __all__ = [
     "InvalidCommand",
     "InvalidProfile",
     "UnknownTable",
+    "UnknownToken",
     "TableExists",
     "NotAuthorized",
     "StoreError",
@@ -83,6 +84,16 @@ class UnknownTable(ShotClockError, LookupError):
     def __init__(self, table_id: str) -> None:
         super().__init__(f"no table {table_id!r}", code="unknown_table")
         self.table_id = table_id
+
+
+class UnknownToken(ShotClockError, LookupError):
+    """No issued token has this id (revoking one: 404)."""
+
+    code = "unknown_token"
+
+    def __init__(self, token_id: str) -> None:
+        super().__init__(f"no token {token_id!r}", code="unknown_token")
+        self.token_id = token_id
 
 
 class TableExists(ShotClockError):

@@ -26,6 +26,7 @@ from clock_service.errors import (
     TableExists,
     TooManyTables,
     UnknownTable,
+    UnknownToken,
 )
 from clock_service.reports.records import UnknownMatch
 from clock_service.schemas import ErrorResponse
@@ -36,7 +37,8 @@ __all__ = ["STATUS", "error_responses", "status_of", "error_response", "token_ma
            "invalid_json"]
 
 STATUS = {RuleRefusal: 409, InvalidInput: 422, UnknownTable: 404, UnknownMatch: 404,
-          TableExists: 409, TooManyTables: 409, NotAuthorized: 401, Forbidden: 403,
+          UnknownToken: 404, TableExists: 409, TooManyTables: 409, NotAuthorized: 401,
+          Forbidden: 403,
           StoreError: 503, NoHardware: 404}
 
 _ERROR_TEXT = {
