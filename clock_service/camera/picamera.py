@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from clock_service.camera.source import SourceError, SourceSpec
+from clock_service.camera.spec import SourceError, SourceSpec
 
 __all__ = ["PicameraSource", "SIZE", "FPS"]
 

@@ -25,9 +25,10 @@ import re
 import time
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from clock_service.camera.spec import SourceError, SourceSpec
 
 __all__ = ["SourceSpec", "parse_source", "FrameSource", "SourceError", "redact", "make_source",
            "V4L2_SIZE", "V4L2_FPS"]
@@ -40,19 +41,6 @@ QUEUED_MS = 1.5  # a grab quicker than this took a frame already waiting in a bu
 # when that was under 1.5 ms away (about 1 frame in 20 at 30 fps) the fresh frame is taken
 # for a buffered one and left out: one frame period lost, never a stale frame kept
 
-
-class SourceError(OSError):
-    """The camera cannot be opened or stopped giving frames."""
-
-
-@dataclass(frozen=True)
-class SourceSpec:
-    kind: str  # device | stream | file | picamera2
-    target: str | int
-
-    @property
-    def live(self) -> bool:
-        return self.kind != "file"
 
 
 def parse_source(spec: str) -> SourceSpec:
