@@ -126,6 +126,7 @@ class ServerProcess(Child):
             except OSError:
                 pass
             time.sleep(0.05)
+        self.kill()  # never leave a server that did not come up running behind the test
         raise RuntimeError("server did not come up:\n" + self.log.read_text()[-3000:])
 
     def disk_full(self, full: bool = True) -> None:
