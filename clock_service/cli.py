@@ -12,12 +12,14 @@ import contextlib
 import dataclasses
 import gc
 import logging
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import uvicorn
     from fastapi import FastAPI
 
     from clock_service.broadcast.feeds import FeedBoard
@@ -307,13 +309,28 @@ def _serve(args: argparse.Namespace) -> int:
     table_side.server = server
     # uvicorn sets up its loggers when the config is made: redact their handlers too.
     install_redactor(settings.referee_token)
+    _run_until_stopped(server)
+    return 0
+
+
+def _run_until_stopped(server: uvicorn.Server) -> None:
+    """Run the server until a signal stops it. Ctrl-C is a requested stop, not a crash: one
+    line and no traceback (issue 23, `make run`), whether uvicorn re-raises the interrupt
+    after its orderly shutdown (KeyboardInterrupt) or not."""
+    signals: list[int] = []
+    handle_exit = server.handle_exit
+
+    def record(sig: int, frame: Any) -> None:
+        signals.append(sig)
+        handle_exit(sig, frame)
+
+    server.handle_exit = record  # type: ignore[method-assign]
     try:
         server.run()
     except KeyboardInterrupt:
-        # Ctrl-C: uvicorn has shut down in order; asyncio re-raises the interrupt after it.
-        # A requested stop, not a crash: no traceback (issue 23, `make run`).
+        signals.append(signal.SIGINT)
+    if signal.SIGINT in signals:
         print("shotclock: stopped (Ctrl-C)", file=sys.stderr, flush=True)
-    return 0
 
 
 def _async(call: Callable[[], None]) -> Callable[[], Awaitable[None]]:
@@ -573,12 +590,7 @@ def _hall(args: argparse.Namespace) -> int:
                             access_log=args.access_log)
     server = uvicorn.Server(config)
     install_redactor(settings.referee_token)
-    try:
-        server.run()
-    except KeyboardInterrupt:
-        # Ctrl-C: uvicorn has shut down in order; asyncio re-raises the interrupt after it.
-        # A requested stop, not a crash: no traceback (issue 23, `make run`).
-        print("shotclock: stopped (Ctrl-C)", file=sys.stderr, flush=True)
+    _run_until_stopped(server)
     return 0
 
 

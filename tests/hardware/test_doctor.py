@@ -112,6 +112,17 @@ def wait_acknowledging(server: ServerProcess) -> None:
     raise AssertionError("the display never acknowledged")
 
 
+def wait_for_a_fault(server: ServerProcess) -> None:
+    import time
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if http("GET", f"{server.url}/api/health")[1].get("faults"):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the service raised no fault")
+
+
 def test_a_working_table_is_all_ok(tmp_path: Path, display: DisplayEmulator,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     assert display.slave_path is not None
@@ -170,6 +181,7 @@ def test_no_display_and_a_lan_address_without_a_token_fail_the_cli(
         env = {**server.env, "SHOTCLOCK_DB": str(server.db),
                "SHOTCLOCK_PORT": str(server.port), "SHOTCLOCK_HOST": "0.0.0.0"}
         env.pop("SHOTCLOCK_REFEREE_TOKEN", None)
+        wait_for_a_fault(server)  # the service raises the missing display's fault on its own time
         done = subprocess.run([sys.executable, "-m", "clock_service.cli", "doctor", "--json",
                                "--url", server.url], env=env, capture_output=True, text=True,
                               timeout=60)
