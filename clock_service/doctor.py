@@ -348,23 +348,19 @@ def check_store(m: Machine) -> list[Item]:
             return [Item("store", "Store", FAILING, f"{path} is read-only for {m.user}",
                          f"sudo chown -R {m.user} {db.parent} (or remount the disk "
                          "read-write); the service cannot write events")]
+    from clock_service.storage.log import quick_check
+
     started = time.monotonic()
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        give_up = started + STORE_CHECK_BUDGET_S
-        conn.set_progress_handler(lambda: int(time.monotonic() > give_up), 20_000)
-        try:
-            rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
-        finally:
-            conn.close()
-    except sqlite3.OperationalError as exc:
-        if "interrupted" in str(exc):
-            return [Item("store", "Store integrity", WARNING,
-                         f"{db}: quick_check not finished in {STORE_CHECK_BUDGET_S:.0f} s",
-                         "the service finishes it after start (a store_corrupt fault if bad)")]
-        rows = [str(exc)]
+        found = quick_check(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5),
+                            STORE_CHECK_BUDGET_S)
     except sqlite3.DatabaseError as exc:
-        rows = [str(exc)]
+        found = [str(exc)]
+    if found is None:
+        return [Item("store", "Store integrity", WARNING,
+                     f"{db}: quick_check not finished in {STORE_CHECK_BUDGET_S:.0f} s",
+                     "the service finishes it after start (a store_corrupt fault if bad)")]
+    rows = found
     took = time.monotonic() - started
     if rows != ["ok"]:
         return [Item("store", "Store integrity", FAILING, f"{db}: {'; '.join(rows)}",

@@ -58,9 +58,29 @@ from clock_service.storage.heartbeat import AliveFile
 from clock_service.storage.index import REFRESH_TYPES, ensure_index, index_ops, projection
 from clock_service.storage.schema import migrate
 
-__all__ = ["Store", "StoredTable", "ArchivedTable", "ARCHIVE_SEP", "UndoChange", "lean_text"]
+__all__ = ["Store", "StoredTable", "ArchivedTable", "ARCHIVE_SEP", "UndoChange", "lean_text",
+           "quick_check"]
 
 log = logging.getLogger(__name__)
+
+
+def quick_check(conn: sqlite3.Connection, budget_s: float | None = None) -> list[str] | None:
+    """SQLite's findings of ``PRAGMA quick_check(5)`` on ``conn`` (``["ok"]`` when sound),
+    or None when it ran past ``budget_s`` seconds (it reads every page: minutes for a big
+    store on an SD card). Closes ``conn``. The service's start and ``shotclock doctor``
+    both check this way."""
+    try:
+        if budget_s is not None:
+            give_up = time.monotonic() + budget_s
+            conn.set_progress_handler(lambda: int(time.monotonic() > give_up), 20_000)
+        try:
+            return [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+        except sqlite3.OperationalError as exc:
+            if budget_s is not None and "interrupted" in str(exc):
+                return None
+            raise
+    finally:
+        conn.close()
 
 # ``published``: per MQTT target (broker and hall) and table, the last seq the broker
 # acknowledged, with every seq before it (clock_service/mqtt/feed.py). It may lag behind
@@ -287,21 +307,13 @@ class Store:
             self._checked = True
             return True
         try:
-            conn = _connect(self.path)
-            if budget_s is not None:
-                give_up = time.monotonic() + budget_s
-                conn.set_progress_handler(lambda: int(time.monotonic() > give_up), 20_000)
-            try:
-                rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
-            finally:
-                conn.close()
-        except sqlite3.OperationalError as exc:
-            if budget_s is not None and "interrupted" in str(exc):
-                self.check_pending = True
-                return False
-            rows = [str(exc)]
+            found = quick_check(_connect(self.path), budget_s)
         except sqlite3.DatabaseError as exc:
-            rows = [str(exc)]
+            found = [str(exc)]
+        if found is None:
+            self.check_pending = True
+            return False
+        rows = found
         if rows != ["ok"]:
             raise StoreCorrupt(
                 f"the event store {self.path} failed its integrity check "
