@@ -72,6 +72,8 @@ export class TableConnection {
     // The service's time of the last message heard: while the link is not live the
     // countdown stops there (frozenNow), never running on from data that may be old.
     this.heardAt = null;
+    // The service's time when the link stopped being live: the countdown stops there.
+    this.frozenAt = null;
     // The last status changes [status, local ms] (the tests read it: no false alarm).
     this.statusLog = [];
     this.token = options.token || (() => "");
@@ -127,7 +129,11 @@ export class TableConnection {
   frozenNow() {
     let now = this.clock.serverNow();
     if (!this.live && this.staleSince != null) now = Math.min(now, this.staleSince);
-    if (this.status !== "live" && this.heardAt != null) now = Math.min(now, this.heardAt);
+    // Frozen where the digits stood when the link stopped being live, not at the last
+    // message heard: that was up to the stale threshold earlier, and the digits jumped
+    // back up by it (58 -> 60 on the console, whose threshold is 2 s).
+    const frozenAt = this.frozenAt ?? this.heardAt;
+    if (this.status !== "live" && frozenAt != null) now = Math.min(now, frozenAt);
     return now;
   }
 
@@ -166,6 +172,8 @@ export class TableConnection {
 
   _setStatus(status) {
     if (this.status === status) return;
+    if (status === "live") this.frozenAt = null;
+    else if (this.status === "live") this.frozenAt = this.clock.serverNow();
     this.status = status;
     this.statusLog.push([status, Math.round(localNow())]);
     if (this.statusLog.length > 50) this.statusLog.shift();
