@@ -107,7 +107,7 @@ def test_each_event_has_its_own_look_and_the_frame_end_is_held(
     on_air("match-over", "match_won", GOLD, "Match to Petrov")
     expect(page.locator("#over-title")).to_have_text("Petrov")
     # The score in the winner's favour (issue 23): Petrov, on the right, won 2:0.
-    expect(page.locator("#over-why")).to_have_text("wins the match 2:0 · ended by the referee")
+    expect(page.locator("#over-why")).to_have_text("match over · won 2:0 · ended by the referee")
     expect(page.locator("#frames1")).to_have_text("2")
     uncut()
     texts.append(third.inner_text())
@@ -115,7 +115,7 @@ def test_each_event_has_its_own_look_and_the_frame_end_is_held(
     assert not off_air, off_air
     # And in Russian.
     page.goto(f"{shared_server.url}/overlay?table=air&lang=ru")
-    expect(page.locator("#over-why")).to_have_text("победа в матче 2:0 · решение судьи")
+    expect(page.locator("#over-why")).to_have_text("матч окончен · победа 2:0 · решение судьи")
     uncut()
     assert not OFF_AIR.search(page.locator("#third").inner_text())
 

@@ -291,7 +291,7 @@ const DICT = {
     "overlay.frame": "Frame {n}",
     "overlay.table_offline": "clock offline",
     "overlay.won_frame": "wins frame {n}",
-    "overlay.won_match": "wins the match {score}",
+    "overlay.won_match": "match over · won {score}",
     "err.unknown": "{message}",
   },
   ru: {
@@ -578,7 +578,7 @@ const DICT = {
     "overlay.frame": "Партия {n}",
     "overlay.table_offline": "часы не в сети",
     "overlay.won_frame": "победа в партии {n}",
-    "overlay.won_match": "победа в матче {score}",
+    "overlay.won_match": "матч окончен · победа {score}",
     "err.unknown": "{message}",
   },
 };

@@ -205,7 +205,8 @@ function drawOver(m) {
   if (state.frame_end_reason === "technical_loss" && winner != null) {
     why = t("over.technical_loss", { name: state.players[1 - winner] });
   }
-  // The score in the winner's favour ("wins the match 2:0", whichever side won).
+  // "match over" in words, and the score in the winner's favour ("match over · won 2:0",
+  // whichever side won; issue 23 point 4).
   const won = matchWon ? t("overlay.won_match", { score: `${m.score[m.winner]}:${m.score[1 - m.winner]}` })
     : who == null ? "" : t("overlay.won_frame", { n: state.frame });
   overWhy = [won, why].filter(Boolean).join(" · ");
