@@ -16,8 +16,8 @@ from typing import Any
 
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
-from paho.mqtt.packettypes import PacketTypes
-from paho.mqtt.properties import Properties
+
+from clock_service.mqtt.connection import publish_properties
 
 __all__ = ["Watcher", "Got"]
 
@@ -90,14 +90,8 @@ class Watcher:
     def publish(self, topic: str, payload: str | bytes, *, response_topic: str | None = None,
                 correlation: bytes | None = None, qos: int = 1, retain: bool = False) -> int:
         """Publish and wait for the broker's PUBACK; returns its reason code (135: refused)."""
-        props = None
-        if response_topic is not None or correlation is not None:
-            props = Properties(PacketTypes.PUBLISH)
-            if response_topic is not None:
-                props.ResponseTopic = response_topic
-            if correlation is not None:
-                props.CorrelationData = correlation
-        info = self.client.publish(topic, payload, qos=qos, retain=retain, properties=props)
+        info = self.client.publish(topic, payload, qos=qos, retain=retain,
+                                   properties=publish_properties(response_topic, correlation))
         self._wait(lambda: info.mid in self.acks, 10, f"PUBACK for {topic}")
         return self.acks[info.mid]
 

@@ -29,13 +29,27 @@ from paho.mqtt.properties import Properties
 
 from clock_service.mqtt.topics import BrokerTarget
 
-__all__ = ["Connection", "ConnectError", "Message", "reason_text"]
+__all__ = ["Connection", "ConnectError", "Message", "reason_text", "publish_properties"]
 
 log = logging.getLogger(__name__)
 
 # MQTT 5 DISCONNECT reason: another client connected with the same client id.
 SESSION_TAKEN_OVER = 142
 
+
+
+def publish_properties(response_topic: str | None,
+                       correlation: bytes | None) -> Properties | None:
+    """The MQTT 5 properties of a request/response publish (response topic, correlation
+    data), or None for a plain one."""
+    if response_topic is None and correlation is None:
+        return None
+    props = Properties(PacketTypes.PUBLISH)
+    if response_topic is not None:
+        props.ResponseTopic = response_topic
+    if correlation is not None:
+        props.CorrelationData = correlation
+    return props
 
 class ConnectError(ConnectionError):
     """The broker could not be reached or refused the connection (``reason`` says why)."""
@@ -206,13 +220,7 @@ class Connection:
         QoS 1 message). Never waits. Raises ``ConnectionError`` when not connected."""
         if self.closed.done():
             raise ConnectionError("the MQTT connection is closed")
-        props = None
-        if response_topic is not None or correlation is not None:
-            props = Properties(PacketTypes.PUBLISH)
-            if response_topic is not None:
-                props.ResponseTopic = response_topic
-            if correlation is not None:
-                props.CorrelationData = correlation
+        props = publish_properties(response_topic, correlation)
         info = self._client.publish(topic, payload, qos=qos, retain=retain, properties=props)
         if info.rc != paho.MQTT_ERR_SUCCESS:
             raise ConnectionError(f"publish to {topic} failed: {paho.error_string(info.rc)}")
