@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from clock_service.camera.adapter import CameraAdapter
     from clock_service.mqtt.hall import HallRuntime
     from clock_service.mqtt.topics import BrokerTarget
+    from clock_service.reports.service import Reports
     from clock_service.runtime import Runtime
     from clock_service.settings import Settings
     from clock_service.storage import Store
@@ -176,36 +177,42 @@ def _configure_presets(settings: Settings) -> None:
         raise SystemExit(f"SHOTCLOCK_PRESETS_DIR: {exc}") from None
 
 
-def _app(settings: Settings, runtime: Runtime | HallRuntime, *,
+def _app(settings: Settings, runtime: Runtime | HallRuntime, *, reports: Reports | None = None,
          feeds: FeedBoard | None = None, **parts: Any) -> FastAPI:
     """The app over ``runtime`` with the projections every service reads from it: the
     match reports and the broadcast feeds (made before the runtime starts: they see every
     publication)."""
     from clock_service.api import create_app
     from clock_service.broadcast.feeds import FeedBoard
+
+    return create_app(settings, runtime, reports=reports or _reports(runtime),
+                      feeds=feeds or FeedBoard(runtime), **parts)
+
+
+def _reports(runtime: Runtime | HallRuntime) -> Reports:
+    """The match records over the runtime's store."""
     from clock_service.reports.service import Reports
 
-    reports = Reports(runtime.store.reader_connection, runtime.store.path)
-    return create_app(settings, runtime, reports=reports, feeds=feeds or FeedBoard(runtime),
-                      **parts)
+    return Reports(runtime.store.reader_connection, runtime.store.path)
 
 
 def table_app(settings: Settings, *, time: TimeSource | None = None) -> FastAPI:
     """A table service with no devices, publisher or camera (tests and benchmarks)."""
     runtime = table_runtime(settings, time=time)
-    tournament = _tournament(runtime, settings)
-    return _with_tournament(_app(settings, runtime, parts=tournament), tournament)
+    reports = _reports(runtime)
+    tournament = _tournament(runtime, settings, reports)
+    return _with_tournament(_app(settings, runtime, reports=reports, parts=tournament),
+                            tournament)
 
 
-def _tournament(runtime: Runtime, settings: Settings) -> list[Any]:
+def _tournament(runtime: Runtime, settings: Settings, reports: Reports) -> list[Any]:
     """The draw's queues and the results out over a table service's runtime (issue 25):
-    parts of the app."""
-    from clock_service.reports.service import Reports
+    parts of the app. The results read the app's own match records."""
     from clock_service.tournament.results import Results
     from clock_service.tournament.service import Tournament
 
     tournament = Tournament(runtime)
-    results = Results(runtime, Reports(runtime.store.reader_connection, runtime.store.path),
+    results = Results(runtime, reports,
                       webhook=settings.results_webhook, secret=settings.results_secret,
                       retry_s=settings.results_retry_s, draw_number=tournament.draw_number)
     return [tournament, results]
@@ -275,9 +282,10 @@ def _serve(args: argparse.Namespace) -> int:
     files = text_files(feeds, settings)  # SHOTCLOCK_FEED_DIR (clock_service/broadcast)
     if files is not None:
         parts.append(files)
-    tournament = _tournament(runtime, settings)
+    reports = _reports(runtime)
+    tournament = _tournament(runtime, settings, reports)
     parts.extend(tournament)
-    app = _with_tournament(_app(settings, runtime, feeds=feeds, parts=parts,
+    app = _with_tournament(_app(settings, runtime, reports=reports, feeds=feeds, parts=parts,
                                 hardware=table_side.dimmable, camera=camera), tournament)
     base = f"{'https' if settings.tls_cert else 'http'}://{settings.host}:{settings.port}"
     table = settings.default_table or "1"
