@@ -10,7 +10,7 @@ from typing import Any
 
 from clock_service.reports.stats import MatchRecord
 
-__all__ = ["record_json", "shots_csv", "CSV_COLUMNS", "dumps"]
+__all__ = ["record_json", "shots_csv", "CSV_COLUMNS", "dumps", "csv_cell"]
 
 # The first ten are the issue's; the rest say more about the same row.
 CSV_COLUMNS = ("match", "frame", "visit", "round", "player", "limit_ms", "used_ms",
@@ -29,7 +29,8 @@ def record_json(summary: Mapping[str, Any], record: MatchRecord,
     return out
 
 
-def _cell(value: Any) -> Any:
+def csv_cell(value: Any) -> Any:
+    """A value as a CSV cell a spreadsheet reads as data (the match CSVs and the results)."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -50,7 +51,7 @@ def shots_csv(record: MatchRecord, *, locale: str = "en") -> str:
     writer = csv.writer(out, lineterminator="\r\n", delimiter=";" if locale == "ru" else ",")
     writer.writerow(CSV_COLUMNS)
     for shot in record.shots:
-        writer.writerow([_cell(v) for v in (
+        writer.writerow([csv_cell(v) for v in (
             record.id, shot.frame, shot.visit, shot.round, record.players[shot.player],
             shot.limit_ms, shot.used_ms, shot.extension, shot.outcome, ";".join(shot.fouls),
             shot.number, shot.player, shot.extension_ms, shot.whites, shot.pauses,

@@ -29,6 +29,7 @@ import urllib.request
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from clock_service.reports.export import csv_cell
 from clock_service.reports.records import UnknownMatch
 from clock_service.reports.service import Reports
 from clock_service.runtime import Runtime
@@ -87,16 +88,6 @@ def result_from(record: Mapping[str, Any], ended: Mapping[str, Any] | None,
     }
 
 
-def _cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value  # text, never a spreadsheet formula
-    return value
-
-
 def results_csv(results: Iterable[Mapping[str, Any]]) -> str:
     """One row per finished match (RESULT_COLUMNS)."""
     out = io.StringIO()
@@ -104,7 +95,7 @@ def results_csv(results: Iterable[Mapping[str, Any]]) -> str:
     writer.writerow(RESULT_COLUMNS)
     for r in results:
         a, b = r["stats"]
-        writer.writerow([_cell(v) for v in (
+        writer.writerow([csv_cell(v) for v in (
             r["match"], r["table"], r["event"], r["players"][0], r["players"][1], r["race_to"],
             r["score"][0], r["score"][1], r["winner_name"], r["drawn"], r["by_time_limit"],
             len(r["frames"]), r["started_at"], r["ended_at"], r["duration_ms"], a["shots"],
