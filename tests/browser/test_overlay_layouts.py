@@ -343,6 +343,9 @@ def test_clock_only_from_ten_seconds_and_animations_never_hide_a_change(
     page.wait_for_function("document.getElementById('third').dataset.air === 'on'")
     page.wait_for_function("document.getElementById('third').dataset.stage === 'expired'",
                            timeout=8000)
+    # The page's sampler has recorded a frame since the expiry was drawn (it lagged a frame
+    # behind the stage on CI: the last sample still read 0.1).
+    page.wait_for_function("(s => s.length && s[s.length - 1][2] === '0.0')(window.airSamples)")
     samples = page.evaluate("window.airSamples")
     assert len(samples) > 60
     on_air = [s for s in samples if s[0] == "on"]
