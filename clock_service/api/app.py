@@ -183,7 +183,7 @@ async def _warm_executor() -> None:
 # display may not be framed (clickjacking a referee's buttons); the overlay must stay
 # embeddable (OBS browser source). Inline style attributes stay allowed: the pages set them.
 _CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-        "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+        "img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
         "form-action 'self'")
 # FastAPI's /docs loads Swagger UI from a CDN and starts it with an inline script.
 _CSP_DOCS = ("default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "

@@ -35,6 +35,7 @@ from typing import Any
 from clock_service.camera.core import Decision, Rest, Strike, Sure, Unsure
 from clock_service.camera.evidence import Evidence
 from clock_service.camera.geometry import Calibration, CalibrationError
+from clock_service.camera.liveview import LiveView, Seen
 from clock_service.camera.modes import MODES, TableView, command_for
 from clock_service.camera.source import (
     FrameSource,
@@ -92,6 +93,10 @@ class CameraAdapter:
         self.origin: float | None = None  # a file's playback origin (service ms)
         self.frame_size: tuple[int, int] | None = None
         self.last_frame: Any = None
+        # the last frame looked at and what the detector saw in it (the calibration
+        # page's live view, issue 21 point 3b); ``live`` makes its images (loop thread)
+        self.seen: Seen | None = None
+        self.live = LiveView()
         self._frame_times: collections.deque[float] = collections.deque(maxlen=60)
         self.confidence = 0.0
         self.balls = 0
@@ -222,6 +227,7 @@ class CameraAdapter:
                             pipeline = None
                             self._new_calibration = False
                     if calibration is None:
+                        self.seen = Seen(frame, at, self.frames, (), None, 0.0, 0.0, None)
                         continue
                     if pipeline is None or pipeline.frame_size != size:
                         pipeline = FramePipeline(calibration, size)
@@ -239,6 +245,11 @@ class CameraAdapter:
                     self.balls = len(result.view.detections)
                     self.watch_state = pipeline.watcher.state
                     self.sure = pipeline.watcher.sure
+                    detector = pipeline.detector
+                    self.seen = Seen(frame, at, self.frames,
+                                     tuple((d.x, d.y, d.kind) for d in result.view.detections),
+                                     result.view.felt, result.view.felt_share, detector.scale,
+                                     detector.calibration, calibration)
                     for decision in result.decisions:
                         self._hop(self._on_decision, decision)
             except SourceError as exc:
@@ -451,6 +462,7 @@ class CameraAdapter:
                        "last": list(v)[-5:]}
                 for step, v in self.differences.items()},
             "disagreements": list(self.disagreements),
+            "live_view": {"encodes": self.live.encodes, "refused": self.live.refused},
             "evidence": ({**self.evidence.status(), "shed": self.evidence_shed}
                          if self.evidence is not None else None),
         }

@@ -63,6 +63,31 @@ def camera_router(adapter_of: Callable[[Request], CameraAdapter | None],
         body = await asyncio.to_thread(encode)  # off the loop: a 1080p encode takes ms
         return Response(body, media_type="image/jpeg", headers={"Cache-Control": "no-store"})
 
+    @router.get("/view.jpg")
+    async def camera_view(request: Request, felt: bool = False) -> Any:
+        """What the detector sees (issue 21 point 3b): the last frame it looked at, at most
+        800 px wide, with each ball's outline (white balls white, the coloured ball
+        orange), the bed's outline, and with ``felt=1`` the felt mask tinted blue. Headers:
+        ``X-Camera-Balls`` (balls found), ``X-Camera-Frame`` (the frame's number),
+        ``X-Camera-Size`` (the frame's own size, ``1280x720``: corners are clicked in
+        it). Made off the event loop, at most 4 new images a second whatever the number
+        of clients (a client asking faster gets the last one again); 503 ``busy`` when
+        16 requests already wait."""
+        adapter = adapter_of(request)
+        if adapter is None:
+            return _error(404, "no_camera", "no camera is configured (SHOTCLOCK_CAMERA)")
+        seen = adapter.seen
+        if seen is None:
+            return _error(503, "no_frame", "the camera has not given a frame yet")
+        if adapter.live.busy():
+            adapter.live.refused += 1
+            return _error(503, "busy", "too many live view requests are waiting; ask again")
+        image = await adapter.live.image(seen, adapter.calibration, felt=felt)
+        return Response(image.jpeg, media_type="image/jpeg", headers={
+            "Cache-Control": "no-store", "X-Camera-Balls": str(image.balls),
+            "X-Camera-Frame": str(image.number),
+            "X-Camera-Size": f"{image.size[0]}x{image.size[1]}"})
+
     def _clips(request: Request) -> Any:
         adapter = adapter_of(request)
         if adapter is None:

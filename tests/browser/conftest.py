@@ -68,9 +68,10 @@ class Traffic:
     errors: list[str] = field(default_factory=list)
 
     def outside(self) -> list[str]:
-        """URLs that were not for the server on 127.0.0.1 (data: URLs are not requests)."""
+        """URLs that were not for the server on 127.0.0.1 (data: URLs are not requests, nor
+        are blob: URLs: the page's own copies of what it fetched)."""
         return [u for u in self.requests + self.sockets
-                if not u.startswith("data:") and urlparse(u).hostname != "127.0.0.1"]
+                if not u.startswith(("data:", "blob:")) and urlparse(u).hostname != "127.0.0.1"]
 
 
 @pytest.fixture
