@@ -18,7 +18,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from clock_service.tls import Device, init
 from tests.mqtt.conftest import need_mosquitto
 from tests.mqtt.watcher import Watcher
 from tests.server import ServerProcess, free_port
+from tests.waiting import until
 
 pytestmark = [pytest.mark.mqtt, pytest.mark.e2e]
 
@@ -39,12 +39,8 @@ ROOT = "shotclock/v1/main/tables"
 
 
 def wait(check: Any, what: str, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-    return result
+    """tests.waiting.until, polling the services over HTTP every 50 ms."""
+    return until(check, timeout, 0.05, what)
 
 
 class Shipped:
@@ -70,15 +66,16 @@ class Shipped:
         (tmp / "mosquitto.conf").write_text(conf)
         self.proc = subprocess.Popen(["mosquitto", "-c", str(tmp / "mosquitto.conf")],
                                      stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
-        while True:
+
+        def listening() -> bool:
             assert self.proc.poll() is None, self.proc.stderr.read() if self.proc.stderr else ""
             try:
                 socket.create_connection(("127.0.0.1", self.tls_port), timeout=0.5).close()
-                break
             except OSError:
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
+                return False
+            return True
+
+        until(listening, 10, 0.02, "mosquitto to listen")
 
     def env_line(self, account: str) -> str:
         """The SHOTCLOCK_MQTT_URL the script wrote for ``account``, at the test's port."""

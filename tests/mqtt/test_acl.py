@@ -6,11 +6,8 @@ tests/mqtt/test_accounts.py."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,6 +17,7 @@ from clock_service.runtime import Runtime
 from tests.broker import Broker
 from tests.mqtt.conftest import ROLES, settings
 from tests.mqtt.watcher import Watcher
+from tests.waiting import until_async
 
 pytestmark = pytest.mark.mqtt
 
@@ -27,12 +25,6 @@ NOT_AUTHORIZED = 135
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "mosquitto"
 ROOT = "shotclock/v1/hall/tables/1"
 
-
-async def until(check: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.01)
 
 
 def login(broker: Broker, role: str, client_id: str | None = None) -> Watcher:
@@ -45,7 +37,7 @@ async def test_only_referees_command_and_nobody_else_speaks_for_a_table(
     url = broker.url(user="table", password=ROLES["table"])
     publisher = MqttPublisher(runtime, parse_url(url), settings(referee_token="tok"))
     await publisher.start()
-    await until(lambda: publisher.tables["1"].feed.acked == 2)  # the table may publish
+    await until_async(lambda: publisher.tables["1"].feed.acked == 2)  # the table may publish
     overlay = login(broker, "overlay")
     referee = login(broker, "referee", client_id="desk")
     hall = login(broker, "hall")
@@ -62,7 +54,7 @@ async def test_only_referees_command_and_nobody_else_speaks_for_a_table(
         assert referee.publish(f"{ROOT}/commands", command,
                                response_topic="shotclock/v1/hall/replies/desk",
                                correlation=b"1") < 128
-        await until(lambda: any(m.topic.endswith("/replies/desk") for m in referee.messages))
+        await until_async(lambda: any(m.topic.endswith("/replies/desk") for m in referee.messages))
         reply = next(m for m in referee.messages if m.topic.endswith("/replies/desk")).json()
         assert "error" not in reply, reply
         assert runtime.state("1")["phase"] == "running"
@@ -73,8 +65,8 @@ async def test_only_referees_command_and_nobody_else_speaks_for_a_table(
                 assert who.publish(f"{ROOT}/{kind}", b"{}") == NOT_AUTHORIZED, kind
         # The overlay saw the table's events, and never a command (they carry the token),
         # nor the referee's reply.
-        await until(lambda: [m.json()["type"] for m in overlay.on(f"{ROOT}/events")] == [
-            "clock.started"])
+        await until_async(lambda: [m.json()["type"] for m in overlay.on(f"{ROOT}/events")] == [
+                  "clock.started"])
         seen = {m.topic.rsplit("/", 1)[1] for m in overlay.messages}
         assert seen <= {"events", "state", "status"}
         assert all(m.json()["seq"] for m in overlay.on(f"{ROOT}/events"))
@@ -83,7 +75,7 @@ async def test_only_referees_command_and_nobody_else_speaks_for_a_table(
             spy.subscribe("shotclock/v1/hall/replies/desk")
             referee.publish(f"{ROOT}/commands", json.dumps({"command": "pause", "token": "tok"}),
                             response_topic="shotclock/v1/hall/replies/desk", correlation=b"2")
-            await until(lambda: sum(m.topic.endswith("/desk") for m in referee.messages) == 2)
+            await until_async(lambda: sum(m.topic.endswith("/desk") for m in referee.messages) == 2)
             assert spy.messages == []
     finally:
         for client in (overlay, referee, hall):

@@ -9,7 +9,6 @@ import asyncio
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,6 +19,7 @@ from clock_service.runtime import Runtime
 from tests.broker import Broker
 from tests.mqtt.conftest import settings
 from tests.mqtt.watcher import Watcher
+from tests.waiting import until_async
 
 pytestmark = pytest.mark.mqtt
 
@@ -38,12 +38,6 @@ def bridge_config(upstream_port: int) -> str:
         lines.append(line.replace("main-hall", "hall"))
     return "\n".join(lines) + "\n"
 
-
-async def until(check: Any, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
 
 
 async def test_a_subscriber_upstream_sees_every_event(runtime: Runtime, tmp_path: Path) -> None:
@@ -65,7 +59,7 @@ async def test_a_subscriber_upstream_sees_every_event(runtime: Runtime, tmp_path
         for command in (Start(), Pause(), Resume(), Pause()):
             await runtime.command("1", command)
         events = "shotclock/v1/hall/tables/1/events"
-        await until(lambda: len(production.on(events)) == 6)
+        await until_async(lambda: len(production.on(events)) == 6, timeout=15)
         got = [(m.json()["seq"], m.payload.decode()) for m in production.on(events)]
         stored = runtime.store.event_texts("1", 0, 100)
         # every event, in order, as is: as stored (the two sent from the store at start) or
@@ -77,10 +71,21 @@ async def test_a_subscriber_upstream_sees_every_event(runtime: Runtime, tmp_path
         with Watcher(upstream.port) as late:
             late.subscribe("shotclock/v1/hall/tables/1/state")
             late.wait_for(lambda ms: bool(ms) and ms[-1].json()["seq"] == 6)
-        # Nothing comes down: a command published upstream never reaches the table.
-        production.publish("shotclock/v1/hall/tables/1/commands",
-                           json.dumps({"command": "resume"}))
-        await asyncio.sleep(0.5)
+        # Nothing comes down: a command published upstream never reaches the hall's broker
+        # (nor the table). Proof that it would have: the upstream routed it (production,
+        # subscribed too, gets it back, and a bridge subscribed to it upstream would have
+        # been sent it then), and a probe sent up through the bridge after that has arrived.
+        commands = "shotclock/v1/hall/tables/1/commands"
+        with Watcher(hall_broker.port) as hall_side:
+            hall_side.subscribe(commands)
+            production.subscribe(commands)
+            production.publish(commands, json.dumps({"command": "resume"}))
+            await until_async(lambda: production.on(commands), timeout=15)
+            probe_topic = "shotclock/v1/hall/tables/probe/events"
+            probes = len(production.on(probe_topic))
+            hall_side.publish(probe_topic, b'{"seq": 0}')
+            await until_async(lambda: len(production.on(probe_topic)) > probes, timeout=15)
+            assert hall_side.on(commands) == []
         assert runtime.state("1")["phase"] == "paused"
     finally:
         production.close()

@@ -5,10 +5,8 @@ every topic used is one of the document's channel addresses."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import time
 from typing import Any
 
 import pytest
@@ -22,6 +20,7 @@ from clock_service.schemas import MqttStatus, PingMessage, WsTableState
 from tests.broker import Broker
 from tests.mqtt.conftest import settings
 from tests.mqtt.watcher import Watcher
+from tests.waiting import until_async
 
 pytestmark = pytest.mark.mqtt
 
@@ -38,12 +37,6 @@ def addresses() -> list[re.Pattern[str]]:
             for c in channels if not c["address"].startswith("/")]
 
 
-async def until(check: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.01)
-
 
 async def test_every_mqtt_message_of_a_frame_matches_the_document(
         runtime: Runtime, broker: Broker) -> None:
@@ -53,7 +46,7 @@ async def test_every_mqtt_message_of_a_frame_matches_the_document(
     with Watcher(broker.port, client_id="desk") as desk:
         desk.subscribe("shotclock/v1/hall/#")
         await publisher.start()
-        await until(lambda: len(desk.on(f"{ROOT}/events")) == 2)
+        await until_async(lambda: len(desk.on(f"{ROOT}/events")) == 2)
 
         async def ask(message: dict[str, Any], model: type[BaseModel],
                       response_topic: str | None = REPLIES) -> dict[str, Any]:
@@ -62,7 +55,7 @@ async def test_every_mqtt_message_of_a_frame_matches_the_document(
             before = len(desk.on(where))
             desk.publish(f"{ROOT}/commands", json.dumps(message),
                          response_topic=response_topic, correlation=b"x")
-            await until(lambda: len(desk.on(where)) > before)
+            await until_async(lambda: len(desk.on(where)) > before)
             reply: dict[str, Any] = desk.on(where)[-1].json()
             return reply
 
@@ -77,8 +70,8 @@ async def test_every_mqtt_message_of_a_frame_matches_the_document(
         await ok("hand_back")
         await ok("start")
         # Petrov runs out: his second foul of the frame, a technical loss (10.5).
-        await until(lambda: any(m.json()["type"] == "frame.ended"
-                                for m in desk.on(f"{ROOT}/events")), 5)
+        await until_async(lambda: any(m.json()["type"] == "frame.ended"
+                                      for m in desk.on(f"{ROOT}/events")), 5)
         refused = await ask({"type": "command", "command": "extension", "token": TOKEN},
                             MQTT_MESSAGES["mqttCommand"])
         assert refused["type"] == "error" and refused["status"] == 409
@@ -90,11 +83,11 @@ async def test_every_mqtt_message_of_a_frame_matches_the_document(
         sent.append((MQTT_MESSAGES["mqttReplay"], replay))
         before = len(desk.on(f"{ROOT}/events"))
         desk.publish(f"{ROOT}/replay", json.dumps(replay))
-        await until(lambda: len(desk.on(f"{ROOT}/events")) > before)
-        await until(lambda: desk.on(f"{ROOT}/state")[-1].json()["seq"]
-                    == runtime.state("c")["seq"])
+        await until_async(lambda: len(desk.on(f"{ROOT}/events")) > before)
+        await until_async(lambda: desk.on(f"{ROOT}/state")[-1].json()["seq"]
+                          == runtime.state("c")["seq"])
         await publisher.close()
-        await until(lambda: desk.on(f"{ROOT}/status")[-1].payload == b"offline")
+        await until_async(lambda: desk.on(f"{ROOT}/status")[-1].payload == b"offline")
         got = list(desk.messages)
 
     patterns = addresses()

@@ -24,6 +24,7 @@ from tests.broker import Broker
 from tests.mqtt.conftest import ACL, ROLES, need_mosquitto
 from tests.mqtt.watcher import Watcher
 from tests.server import ServerProcess
+from tests.waiting import until
 
 pytestmark = [pytest.mark.mqtt, pytest.mark.e2e]
 
@@ -62,18 +63,31 @@ def hall(tmp_path: Path) -> Iterator[Hall]:
         status, _ = h.table.post("/api/tables", {"id": "7", "players": ["Ivanov", "Petrov"],
                                                  "profile": SHORT}, token=TOKEN)
         assert status == 201
-        wait(lambda: table_ids(h.hall) == ["7"], "the hall to see table 7")
+        poll(lambda: table_ids(h.hall) == ["7"], "the hall to see table 7")
         yield h
     finally:
         h.stop()
 
 
-def wait(check: Any, what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.05)
+def poll(check: Any, what: str) -> Any:
+    """tests.waiting.until, polling the services over HTTP every 50 ms for up to 15 s."""
+    return until(check, 15.0, 0.05, what)
+
+
+# Not a status (online/offline) of a table no one has: the hall counts it as a bad message
+# and changes nothing. Published by a client after a message M reached the broker, it
+# reaches a subscriber of both after M (mosquitto queues to each client in order).
+MARKER = "shotclock/v1/h/tables/marker/status"
+
+
+def late_marker(hall: Hall, late: Watcher) -> list[Any]:
+    """What ``late`` got before a marker published now: the retained messages of what it
+    has subscribed to (the broker queues them with the SUBACK, before any later message)."""
+    late.subscribe(MARKER)
+    with Watcher(hall.broker.port, user="table", password=ROLES["table"]) as table:
+        assert table.publish(MARKER, b"marker") == 0
+    got = late.wait_for(lambda ms: any(m.topic == MARKER for m in ms), what="the marker")
+    return got[:[m.topic for m in got].index(MARKER)]
 
 
 def table_ids(server: ServerProcess) -> list[str]:
@@ -90,7 +104,7 @@ def without_time(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_hall_serves_the_tables_state_and_log(hall: Hall) -> None:
-    wait(lambda: logs_equal(hall), "the logs to match")
+    poll(lambda: logs_equal(hall), "the logs to match")
     assert without_time(hall.hall.get("/api/tables/7")) == without_time(
         hall.table.get("/api/tables/7"))
     health = hall.hall.get("/api/health")
@@ -131,7 +145,7 @@ def test_commands_to_the_hall_are_forwarded_to_the_table(hall: Hall) -> None:
     assert status == 409 and body["error"]["code"] == "hall_read_only"
     status, _ = hall.hall.command("7", "pause", token=TOKEN)
     assert status == 200
-    wait(lambda: logs_equal(hall), "the logs to match")
+    poll(lambda: logs_equal(hall), "the logs to match")
     # Match records are built from the stored events: the hall's are the table's.
     matches = hall.table.get("/api/matches?table=7")
     assert matches["matches"] and hall.hall.get("/api/matches?table=7") == matches
@@ -159,8 +173,8 @@ def test_the_hall_websocket_replays_and_goes_live(hall: Hall) -> None:
         assert (ack["type"], ack["id"]) == ("ack", "w1")
 
 
-def hall_cards(feed: Any, until: Any) -> dict[str, Any]:
-    """Read the hall feed until a card of table 7 satisfies ``until``; that card."""
+def hall_cards(feed: Any, wanted: Any) -> dict[str, Any]:
+    """Read the hall feed until a card of table 7 satisfies ``wanted``; that card."""
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         message = json.loads(feed.recv(timeout=15))
@@ -168,7 +182,7 @@ def hall_cards(feed: Any, until: Any) -> dict[str, Any]:
                  else message["tables"] if message["type"] == "hall" else [])
         for card in cards:
             HallTable.model_validate(card)
-            if card["table"] == "7" and until(card):
+            if card["table"] == "7" and wanted(card):
                 return dict(card)
     raise TimeoutError("no such card of table 7 on the hall feed")
 
@@ -196,7 +210,7 @@ def test_a_table_that_goes_offline_and_back(hall: Hall) -> None:
     assert stale["seq"] == running["seq"] and stale["phase"] == "running"
     assert killed_at - 100 <= stale["stale_since"] <= time.time() * 1000
     assert stale["remaining_ms"] == max(0, int(stale["deadline"] - stale["stale_since"] + 0.999999))
-    time.sleep(0.3)
+    time.sleep(0.3)  # real time under test: the stale countdown must not move meanwhile
     with connect(f"{hall.hall.ws_url}/ws/hall") as later:  # a page opened later: the same
         card = json.loads(later.recv(timeout=5))["tables"][0]
         assert (card["live"], card["remaining_ms"]) == (False, stale["remaining_ms"])
@@ -219,14 +233,14 @@ def test_a_table_that_goes_offline_and_back(hall: Hall) -> None:
         faults = hall.hall.get("/api/health")["faults"]
         return any(f["code"] == "table_offline" and f["table"] == "7" for f in faults)
 
-    wait(offline, "the table_offline fault")
+    poll(offline, "the table_offline fault")
     started = time.monotonic()
     status, body = hall.hall.command("7", "start", token=TOKEN)
     assert status == 503 and body["error"]["code"] == "table_unreachable"
     assert time.monotonic() - started < 2  # known offline: no waiting for a timeout
     assert hall.hall.get("/api/tables/7")["table"] == "7"  # still shown as last seen
     hall.table.start()
-    wait(lambda: not offline(), "the fault to clear")
+    poll(lambda: not offline(), "the fault to clear")
     back = hall_cards(feed, lambda c: c["live"])
     assert back["stale_since"] is None
     feed.close()
@@ -237,7 +251,7 @@ def test_a_table_that_goes_offline_and_back(hall: Hall) -> None:
     table_ws.close()
     status, _ = hall.hall.command("7", "turn", token=TOKEN)
     assert status == 200
-    wait(lambda: logs_equal(hall), "the logs to match")
+    poll(lambda: logs_equal(hall), "the logs to match")
 
 
 def test_a_hall_without_its_broker_shows_every_card_as_last_known(hall: Hall) -> None:
@@ -248,7 +262,7 @@ def test_a_hall_without_its_broker_shows_every_card_as_last_known(hall: Hall) ->
         assert stale["stale_since"] is not None
         hall.broker.start()
         assert hall_cards(feed, lambda c: c["live"])["stale_since"] is None
-    wait(lambda: hall.table.get("/api/health")["faults"] == [], "the table to reconnect")
+    poll(lambda: hall.table.get("/api/health")["faults"] == [], "the table to reconnect")
 
 
 def test_the_hall_asks_for_what_the_broker_lost(hall: Hall) -> None:
@@ -261,9 +275,9 @@ def test_the_hall_asks_for_what_the_broker_lost(hall: Hall) -> None:
         assert status == 200, body
     hall.broker.kill()
     hall.broker.start()
-    wait(lambda: hall.table.get("/api/health")["faults"] == [], "the table to reconnect")
+    poll(lambda: hall.table.get("/api/health")["faults"] == [], "the table to reconnect")
     hall.hall.start()
-    wait(lambda: logs_equal(hall), "the hall to catch up")
+    poll(lambda: logs_equal(hall), "the hall to catch up")
     assert hall.hall.get("/api/health")["components"]["mqtt"]["asks"] >= 1
 
 
@@ -275,22 +289,21 @@ def test_a_table_archived_on_its_service_is_archived_on_the_hall(hall: Hall) -> 
     assert status == 200, archived
     status, body = hall.hall.delete("/api/tables/7", token=TOKEN)
     assert status in (404, 409), body  # the hall never archives on its own
-    wait(lambda: "7" not in table_ids(hall.hall), "the hall to archive table 7")
+    poll(lambda: "7" not in table_ids(hall.hall), "the hall to archive table 7")
 
     def retained() -> list[Any]:
         with Watcher(hall.broker.port, user="overlay", password=ROLES["overlay"]) as late:
             late.subscribe("shotclock/v1/h/tables/7/state")
             late.subscribe("shotclock/v1/h/tables/7/status")
-            time.sleep(0.3)
-            return late.messages
+            return late_marker(hall, late)
 
     # Once its last event is acknowledged, the table clears its retained state and status
     # (a clean disconnect: no "offline" will).
-    wait(lambda: retained() == [], "the retained state and status to be cleared")
+    poll(lambda: retained() == [], "the retained state and status to be cleared")
     status, _ = hall.table.post("/api/tables", {"id": "7", "players": ["Ivanov", "Sidorov"],
                                                 "profile": SHORT}, token=TOKEN)
     assert status == 201
-    wait(lambda: "7" in table_ids(hall.hall) and logs_equal(hall), "the new table 7")
+    poll(lambda: "7" in table_ids(hall.hall) and logs_equal(hall), "the new table 7")
     fresh = hall.hall.get("/api/tables/7/events?since=0")
     assert fresh[0]["seq"] == 1 and fresh[0]["data"]["players"] == ["Ivanov", "Sidorov"]
     assert len(before) > len(fresh) or before[0] != fresh[0]
@@ -319,9 +332,19 @@ def test_a_table_that_starts_a_new_log_is_not_mixed_into_the_old_one(hall: Hall)
         faults = hall.hall.get("/api/health")["faults"]
         return any(f["code"] == "table_diverged" and f["table"] == "7" for f in faults)
 
-    wait(diverged, "the table_diverged fault")
-    assert hall.table.command("7", "start", token=TOKEN)[0] == 200
-    time.sleep(0.5)
+    poll(diverged, "the table_diverged fault")
+    status, started = hall.table.command("7", "start", token=TOKEN)
+    assert status == 200
+    # The broker has the new log's clock.started (the table's PUBACK), so the hall gets it
+    # before a marker published after it; once the hall has counted the marker (a bad
+    # message), it has read clock.started too, and must not have taken it.
+    poll(lambda: hall.table.get("/api/health")["components"]["mqtt"]["per_table"]["7"][
+        "acked"] >= started["seq"], "the table's clock.started at the broker")
+    bad = hall.hall.get("/api/health")["components"]["mqtt"]["bad_messages"]
+    with Watcher(hall.broker.port, user="table", password=ROLES["table"]) as table:
+        assert table.publish(MARKER, b"marker") == 0
+    poll(lambda: hall.hall.get("/api/health")["components"]["mqtt"]["bad_messages"] > bad,
+         "the hall to read the marker")
     assert hall.hall.get("/api/tables/7/events?since=0") == before
 
 

@@ -6,9 +6,7 @@ late, its publisher, the hall runtime, a real broker."""
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,17 +20,12 @@ from clock_service.storage import Store
 from clock_service.timesource import RealTime
 from tests.broker import Broker
 from tests.mqtt.conftest import settings
+from tests.waiting import until_async
 
 pytestmark = pytest.mark.mqtt
 
 HOUR_MS = 3_600_000.0
 
-
-async def until(check: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
 
 
 @pytest.mark.parametrize("late_by_ms", [HOUR_MS, 0.0])
@@ -49,13 +42,13 @@ async def test_a_table_clock_off_the_halls_is_a_fault(tmp_path: Path, broker: Br
     await hall.start()
     try:
         await publisher.start()
-        await until(lambda: "7" in hall.tables and hall.tables["7"].published_seq == 2)
+        await until_async(lambda: "7" in hall.tables and hall.tables["7"].published_seq == 2)
         await table.command("7", Start())
         for _ in range(6):  # live events, a few ms apart
             for command in (Pause(), Resume()):
                 await table.command("7", command)
                 await asyncio.sleep(0.02)
-        await until(lambda: hall.tables["7"].published_seq == table.tables["7"].published_seq)
+        await until_async(lambda: hall.tables["7"].published_seq == table.tables["7"].published_seq)
         offset = hall.skews["7"].offset_ms
         assert offset is not None and late_by_ms <= offset < late_by_ms + 1000
         faults = [f for f in hall.health.faults("7") if f["code"] == "table_clock_off"]

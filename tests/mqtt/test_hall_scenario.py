@@ -2,7 +2,8 @@
 stores), one hall service and a broker (the shipped ACL), frames being played.
 
 Mid-frame the broker is SIGKILLed for 5 s (it had no persistence: what it had not
-delivered is gone); then one table service is SIGKILLed and restarted. Afterwards the
+delivered is gone); once the tables are back on it, one table service is SIGKILLed and
+restarted. Every other phase ends on a condition (events played, reconnected), not a time. Afterwards the
 hall's event log of every table equals that table's own log exactly (same seq, same JSON,
 no gap, no duplicate), and no expiry on any table while the broker was away was later
 than a bare asyncio loop in another process was at its worst over that time (+10 ms).
@@ -10,6 +11,7 @@ than a bare asyncio loop in another process was at its worst over that time (+10
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -23,6 +25,7 @@ from harness.bare_loop import BareLoop
 from tests.broker import Broker
 from tests.mqtt.conftest import ACL, ROLES, need_mosquitto
 from tests.server import ServerProcess
+from tests.waiting import until
 
 pytestmark = [pytest.mark.mqtt, pytest.mark.e2e]
 
@@ -72,6 +75,16 @@ class Referee(threading.Thread):
         return None
 
 
+def log(server: ServerProcess, table: str) -> list[dict[str, Any]]:
+    return server.get(f"/api/tables/{table}/events?since=0")
+
+
+def connected(server: ServerProcess) -> bool:
+    """Every table of the service is on the broker again (its health)."""
+    mqtt = server.get("/api/health")["components"]["mqtt"]
+    return bool(mqtt["connected"] == mqtt["tables"] >= 1)
+
+
 def test_three_tables_a_hall_a_broker_crash_and_a_table_crash(tmp_path: Path) -> None:
     need_mosquitto()
     broker = Broker(tmp_path, users=ROLES, acl=ACL.read_text()).start()
@@ -99,20 +112,25 @@ def test_three_tables_a_hall_a_broker_crash_and_a_table_crash(tmp_path: Path) ->
                     in enumerate(tables.items())]
         for referee in referees:
             referee.start()
-        time.sleep(2.0)
+        # Frames are being played, and the hall mirrors every table.
+        until(lambda: all(len(log(s, tid)) >= 3 for tid, s in tables.items())
+              and sorted(t["table"] for t in hall.get("/api/tables")) == TABLES,
+              30, 0.1, "three events on every table, mirrored by the hall")
 
         bare = BareLoop()
         away_from = time.time() * 1000
         broker.kill()  # mid-frame: clocks are running
-        time.sleep(5.0)
+        time.sleep(5.0)  # real time under test: the broker is away for 5 s (issue 13)
         broker.start()
         away_to = time.time() * 1000
-        time.sleep(1.5)
+        until(lambda: all(connected(s) for s in tables.values()), 30, 0.1,
+              "every table service back on the broker")
 
         tables["tB"].kill()  # SIGKILL a table service (its running clock comes back paused)
-        time.sleep(1.0)
         tables["tB"].start(timeout=60)
-        time.sleep(2.0)
+        restarted = len(log(tables["tB"], "tB"))
+        until(lambda: len(log(tables["tB"], "tB")) >= restarted + 3, 30, 0.1,
+              "three more events on tB after its restart")
         for referee in referees:
             referee.stop.set()
         for referee in referees:
@@ -121,16 +139,17 @@ def test_three_tables_a_hall_a_broker_crash_and_a_table_crash(tmp_path: Path) ->
 
         # A clock left running still makes events (warnings, an expiry): compare the
         # logs once the hall has caught up with them.
-        deadline = time.monotonic() + 30
-        while True:
-            logs = {tid: server.get(f"/api/tables/{tid}/events?since=0")
-                    for tid, server in tables.items()}
-            mirrored = {tid: hall.get(f"/api/tables/{tid}/events?since=0")
-                        if tid in [t["table"] for t in hall.get("/api/tables")] else []
-                        for tid in TABLES}
-            if mirrored == logs or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        logs: dict[str, list[dict[str, Any]]] = {}
+        mirrored: dict[str, list[dict[str, Any]]] = {}
+
+        def caught_up() -> bool:
+            logs.update({tid: log(server, tid) for tid, server in tables.items()})
+            listed = [t["table"] for t in hall.get("/api/tables")]
+            mirrored.update({tid: log(hall, tid) if tid in listed else [] for tid in TABLES})
+            return mirrored == logs
+
+        with contextlib.suppress(AssertionError):  # not in 30 s: the checks below say how
+            until(caught_up, 30, 0.2, "the hall to catch up with every table")
         for tid in TABLES:
             own = logs[tid]
             assert [e["seq"] for e in own] == list(range(1, len(own) + 1))

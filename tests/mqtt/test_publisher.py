@@ -9,7 +9,6 @@ on the broker; commands over MQTT with the response topic and the token in the p
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import time
@@ -29,6 +28,7 @@ from tests.broker import Broker
 from tests.mqtt.conftest import settings
 from tests.mqtt.watcher import Got, Watcher
 from tests.server import free_port
+from tests.waiting import until_async
 
 pytestmark = pytest.mark.mqtt
 
@@ -37,13 +37,6 @@ STATE = "shotclock/v1/hall/tables/1/state"
 STATUS = "shotclock/v1/hall/tables/1/status"
 COMMANDS = "shotclock/v1/hall/tables/1/commands"
 
-
-async def until(check: Any, timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 def seqs(messages: list[Got]) -> list[int]:
@@ -60,10 +53,10 @@ async def test_events_state_and_status_are_published(runtime: Runtime, broker: B
     with Watcher(broker.port) as watcher:
         watcher.subscribe("shotclock/v1/hall/#")
         publisher = await publisher_for(runtime, broker.url())
-        await until(lambda: len(watcher.on(EVENTS)) == 2, what="the stored events")
+        await until_async(lambda: len(watcher.on(EVENTS)) == 2, what="the stored events")
         await runtime.command("1", Start())
         await runtime.command("1", Pause())
-        await until(lambda: len(watcher.on(EVENTS)) == 4, what="the live events")
+        await until_async(lambda: len(watcher.on(EVENTS)) == 4, what="the live events")
         events = watcher.on(EVENTS)
         stored = runtime.store.event_texts("1", 0, 100)
         # the very JSON the store has, in order, seq 1..4: sent from the store (the first
@@ -77,13 +70,13 @@ async def test_events_state_and_status_are_published(runtime: Runtime, broker: B
         assert seqs(events) == [1, 2, 3, 4]
         assert [m.json()["type"] for m in events] == [
             "table.created", "frame.started", "clock.started", "clock.paused"]
-        await until(lambda: watcher.on(STATE) and watcher.on(STATE)[-1].json()["seq"] == 4,
-                    what="the state after the pause")
+        await until_async(lambda: watcher.on(STATE) and watcher.on(STATE)[-1].json()["seq"] == 4,
+                          what="the state after the pause")
         assert watcher.on(STATUS)[0].payload == b"online"
-        await until(lambda: publisher.tables["1"].feed.acked == 4, what="the PUBACKs")
+        await until_async(lambda: publisher.tables["1"].feed.acked == 4, what="the PUBACKs")
         assert runtime.health.components()["mqtt"]["behind"] == 0
         await publisher.close()
-        await until(lambda: watcher.on(STATUS)[-1].payload == b"offline", what="offline")
+        await until_async(lambda: watcher.on(STATUS)[-1].payload == b"offline", what="offline")
     # Retained: a consumer that comes later gets the state and the status at once.
     with Watcher(broker.port) as late:
         late.subscribe("shotclock/v1/hall/tables/1/+")
@@ -102,12 +95,13 @@ async def test_the_will_says_offline_when_the_service_vanishes(runtime: Runtime,
     with Watcher(broker.port) as watcher:
         watcher.subscribe(STATUS)
         publisher = await publisher_for(runtime, broker.url())
-        await until(lambda: watcher.on(STATUS) and watcher.on(STATUS)[-1].payload == b"online")
+        await until_async(
+            lambda: watcher.on(STATUS) and watcher.on(STATUS)[-1].payload == b"online")
         conn = publisher.tables["1"].conn
         assert conn is not None
         conn._abort(ConnectionError("as if the Pi lost power"))  # no DISCONNECT: the will
-        await until(lambda: watcher.on(STATUS)[-1].payload == b"offline", what="the will")
-        await until(lambda: watcher.on(STATUS)[-1].payload == b"online", what="reconnected")
+        await until_async(lambda: watcher.on(STATUS)[-1].payload == b"offline", what="the will")
+        await until_async(lambda: watcher.on(STATUS)[-1].payload == b"online", what="reconnected")
         await publisher.close()
 
 
@@ -119,7 +113,7 @@ async def test_an_outage_and_a_restart_leave_no_gap_and_no_duplicate(
     runtime = Runtime(Store(db), RealTime())
     await runtime.start(default_table="1")
     publisher = await publisher_for(runtime, broker.url())
-    await until(lambda: len(watcher.on(EVENTS)) == 2)
+    await until_async(lambda: len(watcher.on(EVENTS)) == 2)
     # The broker goes away (SIGKILL); the clock goes on.
     watcher.close()
     broker.kill()
@@ -127,7 +121,7 @@ async def test_an_outage_and_a_restart_leave_no_gap_and_no_duplicate(
     for command in (Start(), Pause(), Resume(), Pause()):
         await runtime.command("1", command)
     answered_ms = (time.perf_counter() - started) * 1000
-    await until(lambda: publisher.tables["1"].conn is None, what="the drop to be seen")
+    await until_async(lambda: publisher.tables["1"].conn is None, what="the drop to be seen")
     faults = runtime.health.faults()
     assert [f["code"] for f in faults] == ["broker_unreachable"]
     assert runtime.health.components()["mqtt"]["behind"] == 4
@@ -141,9 +135,9 @@ async def test_an_outage_and_a_restart_leave_no_gap_and_no_duplicate(
     await runtime.start(default_table="1")
     publisher = await publisher_for(runtime, broker.url())
     await runtime.command("1", Resume())  # a new event must not overtake the missed ones
-    await until(lambda: len(watcher.on(EVENTS)) == 5, what="the missed events")
+    await until_async(lambda: len(watcher.on(EVENTS)) == 5, what="the missed events")
     assert seqs(watcher.on(EVENTS)) == [3, 4, 5, 6, 7]
-    await until(lambda: runtime.health.faults() == [], what="the fault to clear")
+    await until_async(lambda: runtime.health.faults() == [], what="the fault to clear")
     await publisher.close()
     await runtime.stop()
     watcher.close()
@@ -176,7 +170,7 @@ async def test_the_clock_keeps_exact_time_while_the_broker_hangs(
         with BareLoopThread() as bare:
             for n in range(1, 4):
                 await runtime.command("fast", Start())
-                await until(lambda n=n: len(expiries) == n, timeout=3)
+                await until_async(lambda n=n: len(expiries) == n, timeout=3)
         # As late as a bare loop in a thread of this process was then, give or take 10 ms:
         # a blocking call on the loop (which releases the GIL) would not delay that one.
         for expiry in expiries:
@@ -198,14 +192,15 @@ async def test_a_broker_that_comes_up_later_gets_everything(runtime: Runtime,
     await runtime.command("1", Start())
     await runtime.command("1", Pause())
     # The publisher has tried the absent broker and failed (not a fixed wait).
-    await until(lambda: publisher.status()["per_table"]["1"]["error"] is not None,
-                what="a failed connection to the absent broker")
+    await until_async(lambda: publisher.status()["per_table"]["1"]["error"] is not None,
+                      what="a failed connection to the absent broker")
     broker = Broker(tmp_path, port=port).start()
     try:
         with Watcher(port) as watcher:
             watcher.subscribe("shotclock/v1/hall/tables/1/+")
-            await until(lambda: watcher.on(STATE) and watcher.on(STATE)[-1].json()["seq"] == 4,
-                        what="the state after catching up")
+            await until_async(
+                lambda: watcher.on(STATE) and watcher.on(STATE)[-1].json()["seq"] == 4,
+                what="the state after catching up")
             # Subscribed while the publisher was catching up: a consumer sees a suffix in
             # order; the retained state tells it how far the table is.
             got = seqs(watcher.on(EVENTS))
@@ -222,7 +217,7 @@ async def request(watcher: Watcher, message: dict[str, Any], *, correlation: byt
     before = len(watcher.on(reply_topic))
     watcher.publish(topic, json.dumps(message), response_topic=response_topic,
                     correlation=correlation)
-    await until(lambda: len(watcher.on(reply_topic)) > before, what="the reply")
+    await until_async(lambda: len(watcher.on(reply_topic)) > before, what="the reply")
     reply = watcher.on(reply_topic)[-1]
     assert reply.correlation == correlation
     result: dict[str, Any] = reply.json()
@@ -232,7 +227,7 @@ async def request(watcher: Watcher, message: dict[str, Any], *, correlation: byt
 async def test_commands_over_mqtt_with_the_response_topic_and_the_token(
         runtime: Runtime, broker: Broker) -> None:
     publisher = await publisher_for(runtime, broker.url(), referee_token="s3cret")
-    await until(lambda: publisher.tables["1"].conn is not None)
+    await until_async(lambda: publisher.tables["1"].conn is not None)
     replies = "shotclock/v1/hall/replies/desk-1"
     with Watcher(broker.port, client_id="desk-1") as desk:
         desk.subscribe(replies)
@@ -262,7 +257,7 @@ async def test_commands_over_mqtt_with_the_response_topic_and_the_token(
         junk = await request(desk, {"type": "bogus"}, correlation=b"c5", response_topic=replies)
         assert junk["error"]["code"] == "unknown_message"
         desk.publish(COMMANDS, b"not json", response_topic=replies, correlation=b"c6")
-        await until(lambda: desk.on(replies)[-1].correlation == b"c6")
+        await until_async(lambda: desk.on(replies)[-1].correlation == b"c6")
         assert desk.on(replies)[-1].json()["error"]["code"] == "invalid_json"
         assert runtime.state("1")["phase"] == "running"
         # A replay request sends the events after N again, in order, on the events topic;
@@ -273,7 +268,7 @@ async def test_commands_over_mqtt_with_the_response_topic_and_the_token(
         before = len(desk.on(EVENTS))
         desk.publish("shotclock/v1/hall/tables/1/replay", json.dumps({"type": "replay",
                                                                      "since": 1}))
-        await until(lambda: len(desk.on(EVENTS)) >= before + 2)
+        await until_async(lambda: len(desk.on(EVENTS)) >= before + 2)
         assert seqs(desk.on(EVENTS)[before:]) == [2, 3]
     await publisher.close()
 
@@ -295,9 +290,9 @@ async def test_a_long_catch_up_keeps_within_the_brokers_receive_maximum(
         with Watcher(port) as watcher:
             watcher.subscribe(EVENTS)
             table = publisher.tables["1"]
-            await until(lambda: table.feed.acked == latest, what="the catch-up")
+            await until_async(lambda: table.feed.acked == latest, what="the catch-up")
             assert table.connects == 1 and table.conn is not None
-            await until(lambda: seqs(watcher.on(EVENTS))[-1:] == [latest])
+            await until_async(lambda: seqs(watcher.on(EVENTS))[-1:] == [latest])
             got = seqs(watcher.on(EVENTS))
             assert got == list(range(got[0], latest + 1))  # in order, each once
         await publisher.close()

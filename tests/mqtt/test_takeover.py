@@ -9,10 +9,8 @@ that the takeover lands in that window every time."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,15 +22,10 @@ from tests.mqtt.conftest import settings
 from tests.mqtt.proxy import Relay
 from tests.mqtt.watcher import Watcher
 from tests.server import ServerProcess
+from tests.waiting import until, until_async
 
 pytestmark = pytest.mark.mqtt
 
-
-async def until(check: Any, timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture
@@ -52,14 +45,14 @@ async def test_a_takeover_while_subscribing_ends_the_connection_not_the_publishe
     await publisher.start()
     table = publisher.tables["1"]
     try:
-        await until(relay.held.is_set, what="the publisher's SUBACK to be held")
+        await until_async(relay.held.is_set, timeout=15, what="the publisher's SUBACK to be held")
         # The attacker logs in with the table's documented client id, directly.
         attacker = await asyncio.to_thread(Watcher, broker.port,
                                            client_id=client_id_of("hall", "1"))
         try:
             # The publisher comes back by itself (and takes its id back).
-            await until(lambda: table.conn is not None and table.feed.acked >= 2,
-                        what="the publisher to reconnect")
+            await until_async(lambda: table.conn is not None and table.feed.acked >= 2,
+                              timeout=15, what="the publisher to reconnect")
             assert table._task is not None and not table._task.done()
             assert table.connects >= 1
         finally:
@@ -70,8 +63,9 @@ async def test_a_takeover_while_subscribing_ends_the_connection_not_the_publishe
             from clock_service.commands import Start
 
             await runtime.command("1", Start())
-            await until(lambda: any(m.json()["type"] == "clock.started"
-                                    for m in watcher.messages), what="clock.started")
+            await until_async(lambda: any(m.json()["type"] == "clock.started"
+                                          for m in watcher.messages),
+                              timeout=15, what="clock.started")
     finally:
         await publisher.close()
 
@@ -91,15 +85,11 @@ def test_a_takeover_of_the_halls_id_while_subscribing_heals(tmp_path: Path,
         hall_id = hall.get("/api/health")["components"]["mqtt"].get("client_id")
         assert hall_id, "the hall's health names its client id"
         with Watcher(broker.port, client_id=hall_id):
-            deadline = time.monotonic() + 15
-            while not hall.get("/api/health")["components"]["mqtt"]["connected"]:
-                assert time.monotonic() < deadline, "the hall did not reconnect"
-                time.sleep(0.05)
+            until(lambda: hall.get("/api/health")["components"]["mqtt"]["connected"], 15, 0.05,
+                  "the hall to reconnect")
         table.start()
-        deadline = time.monotonic() + 15
-        while not [t for t in hall.get("/api/tables") if t["table"] == "7"]:
-            assert time.monotonic() < deadline, "the hall does not mirror table 7"
-            time.sleep(0.05)
+        until(lambda: [t for t in hall.get("/api/tables") if t["table"] == "7"], 15, 0.05,
+              "the hall to mirror table 7")
         status, body = hall.command("7", "start")
         assert status == 200, body
     finally:
