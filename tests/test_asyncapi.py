@@ -265,7 +265,8 @@ def test_every_message_of_a_real_frame_matches_the_document(tmp_path: Path) -> N
         status, _ = server.post("/api/tables", {"id": "r", "players": ["A", "B"]}, TOKEN)
         assert status == 201
         assert server.command("r", "start", token=TOKEN)[0] == 200
-        time.sleep(0.6)  # a heartbeat while running
+        # Killed while running: it comes back paused (reason "restart") from its last
+        # heartbeat or, before the first, from clock.started (the runtime takes the later).
         server.kill()
         server.start()
         with connect(f"{server.ws_url}/ws/tables/r?since=0") as ws:

@@ -27,8 +27,13 @@ pytestmark = pytest.mark.e2e
 
 
 async def _collect(base: str, table: str, got: list[dict[str, Any]], until: asyncio.Future[int],
-                   since: int = 0) -> None:
-    async for event in follow(base, table, since=since, backoff_s=0.05, max_backoff_s=0.3):
+                   since: int = 0, snapshots: list[dict[str, Any]] | None = None) -> None:
+    async for event in follow(base, table, since=since, snapshots=True, backoff_s=0.05,
+                              max_backoff_s=0.3):
+        if event["type"] == "snapshot":  # one per (re)connection
+            if snapshots is not None:
+                snapshots.append(event)
+            continue
         got.append(event)
         if until.done() and event["seq"] >= until.result():
             return
@@ -58,15 +63,16 @@ async def test_follower_gets_every_event_once_in_order_across_a_sigkill(tmp_path
                          {"id": "c", "players": ["Ivanov", "Petrov"], "race_to": 2})
         assert status == 201
         got: list[dict[str, Any]] = []
+        snapshots: list[dict[str, Any]] = []
         until: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        follower = asyncio.create_task(_collect(base, "c", got, until))
+        follower = asyncio.create_task(_collect(base, "c", got, until, snapshots=snapshots))
         for _ in range(3):
             await _send(base, "c", "turn")
         state = await _send(base, "c", "start")
         await _wait_for(got, state["seq"])
 
         server.kill()  # mid-match, the clock running: no shutdown hook runs
-        await asyncio.sleep(0.4)  # the follower is retrying now
+        # The kill closed the follower's socket: it retries (every 0.05-0.3 s) meanwhile.
         server.start()  # same port, same SQLite file: the running clock comes back paused
         await _send(base, "c", "shot")
         await _send(base, "c", "result", whites_potted=2)
@@ -82,6 +88,7 @@ async def test_follower_gets_every_event_once_in_order_across_a_sigkill(tmp_path
         server.stop()
     seqs = [e["seq"] for e in got]
     assert seqs == list(range(1, log[-1]["seq"] + 1)), seqs
+    assert len(snapshots) >= 2, snapshots  # it did connect again after the restart
     assert [(e["seq"], e["type"], e["data"]) for e in got] == [
         (e["seq"], e["type"], e["data"]) for e in log]
     kinds = [e["type"] for e in got]

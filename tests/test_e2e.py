@@ -6,6 +6,7 @@ Short time profiles keep the real-time waits to a few seconds.
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,9 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
+from tests.alive import alive_at
 from tests.server import ServerProcess, http
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
@@ -127,9 +130,13 @@ def test_sigkill_restart_keeps_state_and_history(tmp_path: Path) -> None:
         ok(server.command("e2e", "start"))
         before = server.get("/api/tables/e2e")
         log_before = server.get("/api/tables/e2e/events?since=0")
-        time.sleep(0.7)  # at least one heartbeat (500 ms) while running
+        started_at = log_before[-1]["at"]
+        # At least one heartbeat (every 500 ms) while running, then the kill.
+        until(lambda: (alive_at(server.db) or 0) > started_at, 10, 0.02, "a heartbeat")
         server.kill()
-        time.sleep(1.0)  # downtime must not count against the player
+        last_alive = alive_at(server.db)
+        assert last_alive is not None
+        time.sleep(1.0)  # real time under test: the downtime must not count against the player
         server.start()
         after = server.get("/api/tables/e2e")
         log_after = server.get("/api/tables/e2e/events?since=0")
@@ -139,9 +146,9 @@ def test_sigkill_restart_keeps_state_and_history(tmp_path: Path) -> None:
     assert [e["seq"] for e in log_after] == list(range(1, len(log_after) + 1))
     assert log_after[-1]["type"] == "clock.paused" and log_after[-1]["data"]["reason"] == "restart"
     assert after["phase"] == "paused"
-    # remaining = what it had when last known alive: within one heartbeat of the kill
-    left_at_kill = before["remaining_ms"] - 700
-    assert left_at_kill - 100 <= after["remaining_ms"] <= left_at_kill + 600
+    # remaining = what it had when last known alive: at its last heartbeat (12.4)
+    assert log_before[-1]["type"] == "clock.started"
+    assert abs(after["remaining_ms"] - math.ceil(before["deadline"] - last_alive)) <= 1
     for key in ("player", "visit", "round", "extensions_left", "fouls", "frame", "players"):
         assert after[key] == before[key], key
     assert after["seq"] == log_after[-1]["seq"]
