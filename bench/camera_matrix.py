@@ -1,0 +1,171 @@
+"""The camera's robustness matrix (issue 21 point 2): every condition of the independent
+scene generator (harness/scenes.py) through the service's own ``FramePipeline``, scored
+against the generator's truth.
+
+Per condition: missed and false strikes, strike error in frames, rests missed or decided
+while balls moved (a wrong start), how long after the last ball stopped each rest was
+decided, the wall time from a frame to its decision (the deciding frame's processing; the
+camera thread runs frames as they come, so this is the decision's latency when it keeps
+up), the camera_not_sure periods, and a verdict: ``meets`` the targets (0 missed, 0 false,
+every rest decided within 400 ms, strikes within one frame, decisions < 150 ms),
+``not_sure`` (it missed or was late only while it said camera_not_sure and never started or
+stopped wrongly), or ``WRONG``.
+
+The tuning and the held-out conditions are reported apart. The held-out ones are never
+used to change the detector. Calibration as a referee does it: the four corners as
+clicked (the generator's truth, with up to 2 px of click error) on the clip's first frame,
+and the appearance learned from that frame when the detector supports it.
+
+    python bench/camera_matrix.py --set tuning      # or held-out, all; --only NAME
+Not a test: it prints and writes bench/results/camera_matrix.json; it asserts nothing.
+Figures on the shared machine are noisy: the bare-loop figure printed beside them is a
+plain numpy loop measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from clock_service.camera.core import Rest, Strike, Sure, Unsure  # noqa: E402
+from clock_service.camera.geometry import Calibration  # noqa: E402
+from clock_service.camera.pipeline import FramePipeline  # noqa: E402
+from harness.scenes import HELD_OUT, TUNING, Condition, Scene, describe, encode_frames, judge  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+
+
+def calibrate(scene: Scene, frame: np.ndarray, learn: bool = True) -> Calibration:
+    rng = random.Random(scene.cond.seed * 7)
+    corners = tuple((x + rng.uniform(-2, 2), y + rng.uniform(-2, 2))
+                    for x, y in scene.truth.corners)
+    calibration = Calibration(corners, scene.cond.size)
+    if not learn:
+        return calibration
+    try:
+        from clock_service.camera.appearance import AppearanceError, learn_appearance
+    except ImportError:  # a detector from before issue 21 point 3a
+        return calibration
+    try:
+        return learn_appearance(calibration, frame)
+    except AppearanceError as exc:  # as `shotclock camera calibrate` does: corners only
+        print(f"  {scene.cond.name}: nothing learned: {exc}", flush=True)
+        return calibration
+
+
+def run(cond: Condition, learn: bool = True) -> dict[str, Any]:
+    scene = Scene(cond)
+    pipeline: FramePipeline | None = None
+    decisions: list[tuple[str, float, float, float]] = []
+    cpu: list[float] = []
+    codec = used = ""
+    counts: list[int] = []
+    learned: dict[str, Any] | None = None
+    t0 = time.perf_counter()
+    for _, at, frame, used in encode_frames(scene.frames(), cond):
+        codec = used
+        if pipeline is None:
+            calibration = calibrate(scene, frame, learn)
+            appearance = getattr(calibration, "appearance", None)
+            learned = appearance.summary() if appearance is not None else None
+            pipeline = FramePipeline(calibration, cond.size)
+        w0, c0 = time.perf_counter(), time.thread_time()
+        result = pipeline.process(frame, at)
+        wall = (time.perf_counter() - w0) * 1000
+        cpu.append((time.thread_time() - c0) * 1000)
+        counts.append(len(result.observation.balls))
+        for d in result.decisions:
+            if isinstance(d, Rest):
+                decisions.append(("rest", d.at, d.decided_at, wall))
+            elif isinstance(d, Strike):
+                decisions.append(("strike", d.at, d.decided_at, wall))
+            elif isinstance(d, Unsure):
+                decisions.append(("unsure", d.at, d.at, wall))
+            elif isinstance(d, Sure):
+                decisions.append(("sure", d.at, d.at, wall))
+    judged = judge(scene.truth, decisions)
+    row = judged.row()
+    row.update(name=cond.name, frames=len(cpu), codec_used=codec,
+               size=f"{cond.size[0]}x{cond.size[1]}", fps=cond.fps,
+               balls_true=scene.truth.balls,
+               balls_seen_median=int(np.median(counts[:10])) if counts else 0,
+               cpu_ms_per_frame=round(sum(cpu) / max(1, len(cpu)), 2),
+               learned=learned, wall_s=round(time.perf_counter() - t0, 1))
+    return row
+
+
+def bare_loop_ms() -> float:
+    """A fixed numpy workload, timed in the same run: how loaded the machine is."""
+    a = np.random.default_rng(0).random((720, 1280), np.float32)
+    t0 = time.perf_counter()
+    for _ in range(20):
+        cv2.GaussianBlur(a, (5, 5), 0)
+    return round((time.perf_counter() - t0) / 20 * 1000, 2)
+
+
+def show(rows: list[dict[str, Any]], title: str) -> None:
+    print(f"\n== {title}")
+    head = (f"{'condition':42} {'size':>9} {'fps':>3} {'balls':>5} {'strk':>4} {'miss':>4} "
+            f"{'false':>5} {'fr_err':>6} {'rests':>5} {'r_miss':>6} {'r_wrong':>7} "
+            f"{'r_ms_max':>8} {'lat_max':>7} {'cpu_ms':>6} {'unsure':>6}  verdict")
+    print(head)
+    for r in rows:
+        print(f"{r['name']:42} {r['size']:>9} {r['fps']:>3g} "
+              f"{str(r['balls_seen_median']) + '/' + str(r['balls_true']):>5} "
+              f"{r['strikes']:>4} {r['missed']:>4} {r['false']:>5} "
+              f"{str(r['strike_frames_abs_max']):>6} {r['rests']:>5} {r['missed_rests']:>6} "
+              f"{r['wrong_rests']:>7} {str(r['rest_decided_ms_max']):>8} "
+              f"{str(r['latency_ms_max']):>7} {r['cpu_ms_per_frame']:>6} "
+              f"{len(r['not_sure_periods']):>6}  {r['verdict']}", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--set", choices=("tuning", "held-out", "all"), default="all")
+    parser.add_argument("--only", action="append", default=[])
+    parser.add_argument("--shots", type=int, default=None, help="shots per clip (fewer: faster)")
+    parser.add_argument("--no-learn", action="store_true",
+                        help="corners only: the detector's built-in colours and sizes")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    cv2.setNumThreads(1)
+    sets = {"tuning": TUNING, "held-out": HELD_OUT}
+    chosen = ["tuning", "held-out"] if args.set == "all" else [args.set]
+    results: dict[str, Any] = {"machine": platform.processor() or platform.machine(),
+                               "opencv": cv2.__version__, "bare_loop_ms_before": bare_loop_ms()}
+    for name in chosen:
+        conds = [c for c in sets[name] if not args.only or c.name in args.only]
+        if args.shots is not None:
+            conds = [replace(c, shots=min(c.shots, args.shots)) for c in conds]
+        rows = []
+        for cond in conds:
+            row = run(cond, learn=not args.no_learn)
+            row["condition"] = describe(cond)
+            rows.append(row)
+        results[name] = rows
+        if rows:
+            show(rows, f"{name} ({len(rows)} conditions)")
+    results["bare_loop_ms_after"] = bare_loop_ms()
+    print(f"\nbare loop (20 GaussianBlur 720p float): {results['bare_loop_ms_before']} ms before,"
+          f" {results['bare_loop_ms_after']} ms after")
+    out = args.out or RESULTS / f"camera_matrix_{args.set}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
