@@ -73,7 +73,8 @@ class Service:
 
     def start(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(self.tree), "SHOTCLOCK_DISPLAY": "none",
-               "SHOTCLOCK_COMMAND_RATE": "100000", "SHOTCLOCK_COMMAND_BURST": "100000"}
+               "SHOTCLOCK_COMMAND_RATE": "100000", "SHOTCLOCK_COMMAND_BURST": "100000",
+               "SHOTCLOCK_READ_RATE": "100000", "SHOTCLOCK_READ_BURST": "100000"}
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "clock_service.cli", "serve", "--host", "127.0.0.1",
@@ -191,6 +192,45 @@ async def profile(service: Service, tables: int, shots: int) -> dict[str, Any]:
             "commit_ms_max": health.get("commit_ms_max")}
 
 
+# A shot short enough to wait for its warnings: two fire before every shot.
+WARNING_PROFILE = {"shot_ms": 2000, "floor_ms": 2000, "step_ms": 0, "extension_ms": 1000,
+                   "warnings_ms": [1500, 1000]}
+
+
+async def warnings_profile(service: Service, shots: int) -> dict[str, Any]:
+    """One table whose clock runs into two warnings before every shot (start, both
+    warnings, shot, turn): fsyncs per command with the warnings firing. Each shot waits
+    for its two warnings in the table's log (about 1 s)."""
+    sent = warnings = 0
+    async with httpx.AsyncClient(base_url=service.url, timeout=30) as http:
+        made = await http.post("/api/tables", json={"id": "w", "players": ["A", "B"],
+                                                    "profile": WARNING_PROFILE})
+        if made.status_code >= 300:
+            raise RuntimeError(f"the warnings table: {made.status_code} {made.text}")
+        await asyncio.sleep(0.5)
+        seq = len((await http.get("/api/tables/w/events?since=0")).json())
+        written0, syncs0 = service.io()
+        started = time.monotonic()
+        for _ in range(shots):
+            await http.post("/api/tables/w/commands", json={"command": "start"})
+            seen = 0
+            while seen < 2:
+                await asyncio.sleep(0.05)
+                page = (await http.get(f"/api/tables/w/events?since={seq}")).json()
+                seen = sum(1 for e in page if e["type"] == "clock.warning")
+            warnings += seen
+            await http.post("/api/tables/w/commands", json={"command": "shot"})
+            await http.post("/api/tables/w/commands", json={"command": "turn"})
+            sent += 3
+            seq = (await http.get("/api/tables/w")).json()["seq"]
+        await asyncio.sleep(0.3)
+        elapsed = time.monotonic() - started
+        written, syncs = service.io()
+    return {"shots": shots, "commands": sent, "warnings": warnings,
+            "seconds": round(elapsed, 2), "bytes": written - written0,
+            "fsyncs": syncs - syncs0, "fsyncs_per_command": round((syncs - syncs0) / sent, 2)}
+
+
 def idle(service: Service, seconds: float) -> dict[str, Any]:
     written0, syncs0 = service.io()
     time.sleep(seconds)
@@ -263,10 +303,10 @@ async def soak(service: Service, tables: int, matches: int, sample_s: float
             "store_bytes_end": samples[-1][2]}
 
 
-def baseline_tree(workdir: Path) -> Path:
+def baseline_tree(workdir: Path, ref: str = BASELINE) -> Path:
     tree = workdir / "baseline"
     tree.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE],
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref],
                              capture_output=True, check=True).stdout
     with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
         tar.extractall(tree, filter="data")
@@ -282,6 +322,7 @@ def run_tree(tree: Path, name: str, workdir: Path, quick: bool) -> dict[str, Any
     try:
         out["idle"] = idle(service, 10 if quick else 20)
         out["one"] = asyncio.run(profile(service, 1, shots * 2))
+        out["warnings"] = asyncio.run(warnings_profile(service, 8 if quick else 16))
     finally:
         service.stop()
     out["one"]["events"] = event_count(service.db)
@@ -371,6 +412,9 @@ def show(name: str, r: dict[str, Any]) -> None:
           f"day for a year ({r['events_a_year_16_tables'] / 1e6:.1f} M events): "
           f"{r['year_live_store_gb']:.1f} GB all in the store; with archiving after 30 days: "
           f"{r.get('year_with_archive_gb', 'n/a')} GB (archive: {r['archive']})")
+    w = r["warnings"]
+    print(f"warnings firing: {w['fsyncs']} fsyncs for {w['commands']} commands and "
+          f"{w['warnings']} warnings ({w['fsyncs_per_command']:.2f} a command)")
     for key in ("one", "hall16"):
         run = r[key]
         print(f"{key}: command round trip p50 {run['command_ms_p50']} ms p99 "
@@ -386,6 +430,11 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--no-bench-py", action="store_true")
+    parser.add_argument("--baseline", default=BASELINE,
+                        help=f"the tree to compare with (a git ref; default {BASELINE}, "
+                        "main before issue 19)")
+    parser.add_argument("--warnings-only", action="store_true",
+                        help="only the warnings profile (fsyncs per command), both trees")
     parser.add_argument("--out", type=Path, default=RESULTS / "store_bench.json")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="store-bench-", dir=ROOT / "bench"))
@@ -393,8 +442,17 @@ def main() -> int:
     try:
         trees = {"now": ROOT}
         if not args.no_baseline:
-            trees[BASELINE] = baseline_tree(workdir)
+            trees[args.baseline] = baseline_tree(workdir, args.baseline)
         for name, tree in trees.items():
+            if args.warnings_only:
+                service = Service(tree, workdir, f"{name}-warnings")
+                service.start()
+                try:
+                    results[name] = {"warnings": asyncio.run(warnings_profile(service, 8))}
+                finally:
+                    service.stop()
+                print(name, json.dumps(results[name]))
+                continue
             results[name] = run_tree(tree, name, workdir, args.quick)
             show(name, results[name])
             if not args.no_bench_py:

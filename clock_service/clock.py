@@ -502,15 +502,31 @@ class TableClock:
                 f"than {PRESS_STALE_MS} ms): it reached the service too late to be applied; "
                 "press again", code="stale_press")
 
-    def recover(self, alive_at: float, now: float) -> list[Event]:
+    def recover(self, alive_at: float, now: float, *, power_lost: bool = False) -> list[Event]:
         """After a restart: a running clock comes back paused with the time it had when the
         service was last known alive, so downtime never causes a time foul (12.4). If the
-        deadline had already passed while the service was alive, the expiry stands."""
+        deadline had already passed while the service was alive, the expiry stands.
+
+        ``power_lost`` (I19): the machine lost power, so the proof of life in memory is
+        gone and ``alive_at`` is the table's last durable event. The clock comes back
+        paused at that moment (reason ``power_lost``: the referee checks the time). The
+        shot's warnings are stored without an fsync of their own (README "Durability"):
+        one that was sent may have been lost with the power, and its seq must never be
+        given to another event. So the warnings this snapshot still had ahead are derived
+        again first, with the seqs they had or would have had (each is a function of the
+        snapshot: threshold, deadline, player), then the pause. Never the expiry: it is
+        synced before it is sent, so one that was sent is in the store. (A resume sets
+        the warnings ahead of the time left again.)"""
         if self.phase != "running" or self.deadline is None:
             return []
         left = self.deadline - alive_at
         if left <= 0:
             return self.advance(max(now, self.deadline))
+        events: list[Event] = []
+        if power_lost:
+            events = [Event("clock.warning", {
+                "threshold_ms": w, "remaining_ms": w, "deadline": self.deadline,
+                "player": self.player}) for w in self.pending_warnings]
         self.last_step_at = now
         self.phase = "paused"
         # ``alive_at`` may be a stored event's time, rounded down below the moment the
@@ -518,7 +534,8 @@ class TableClock:
         had = self.remaining if self.remaining is not None else _ceil_ms(left)
         self.remaining = min(_ceil_ms(left), had)
         self.deadline = None
-        return [self._clock_event("clock.paused", now, {"reason": "restart"})]
+        return [*events, self._clock_event(
+            "clock.paused", now, {"reason": "power_lost" if power_lost else "restart"})]
 
     # -- the rules on top of the table ------------------------------------------------------
     def _why_not(self, name: str, now: float) -> _Why | None:

@@ -16,6 +16,7 @@ import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from clock_service.clock import TableClock
@@ -44,6 +45,7 @@ TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 HEARTBEAT_MS = 500.0
 WALL_STEP_LOG_MS = 1000.0  # a wall-clock step this large is logged (NTP slews smaller ones)
 DISK_FAULT = "store.disk"
+POWER_FAULT = "store.power_lost"  # per table: "store.power_lost:<table>" (I19)
 MAINTAIN_MS = 60_000.0  # the store's disk looked at, and old matches archived, this often
 ARCHIVE_EVERY_MS = 24 * 3600_000.0
 STORE_CHECK_FAULT = "store.check"  # the integrity check after start found damage
@@ -89,6 +91,7 @@ class Runtime(ServedTables[TableRuntime]):
         self.disk_low_bytes = 0
         self._maintenance: Timer | None = None
         self._archived_at: float | None = None
+        self._power_notices: set[str] = set()  # tables recovered from a power cut (I19)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self, default_table: str | None = "1") -> None:
@@ -101,6 +104,10 @@ class Runtime(ServedTables[TableRuntime]):
 
             self.store.check_later(checked)
         alive_at = self.store.alive_at()
+        # I19: no proof of life in memory (tmpfs: it outlives a killed process, not the
+        # machine) while the store was not stopped cleanly after a table's last event:
+        # the power was lost; such a table's running clock comes back paused with a fault.
+        in_memory, clean_stop = self.store.proof_of_life()
         stored_tables = list(self.store.load_tables())
         if isinstance(self.time, RealTime):
             # Event times never go backwards within the store, whatever the wall clock
@@ -124,14 +131,18 @@ class Runtime(ServedTables[TableRuntime]):
             self.tables[stored.id] = table
             # The service was alive at its last heartbeat and at the table's last event,
             # whichever is later (a clock started just before a crash, between beats).
-            alive = max((t for t in (alive_at, self.store.last_event_at(stored.id))
-                         if t is not None), default=now)
-            events = clock.recover(alive, now)
+            last_event = self.store.last_event_at(stored.id)
+            alive = max((t for t in (alive_at, last_event) if t is not None), default=now)
+            power_lost = (self.store.alive_file is not None and in_memory is None
+                          and (clean_stop is None or (last_event or 0) > clean_stop))
+            events = clock.recover(alive, now, power_lost=power_lost)
             if events:
                 log.info("table %s: recovered after restart: %s", stored.id,
                          [e.type for e in events])
-                await self._emit(table, events, now)
+                await self._recovered(table, events, now, alive)
         self._running = True
+        if self.store.alive_file is not None:  # alive from now on, whether a clock runs
+            self.store.heartbeat(self.time.now_ms())  # or not: a kill is not a power cut
         self._beat()
         self._maintain()
         for table in self.tables.values():
@@ -143,6 +154,39 @@ class Runtime(ServedTables[TableRuntime]):
         if (default_table is not None and default_table not in self.tables
                 and len(self.tables) < self.max_tables):
             await self.create_table(default_table, ["Player 1", "Player 2"])
+
+    async def _recovered(self, table: TableRuntime, events: list[Event], now: float,
+                         alive: float) -> None:
+        """Store what recovery made. After a power cut (I19) the warnings derived again
+        keep the time they were due at (so each is the event that may have been sent), and
+        the referee is told to check the time (fault ``power_lost``, until a command on the
+        table)."""
+        rest = []
+        for event in events:
+            if event.type == "clock.warning":
+                due = float(event.data["deadline"]) - float(event.data["threshold_ms"])
+                await self._emit(table, [event], min(max(alive, due), now))
+            else:
+                rest.append(event)
+        if rest:
+            await self._emit(table, rest, now)
+        if any(e.type == "clock.paused" and e.data.get("reason") == "power_lost"
+               for e in events):
+            at = datetime.fromtimestamp(alive / 1000.0, UTC).strftime("%H:%M:%S")
+            self._power_notices.add(table.id)
+            self.health.fault(
+                f"{POWER_FAULT}:{table.id}", component="store", code="power_lost",
+                table=table.id, level="warning", vars={"at": at},
+                message=f"table {table.id}: the power was lost at about {at} UTC (its last "
+                "saved event); its clock came back paused with the time it had then, which "
+                "may be more than it had at the cut: check the time (set it if needed) "
+                "before resuming")
+
+    def _power_notice_seen(self, table_id: str) -> None:
+        """A command on a table recovered from a power cut: the referee has it in hand."""
+        if table_id in self._power_notices:
+            self._power_notices.discard(table_id)
+            self.health.clear(f"{POWER_FAULT}:{table_id}")
 
     async def stop(self) -> None:
         self._running = False
@@ -324,6 +368,7 @@ class Runtime(ServedTables[TableRuntime]):
             raise
         pending = self._emit(table, events, now)
         self._schedule(table)  # the clock's timer is set before any disk wait
+        self._power_notice_seen(table_id)
         state = self._state(table, now)
         try:
             await asyncio.wait_for(asyncio.shield(pending), self.store_wait_s)
@@ -350,7 +395,13 @@ class Runtime(ServedTables[TableRuntime]):
         now = self.time.now_ms()
         events = table.clock.advance(now)
         if events:
-            self._emit(table, events, now)
+            # Warnings alone are committed without an fsync of their own: the next synced
+            # commit (the command that ends the shot, or the expiry) makes them durable
+            # with it (WAL order), and a power cut in between is recovered by deriving them
+            # again (TableClock.recover, I19). At most one fsync per command, warnings
+            # firing or not; the expiry keeps its fsync (the clock's own command).
+            sync = any(e.type != "clock.warning" for e in events)
+            self._emit(table, events, now, sync=sync)
         self._schedule(table)
 
     # -- events -----------------------------------------------------------------------------------
@@ -403,7 +454,7 @@ class Runtime(ServedTables[TableRuntime]):
         await self._emit(table, events, self.time.now_ms())
 
     def _emit(self, table: TableRuntime, events: list[Event], now: float,
-              new_table: bool = False) -> asyncio.Future[None]:
+              new_table: bool = False, sync: bool = True) -> asyncio.Future[None]:
         """Number, tell local listeners, store; publish once durable. Returns that moment."""
         wires, lean, live = self._number(table, events, now)
         loop = asyncio.get_running_loop()
@@ -415,7 +466,7 @@ class Runtime(ServedTables[TableRuntime]):
                                     table.seq, created_at=int(now), done=done, texts=lean)
         else:
             self.store.append(table.id, wires, core, table.seq, done=done, texts=lean,
-                              undo=self._undo_change(table))
+                              undo=self._undo_change(table), sync=sync)
         self._tell_listeners(table, wires, now)
         return durable
 

@@ -675,7 +675,11 @@ class ClockStoppedData(_Closed):
 
 
 class ClockPausedData(_Closed):
-    reason: Literal["referee", "restart"]
+    reason: Literal["referee", "restart", "power_lost"] = Field(
+        description="referee; restart: after the service stopped or was killed, with the "
+        "time it had when last known alive; power_lost: after a power cut, with the time it "
+        "had at its last saved event, so possibly more than at the cut: the referee checks "
+        "the time (fault power_lost, docs/RULES.md I19)")
     remaining_ms: int | None
     player: Player | None = Field(None, description="absent when reason is restart")
     deadline: UnixMs | None = Field(None, description="always null; absent when reason is "

@@ -159,6 +159,9 @@ class _Write:
     # The match index's statements for these events (storage/index.py), same transaction.
     index: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
     undo: UndoChange | None = None
+    # False: a commit of its own needs no fsync (the shot's warnings, derived from the
+    # clock's state: see ``append``).
+    sync: bool = True
 
 
 Row = tuple[str, int, str, int, str, int | None, str | None]
@@ -233,6 +236,7 @@ class Store:
         self._thread: threading.Thread | None = None
         self._local = threading.local()
         self.commits = 0
+        self.unsynced_commits = 0  # of them, committed without an fsync (append sync=False)
         self.write_errors = 0  # failed commit attempts (each retried, see _commit_until_done)
         self._closing = False  # for the benchmark: how many fsyncs the batching saved
         # Duration of the recent commits in ms (BEGIN..COMMIT, fsync included), for /api/health.
@@ -405,14 +409,24 @@ class Store:
         self, table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | None,
         seq: int, done: Callable[[BaseException | None], None] | None = None,
         texts: list[str] | None = None, undo: UndoChange | None = None,
+        sync: bool = True,
     ) -> None:
         """Append events (``texts``: their lean JSON, when the caller already made it; the
         events themselves may carry their ``state``: it is not stored, only what the
         projections read of it). ``core``: the table's snapshot after them (without its
-        undo history); ``undo``: what changed in its undo checkpoints."""
+        undo history); ``undo``: what changed in its undo checkpoints.
+
+        ``sync=False``: if the batch holds nothing else, it is committed without an fsync
+        (``synchronous=NORMAL`` for that one commit). It is in the WAL after any commit
+        before it and before any after it, so the next synced commit makes it durable
+        too; ``done`` is still called once it is committed (the events are sent then). A
+        kill loses nothing (the page cache outlives the process); a power cut may lose it,
+        so only events that recovery can derive again with the same seqs may ask for it
+        (the shot's warnings: TableClock.recover, I19)."""
         rows, core_text = _encode(table_id, events, core, texts)
         self._queue.put(_Write(table_id, rows, core_text, seq, done,
-                               index=index_ops(table_id, events), undo=undo or None))
+                               index=index_ops(table_id, events), undo=undo or None,
+                               sync=sync))
 
     def archive_table(self, table_id: str, archive_id: str, archived_at: int,
                       done: Callable[[BaseException | None], None] | None = None,
@@ -555,6 +569,19 @@ class Store:
         return self._queue.qsize()
 
     def _commit(self, conn: sqlite3.Connection, batch: list[Any]) -> None:
+        lazy = self.synchronous == "FULL" and all(
+            isinstance(item, _Write) and not item.sync for item in batch)
+        if lazy:  # no fsync for this commit only (see append): set back after it
+            conn.execute("PRAGMA synchronous=NORMAL")
+            try:
+                self._commit_sync(conn, batch)
+            finally:
+                conn.execute("PRAGMA synchronous=FULL")
+            self.unsynced_commits += 1
+            return
+        self._commit_sync(conn, batch)
+
+    def _commit_sync(self, conn: sqlite3.Connection, batch: list[Any]) -> None:
         conn.execute("BEGIN IMMEDIATE")
         cores: dict[str, tuple[str, int]] = {}  # only a table's last snapshot in a batch
         with self._published_lock:
@@ -803,6 +830,14 @@ class Store:
         in_memory = self.alive_file.read() if self.alive_file is not None else None
         known = [t for t in (stored, in_memory) if t is not None]
         return max(known) if known else None
+
+    def proof_of_life(self) -> tuple[float | None, float | None]:
+        """(the proof of life in memory, the last clean stop's), separately: with no proof
+        in memory, a table with events after the last clean stop went down with the
+        machine (a power cut, I19), not with the process."""
+        row = self._reader().execute("SELECT value FROM meta WHERE key = 'alive_at'").fetchone()
+        in_memory = self.alive_file.read() if self.alive_file is not None else None
+        return in_memory, float(row[0]) if row else None
 
     def events_since(
         self, table_id: str, since: int, until: int | None = None, limit: int = 100_000
