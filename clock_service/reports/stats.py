@@ -349,7 +349,7 @@ def opens_step(event: Mapping[str, Any], prev: Mapping[str, Any] | None) -> bool
     if kind in _NON_STEP:
         return False
     if kind == "clock.paused":
-        return data.get("reason") != "restart"
+        return data.get("reason") not in ("restart", "power_lost")  # the service's own
     if kind in _ALWAYS_STEP:
         return True
     before = prev["type"] if prev is not None else None

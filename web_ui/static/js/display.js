@@ -101,7 +101,10 @@ function jumpReason(events) {
   for (const e of [...events].reverse()) {
     const d = e.data || {};
     switch (e.type) {
-      case "clock.paused": if (d.reason === "restart") return t("jump.restart"); break;
+      case "clock.paused":
+        if (d.reason === "restart") return t("jump.restart");
+        if (d.reason === "power_lost") return t("jump.power_lost");
+        break;
       case "correction.undone": return t("jump.undone", { what: t(`step.${d.undone}`) });
       case "clock.corrected": return t("jump.corrected");
       case "clock.extended": return t("flash.extension", { name: who(d.player) });
