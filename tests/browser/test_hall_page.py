@@ -88,7 +88,7 @@ def test_the_hall_page_stops_every_clock_when_it_loses_the_service(
         expect(table).to_have_attribute("data-live", "lost")
         expect(table.locator(".stale-title")).to_have_text("Connection lost")
         shown = table.locator(".clock").text_content()
-        page.wait_for_timeout(1100)
+        page.wait_for_timeout(1100)  # real time under test: over a second, the card must not count
         assert table.locator(".clock").text_content() == shown  # frozen, not counting down
         shoot(page, "hall-connection-lost-en")
         server.start()

@@ -139,7 +139,7 @@ def test_a_shot_faster_than_anyone_plays_is_flagged(
     shoot(page, "console-quick-shot-tablet-ru")
     # A shot played at a human pace gets no such card.
     assert shared_server.command("quick", "start")[0] == 200
-    page.wait_for_timeout(GUARD_MS + 100)
+    page.wait_for_timeout(GUARD_MS + 100)  # real time under test: a human pace, past the guard
     assert shared_server.command("quick", "shot")[0] == 200
     page.wait_for_function(f"window.shotclockConnection.lastSeq >= {seq_of(shared_server, 'quick')}")
     expect(card).to_be_hidden()
@@ -194,7 +194,7 @@ def test_a_healthy_link_never_says_no_news(shared_server: ServerProcess, context
     make_table(shared_server, "healthy", profile=SLOW)
     pages = open_all(context, shared_server, "healthy", "&ping=250")
     assert shared_server.command("healthy", "start")[0] == 200
-    pages["referee"].wait_for_timeout(30 * 250)
+    pages["referee"].wait_for_timeout(30 * 250)  # real time under test: 30 pings, no status change
     logs = status_logs(pages)
     for name, log in logs.items():
         assert [s for s, _ in log if s != "connecting"] == ["live"], f"{name}: {log}"
@@ -253,7 +253,7 @@ def test_every_page_notices_a_hung_service_within_3_s(own_server: ServerProcess,
             pages[name].evaluate(
                 "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
         before = {n: pages[n].locator(sel).inner_text() for n, sel in clocks.items()}
-        pages["hall"].wait_for_timeout(1500)
+        pages["hall"].wait_for_timeout(1500)  # real time under test: hung, no page counts on
         after = {n: pages[n].locator(sel).inner_text() for n, sel in clocks.items()}
         # Frozen: the same digits, neither counting down on old data nor jumping back up to
         # the last message heard (the console once went 58 -> 60 here: it froze at the last

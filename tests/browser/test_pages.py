@@ -118,7 +118,7 @@ def test_console_presses_change_overlay_and_display(
     expect(referee.locator("#btn-pause")).to_have_text("Resume")
     expect(referee.locator("#btn-main")).to_have_text("Resume")
     frozen = display.locator("#clock").inner_text()
-    display.wait_for_timeout(300)
+    display.wait_for_timeout(300)  # real time under test: paused, the tenths must not move
     assert display.locator("#clock").inner_text() == frozen
     # Resume, then the shot button ends the shot: the next limit (3 s) shows, not counting.
     referee.locator("#btn-main").click()

@@ -46,7 +46,7 @@ def ok(server: ServerProcess, table: str, command: str, **fields: Any) -> dict[s
 
 def timed(server: ServerProcess, table: str, seconds: float) -> None:
     ok(server, table, "start")
-    time.sleep(seconds)
+    time.sleep(seconds)  # real time is the data: the shot's duration in the report
     ok(server, table, "shot")
 
 
@@ -65,7 +65,7 @@ def match(shared_server: ServerProcess) -> dict[str, Any]:
     ok(s, table, "result", whites_potted=0)
     # Petrov: an extension while counting, a shot, then he pots the called colour: 0-1.
     ok(s, table, "start")
-    time.sleep(0.2)
+    time.sleep(0.2)  # real time is the data: a shot that took time, with its extension
     ok(s, table, "extension")
     time.sleep(0.2)
     ok(s, table, "shot")

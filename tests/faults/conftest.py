@@ -81,6 +81,14 @@ class RawWebSocket:
         assert first is not None and first[0] == 1
         self.snapshot = decode(first[1])
 
+    def has_more(self) -> bool:
+        """Something after what was read has arrived (peeked at: nothing is consumed)."""
+        try:
+            return bool(self.buffer) or bool(
+                self.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+        except BlockingIOError:
+            return False
+
     def _recv(self) -> bytes:
         chunk = self.sock.recv(65536)
         if not chunk:

@@ -50,7 +50,7 @@ async def press(http: httpx.AsyncClient, table: str, rng: random.Random,
                 acked[table] = max(acked.get(table, 0), response.json()["seq"])
             else:
                 assert response.status_code == 409, response.text
-            await asyncio.sleep(rng.uniform(0.0, 0.05))
+            await asyncio.sleep(rng.uniform(0.0, 0.05))  # a referee's pace (load, not a wait)
 
 
 async def ws_press(url: str, rng: random.Random, acked: dict[str, int], table: str,
@@ -67,7 +67,7 @@ async def ws_press(url: str, rng: random.Random, acked: dict[str, int], table: s
                         break
                     if message["type"] == "error":
                         break
-                await asyncio.sleep(rng.uniform(0.0, 0.05))
+                await asyncio.sleep(rng.uniform(0.0, 0.05))  # a referee's pace (load)
 
 
 async def test_sigkill_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
@@ -89,9 +89,13 @@ async def test_sigkill_under_load_loses_nothing_acknowledged(tmp_path: Path) -> 
                     tasks.append(asyncio.ensure_future(press(http, table, rng, acked)))
                 tasks.append(asyncio.ensure_future(ws_press(f"{server.ws_url}/ws/tables/c1",
                                                             rng, acked, "c1", server.origin)))
+                # Real time under test: load for a random while, then the kill lands wherever
+                # the commands and fsyncs are.
                 await asyncio.sleep(rng.uniform(0.8, 2.0))
                 server.kill()  # mid-flight: commands and fsyncs in progress
-                await asyncio.sleep(0.2)
+                # Every client ends on its own once it has read what reached it (the
+                # watchers drain their sockets, the presses get their last answers).
+                await asyncio.wait(tasks, timeout=15)
                 for task in tasks:
                     task.cancel()
                 results = await asyncio.gather(*tasks, return_exceptions=True)

@@ -116,7 +116,7 @@ async def test_replay_flood_streams_in_bounded_batches(server: ServerProcess,
         stalled += await asyncio.to_thread(stalled_websockets, server.port,
                                            "/ws/tables/long?since=0", 20, f"127.0.0.{10 + i}")
     assert len(stalled) == 80
-    await asyncio.sleep(ATTACK_S)
+    await asyncio.sleep(ATTACK_S)  # real time under test: the canary's clock during the attack
     window = canary.new_window().summary()
     close_all(stalled)
     assert_unharmed(window, before)
@@ -193,7 +193,7 @@ async def test_command_rate_is_one_bucket_per_address(server: ServerProcess,
     assert created.status_code == 201, created.text
     result = await command_flood(server.ws_url, "flood", TOKEN, 20, ATTACK_S, "127.0.0.50",
                                  server.url)
-    await asyncio.sleep(max(0.0, ATTACK_S - result["seconds"]))
+    await asyncio.sleep(max(0.0, ATTACK_S - result["seconds"]))  # real time: the full attack window
     window = canary.new_window().summary()
     # 60 saved up plus 20 a second, and a little for the clock's granularity.
     assert result["accepted"] <= 60 + 20 * result["seconds"] + 5, result

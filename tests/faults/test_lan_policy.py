@@ -28,6 +28,7 @@ from clock_service.cli import EXIT_REFUSED, EXIT_STORE_CORRUPT, EXIT_STORE_LOCKE
 from harness.attack import fill_store
 from tests.faults.conftest import RawWebSocket
 from tests.server import ROOT, ServerProcess, free_port, http
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
@@ -150,14 +151,15 @@ def test_a_replay_that_is_not_read_is_cut_off_and_replays_are_capped(tmp_path: P
     try:
         stalled = RawWebSocket(server, "/ws/tables/long?since=0")  # reads the snapshot only
         connected = time.monotonic()
-        time.sleep(0.3)
+        # The replay's first event has come: it holds the one replay slot.
+        until(stalled.has_more, 10, 0.01, "the first replayed event")
         waiting = RawWebSocket(server, "/ws/tables/long?since=0")
         # The second waits for the one replay slot for half the send timeout: 1013.
         _, code, reason = waiting.read_until_closed()
         assert code == 1013 and "since=0" in reason, (code, reason)
         # The first, still not reading past the send timeout (2 s), is cut off with where to
         # resume, the close queued behind what its buffers hold.
-        time.sleep(max(0.0, connected + 3.0 - time.monotonic()))
+        time.sleep(max(0.0, connected + 3.0 - time.monotonic()))  # real time: the send timeout
         got, code, reason = stalled.read_until_closed()
         assert code == 4001, (code, reason)
         resume = int(re.search(r"since=(\d+)", reason).group(1))  # type: ignore[union-attr]

@@ -93,7 +93,7 @@ def rig(mock_factory: Any) -> Iterator[tuple[Any, FakeClock, list[ButtonPress]]]
 
 
 def _settle() -> None:
-    time.sleep(SETTLED_S)
+    time.sleep(SETTLED_S)  # real time under test: no press may come of the debounce window
 
 
 def test_each_button_reports_its_name_and_first_edge_time(mock_factory: Any) -> None:
@@ -201,7 +201,7 @@ def test_a_long_press_is_only_the_correction_with_gpiozero_when_held(
     # other buttons have no long press: holding them is one plain press
     mock_factory.pin(23).drive_low()
     assert wait_until(lambda: len(presses) == 2)
-    time.sleep(HOLD_MS * 2 / 1000)
+    time.sleep(HOLD_MS * 2 / 1000)  # real time under test: a hold past the long-press time
     mock_factory.pin(23).drive_high()
     _settle()
     assert [p.long for p in presses] == [True, False] and presses[-1].button == "pause"
@@ -269,7 +269,7 @@ async def test_a_long_press_corrects_the_previous_press_not_itself(
         await _until(lambda: "chirp" in buzzer.calls)
         await _until(lambda: runtime.state("t")["phase"] == "paused")
         pin.drive_high()
-        await asyncio.sleep(SETTLED_S * 2)
+        await asyncio.sleep(SETTLED_S * 2)  # real time: the release's debounce must add nothing
         state = runtime.state("t")
         assert state["phase"] == "paused" and state["remaining_ms"] == 25_000, state
         await _until(lambda: table.published_seq == table.seq)

@@ -222,7 +222,7 @@ def test_offline_frames_blink_the_colon(wire: Any, wait_until: WaitUntil) -> Non
         log.clear()
         import time
 
-        time.sleep(0.1)
+        time.sleep(0.1)  # real time under test: a steady display does not blink meanwhile
         assert log == []
     finally:
         TM1637Display.BLINK_S = 0.5  # type: ignore[misc]

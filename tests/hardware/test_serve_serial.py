@@ -105,9 +105,15 @@ def test_table_created_later_expires_with_the_long_tone(tmp_path: Path,
         assert display.buzzes == ["beep", "long"]  # the 1 s warning, then 12.4's long tone
         assert display.wait_for(
             lambda lines: any(x.startswith("DISPLAY 0.0 expired") for x in lines), 1.0)
-        # table 1 is not this box's table: its clock is never drawn here
-        server.command("1", "start")
-        time.sleep(0.1)
+        # table 1 is not this box's table: its clock is never drawn here. Proof that it
+        # would have been by now: a later command on this box's table is drawn.
+        assert server.command("1", "start")[0] == 200
+        drawn = len(display.lines)
+        status, state = server.command("hw", "hand_back")
+        assert status == 200, state
+        assert display.wait_for(lambda lines: any(
+            x.startswith("DISPLAY ") and " expired " not in x for x in lines[drawn:]), 2.0), \
+            display.lines
         assert "35" not in _texts(display)
     finally:
         server.stop()
