@@ -30,7 +30,7 @@ import copy
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from clock_service.commands import (
     PRESS_FUTURE_MS,
@@ -55,7 +55,36 @@ from clock_service.commands import (
     Undo,
 )
 from clock_service.errors import InvalidCommand, InvalidInput, RuleRefusal
-from clock_service.events import Event
+from clock_service.events import (
+    CALL_ANNOUNCED,
+    CLOCK_CORRECTED,
+    CLOCK_EXPIRED,
+    CLOCK_EXTENDED,
+    CLOCK_PAUSED,
+    CLOCK_RESUMED,
+    CLOCK_STARTED,
+    CLOCK_STOPPED,
+    CLOCK_WARNING,
+    CORRECTION_UNDONE,
+    FOUL,
+    FRAME_ENDED,
+    FRAME_STARTED,
+    MATCH_CLOCK_APPLIED,
+    MATCH_ENDED,
+    MATCH_STARTED,
+    RESPOT,
+    SHOT_CLOCK_OFF,
+    SHOT_CLOCK_ON,
+    SHOT_RESULT,
+    TURN,
+    Decision,
+    Event,
+    MatchStartedData,
+    PauseReason,
+    SlowPlayScope,
+    StopReason,
+    TurnReason,
+)
 from clock_service.match_clock import AT_LIMIT, MatchClock, check_match_limit
 from clock_service.profile import Profile
 from clock_service.rules import EndReason, FoulCode, InvalidResult, Match, Outcome, RulesError
@@ -65,6 +94,16 @@ from clock_service.rules import Turn as TurnOutcome
 __all__ = ["TableClock", "PHASES", "ALLOWED", "round_of_visit"]
 
 _T = TypeVar("_T")
+
+
+class _Shown(TypedDict):
+    """The shot clock as every clock event shows it: the player at the table, the time
+    left, and the deadline while the clock keeps running."""
+
+    player: int
+    remaining_ms: int | None
+    deadline: float | None
+
 
 PHASES = ("ready", "running", "paused", "expired", "frame_over")
 
@@ -415,8 +454,7 @@ class TableClock:
     def _advance_match(self, now: float) -> list[Event]:
         if self.match_clock is None:
             return []
-        made, reached = self.match_clock.advance(now)
-        events = [Event(kind, data) for kind, data in made]
+        events, reached = self.match_clock.advance(now)
         if reached:
             events += self._limit_reached(now)
         return events
@@ -433,7 +471,7 @@ class TableClock:
         # Woken late past several thresholds (a stalled host): announce only the latest,
         # one beep rather than a burst of stale ones.
         self.pending_warnings = self.pending_warnings[len(due):]
-        return [Event("clock.warning", {
+        return [CLOCK_WARNING({
             "threshold_ms": due[-1],
             "remaining_ms": _ceil_ms(deadline - now),
             "deadline": deadline,
@@ -524,7 +562,7 @@ class TableClock:
             return self.advance(max(now, self.deadline))
         events: list[Event] = []
         if power_lost:
-            events = [Event("clock.warning", {
+            events = [CLOCK_WARNING({
                 "threshold_ms": w, "remaining_ms": w, "deadline": self.deadline,
                 "player": self.player}) for w in self.pending_warnings]
         self.last_step_at = now
@@ -534,8 +572,8 @@ class TableClock:
         had = self.remaining if self.remaining is not None else _ceil_ms(left)
         self.remaining = min(_ceil_ms(left), had)
         self.deadline = None
-        return [*events, self._clock_event(
-            "clock.paused", now, {"reason": "power_lost" if power_lost else "restart"})]
+        reason: PauseReason = "power_lost" if power_lost else "restart"
+        return [*events, CLOCK_PAUSED({"reason": reason, **self._shown(now)})]
 
     # -- the rules on top of the table ------------------------------------------------------
     def _why_not(self, name: str, now: float) -> _Why | None:
@@ -640,11 +678,11 @@ class TableClock:
         self._accept_if_choice_open("start")
         self.phase = "running"
         self.shot_played = False
-        return [self._clock_event("clock.started", now, self._run(now)),
+        return [CLOCK_STARTED({"limit_ms": self._run(now), **self._shown(now)}),
                 *self._match_clock_step("start", now)]
 
     def _on_shot(self, command: Shot, now: float) -> list[Event]:
-        event = self._clock_event("clock.stopped", now, {"reason": "shot"})
+        event = CLOCK_STOPPED({"reason": "shot", **self._shown(now, stopping=True)})
         self.frame_shots += 1
         self._make_ready(self.shot_limit())
         self.shot_played = True
@@ -653,10 +691,11 @@ class TableClock:
     def _on_call(self, command: AnnounceCall, now: float) -> list[Event]:
         """The strict call announced before the shot (7.1); ``result`` is judged against it."""
         replaced = self._rules("call", lambda: self.match.announce(command.call))
-        return [self._clock_event("call.announced", now, {
+        return [CALL_ANNOUNCED({
             "call": command.call.to_dict(),
             "replaced": None if replaced is None else replaced.to_dict(),
             "frame": self.frame, "visit": self.visit, "phase": self.phase,
+            **self._shown(now),
         })]
 
     def _on_extension(self, command: Extension, now: float) -> list[Event]:
@@ -674,20 +713,21 @@ class TableClock:
             self._set_deadline(self.deadline + extra, now)
         else:
             self.remaining = left + extra  # I16: ready or paused, it adds to this shot
-        return [self._clock_event("clock.extended", now,
-                                  {"player": player, "extension_ms": extra})]
+        return [CLOCK_EXTENDED({"player": player, "extension_ms": extra,
+                                "remaining_ms": self.remaining_ms(now),
+                                "deadline": self.deadline if self.phase == "running" else None})]
 
     def _on_pause(self, command: Pause, now: float) -> list[Event]:
         self.remaining = self.remaining_ms(now)
         self.deadline = None
         self.phase = "paused"
         # The referee's pause is the only one that stops the match clock too.
-        return [self._clock_event("clock.paused", now, {"reason": "referee"}),
+        return [CLOCK_PAUSED({"reason": "referee", **self._shown(now)}),
                 *self._match_clock_step("pause", now)]
 
     def _on_resume(self, command: Resume, now: float) -> list[Event]:
         self.phase = "running"
-        return [self._clock_event("clock.resumed", now, self._run(now)),
+        return [CLOCK_RESUMED({"limit_ms": self._run(now), **self._shown(now)}),
                 *self._match_clock_step("resume", now)]
 
     def _match_clock_step(self, step: str, now: float) -> list[Event]:
@@ -695,8 +735,8 @@ class TableClock:
         referee's pause and resume; it never stops for anything else."""
         if self.match_clock is None:
             return []
-        made = getattr(self.match_clock, step)(now)
-        return [Event(kind, data) for kind, data in made]
+        made: list[Event] = getattr(self.match_clock, step)(now)
+        return made
 
     # -- the match's time limit (the organiser's choice, 12.1) ------------------------------
     def _limit_reached(self, now: float) -> list[Event]:
@@ -721,9 +761,8 @@ class TableClock:
                 self._set_deadline(now + limit, now)
             elif self.phase in ("ready", "paused"):
                 self.remaining = limit
-        return [self._clock_event("shot_clock.on", now, {
-                    "reason": "match time limit", "scope": "match", "limit_ms": limit,
-                    "frame": self.frame}),
+        return [SHOT_CLOCK_ON({"reason": "match time limit", "scope": "match",
+                               "limit_ms": limit, "frame": self.frame, **self._shown(now)}),
                 self._applied("shot_clock_on", None)]
 
     def _keep_the_limit(self) -> None:
@@ -737,9 +776,9 @@ class TableClock:
         elif self.limit_pending is None:
             self.limit_pending = self.at_match_limit
 
-    def _applied(self, decision: str, winner: int | None) -> Event:
+    def _applied(self, decision: Decision, winner: int | None) -> Event:
         choice = AT_LIMIT[self.at_match_limit]
-        return Event("match_clock.applied", {
+        return MATCH_CLOCK_APPLIED({
             "at_limit": choice.code, "decision": decision, "rule": choice.rule,
             "winner": winner, "score": list(self.match.score), "frame": self.frame})
 
@@ -763,7 +802,7 @@ class TableClock:
             return [self._applied("tie_break_frame", None)]
         return self._decide(now, None, "drawn")
 
-    def _decide(self, now: float, winner: int | None, decision: str) -> list[Event]:
+    def _decide(self, now: float, winner: int | None, decision: Decision) -> list[Event]:
         self._rules("match_limit", lambda: self.match.decide(winner))
         self.limit_pending = None
         events = [self._applied(decision, winner), self._match_ended()]
@@ -772,7 +811,7 @@ class TableClock:
         return events
 
     def _match_ended(self) -> Event:
-        return Event("match.ended", {
+        return MATCH_ENDED({
             "winner": self.match.winner, "score": list(self.match.score),
             "frames_won": self.frames_won, "race_to": self.match.race_to,
             "frames": self.frame, "by_time_limit": self.match.decided_by_limit,
@@ -854,17 +893,21 @@ class TableClock:
         self.match_number += 1
         self.frame = 0
         self.history.clear()
-        data: dict[str, Any] = {
+        data: MatchStartedData = {
             "number": self.match_number, "players": list(self.players), "timer": self.timer,
             "profile": self.profile.to_dict(), "first_breaker": first_breaker,
             "race_to": race_to,
         }
         if self.match_limit_ms is not None:  # the match clock, when this match has one
-            data.update(match_limit_ms=self.match_limit_ms, at_match_limit=self.at_match_limit)
-        data.update({k: v for k, v in (("event", command.event), ("referee", command.referee),
-                                       ("reason", command.reason if unfinished else None))
-                     if v is not None})
-        return [Event("match.started", data), *self._start_frame(now)]
+            data["match_limit_ms"] = self.match_limit_ms
+            data["at_match_limit"] = self.at_match_limit
+        if command.event is not None:
+            data["event"] = command.event
+        if command.referee is not None:
+            data["referee"] = command.referee
+        if unfinished and command.reason is not None:
+            data["reason"] = command.reason
+        return [MATCH_STARTED(data), *self._start_frame(now)]
 
     def _on_result(self, command: Result, now: float) -> list[Event]:
         """Apply the referee's report of the shot just played (sections 3-11)."""
@@ -876,7 +919,7 @@ class TableClock:
             started = self._match_clock_step("start", now)
         shooter = self.player
         outcome = self._rules("result", lambda: self.match.shot(report))
-        events = [Event("shot.result", {
+        events = [SHOT_RESULT({
             "player": shooter, "frame": self.frame, "visit": self.visit,
             "report": report.to_dict(), "outcome": outcome.to_dict(),
             "whites": self.whites, "fouls": self.fouls,
@@ -886,7 +929,7 @@ class TableClock:
             return events + self._frame_ended(now) + started
         if outcome.turn is TurnOutcome.PASSES:
             assert outcome.next_player is not None
-            reason = "foul" if outcome.fouls else "result"
+            reason: TurnReason = "foul" if outcome.fouls else "result"
             events += self._pass_turn(outcome.next_player, reason, now)
         else:  # I1, 4.6: the same visit goes on with the same limit
             self._make_ready(self.shot_limit())
@@ -901,7 +944,7 @@ class TableClock:
             self.remaining = _ceil_ms(self.deadline - at)
             self.deadline = None
             self.phase = "paused"
-        return [Event("correction.undone", {
+        return [CORRECTION_UNDONE({
             "undone": step, "by": command.by, "reason": command.reason,
             "remaining_ms": self.remaining_ms(now),
         })]
@@ -911,8 +954,8 @@ class TableClock:
             self._set_deadline(now + command.remaining_ms, now)
         else:
             self.remaining = command.remaining_ms
-        return [self._clock_event("clock.corrected", now,
-                                  {"by": command.by, "reason": command.reason})]
+        return [CLOCK_CORRECTED({"by": command.by, "reason": command.reason,
+                                 **self._shown(now)})]
 
     def _on_shot_clock_on(self, command: ShotClockOn, now: float) -> list[Event]:
         """Slow play: the referee switches the clock on, with the profile's flat
@@ -936,9 +979,10 @@ class TableClock:
             self._set_deadline(now + limit, now)
         elif self.phase in ("ready", "paused"):
             self.remaining = limit
-        return [self._clock_event("shot_clock.on", now, {
-            "reason": command.reason, "scope": command.scope, "limit_ms": limit,
-            "frame": self.frame})]
+        scope: SlowPlayScope = "frame" if command.scope == "frame" else "match"  # checked
+        return [SHOT_CLOCK_ON({
+            "reason": command.reason, "scope": scope, "limit_ms": limit,
+            "frame": self.frame, **self._shown(now)})]
 
     _handlers: dict[str, Callable[[TableClock, Any, float], list[Event]]] = {
         "shot_clock_on": _on_shot_clock_on,
@@ -959,11 +1003,11 @@ class TableClock:
     }
 
     # -- building blocks -------------------------------------------------------------------
-    def _run(self, now: float) -> dict[str, Any]:
-        """Turn the shown remaining time into a deadline (start, resume)."""
+    def _run(self, now: float) -> int | None:
+        """Turn the shown remaining time into a deadline (start, resume); the shot's limit."""
         if self.timed:
             self._set_deadline(now + (self.remaining or 0), now)
-        return {"limit_ms": self.shot_limit()}
+        return self.shot_limit()
 
     def _set_deadline(self, deadline: float, now: float) -> None:
         self.deadline = deadline
@@ -982,24 +1026,24 @@ class TableClock:
         self.pending_warnings = []
         self.remaining = remaining if self.timed else None
 
-    def _stop_if_counting(self, now: float, reason: str) -> list[Event]:
+    def _stop_if_counting(self, now: float, reason: StopReason) -> list[Event]:
         if self.phase not in ("running", "paused"):
             return []
-        event = self._clock_event("clock.stopped", now, {"reason": reason})
+        event = CLOCK_STOPPED({"reason": reason, **self._shown(now, stopping=True)})
         self._make_ready(self.remaining_ms(now))
         return [event]
 
-    def _pass_turn(self, to: int, reason: str, now: float) -> list[Event]:
+    def _pass_turn(self, to: int, reason: TurnReason, now: float) -> list[Event]:
         """A new visit begins whenever the right to shoot passes (turn, foul, hand-back)."""
         self.visit += 1
         self.player = to
         self._make_ready(self.shot_limit())
-        return [Event("turn", {
+        return [TURN({
             "player": to, "visit": self.visit, "round": self.round,
             "limit_ms": self.shot_limit(), "reason": reason,
         })]
 
-    def _add_foul(self, record: Callable[[], Outcome], turn_reason: str,
+    def _add_foul(self, record: Callable[[], Outcome], turn_reason: TurnReason,
                   now: float) -> list[Event]:
         """Fouls count per player per frame whatever their cause, in the rules (I12); the
         second one is a technical loss (10.5-10.6) that needs no 10.4 choice (I13)."""
@@ -1016,14 +1060,14 @@ class TableClock:
     def _respot_events(self, outcome: Outcome) -> list[Event]:
         if not outcome.respots:  # I14: instructions; the referee starts the clock when done
             return []
-        return [Event("respot", {
+        return [RESPOT({
             "player": outcome.next_player,
             "respots": [r.to_dict() for r in outcome.respots],
             "instructions": [r.instruction for r in outcome.respots],
         })]
 
     def _foul_events(self, outcome: Outcome) -> list[Event]:
-        return [Event("foul", {
+        return [FOUL({
             "player": foul.player, "reason": foul.reason, "rule": foul.rule,
             "code": foul.code.value, "breaches": [b.to_dict() for b in foul.breaches],
             "fouls": self.fouls, "technical_loss": outcome.frame_over,
@@ -1033,14 +1077,15 @@ class TableClock:
         before = self._dump()
         fouler = self.player
         deadline = self.deadline
+        assert deadline is not None  # only a running clock expires
         self.last_step_at = deadline
         self.phase = "expired"
         self.deadline = None
         self.pending_warnings = []
         self.remaining = 0
-        events = [Event("clock.expired", {
+        events = [CLOCK_EXPIRED({
             "player": fouler, "deadline": deadline, "remaining_ms": 0,
-            "late_ms": round(now - (deadline or now), 3),
+            "late_ms": round(now - deadline, 3),
         })]
         events += self._add_foul(
             lambda: self.match.record_foul(fouler, "12.4", "time", FoulCode.SHOT_TIME),
@@ -1061,8 +1106,10 @@ class TableClock:
         self.pending_warnings = []
         self.remaining = None
         frame = self.match.frame
-        events = [Event("frame.ended", {
-            "frame": self.frame, "winner": self.frame_winner, "reason": self.frame_end_reason,
+        reason = self.frame_end_reason
+        assert reason is not None  # the rules or the referee ended it
+        events = [FRAME_ENDED({
+            "frame": self.frame, "winner": self.frame_winner, "reason": reason,
             "frames_won": self.frames_won, "rule": frame.end_rule,
             "outside_rules": frame.end_reason is EndReason.REFEREE,
             "referee_reason": referee_reason, "fouls": self.fouls,
@@ -1070,8 +1117,7 @@ class TableClock:
         if self.slow_play == "frame":  # switched on for the rest of the frame only
             self.slow_play = None
             self.slow_play_reason = None
-            events.append(Event("shot_clock.off", {"frame": self.frame,
-                                                   "reason": "frame_ended"}))
+            events.append(SHOT_CLOCK_OFF({"frame": self.frame, "reason": "frame_ended"}))
         if self.match.over:
             events.append(self._match_ended())
             if self.match_clock is not None:
@@ -1091,20 +1137,19 @@ class TableClock:
         self.extensions_used = [0, 0]  # 12.5: once per frame
         self.frame_shots = 0
         self._make_ready(self.shot_limit())
-        return [Event("frame.started", {
+        return [FRAME_STARTED({
             "frame": self.frame, "breaker": self.breaker, "player": self.player,
             "visit": self.visit, "round": self.round, "limit_ms": self.shot_limit(),
         })]
 
-    def _clock_event(self, kind: str, now: float, data: dict[str, Any]) -> Event:
-        return Event(kind, {
-            **data,
-            "player": data.get("player", self.player),
+    def _shown(self, now: float, *, stopping: bool = False) -> _Shown:
+        """What a clock event shows of the shot clock, after its fields (events.py)."""
+        return {
+            "player": self.player,
             "remaining_ms": self.remaining_ms(now),
             # A deadline only while the clock keeps running (not on the stop itself).
-            "deadline": (self.deadline if self.phase == "running" and kind != "clock.stopped"
-                         else None),
-        })
+            "deadline": self.deadline if self.phase == "running" and not stopping else None,
+        }
 
     def _remember(self, step: str, now: float, before: dict[str, Any]) -> None:
         self.history.append((step, now, json.dumps(before, separators=(",", ":"))))

@@ -15,6 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from clock_service.errors import InvalidInput
+from clock_service.events import (
+    MATCH_CLOCK_EXPIRED,
+    MATCH_CLOCK_PAUSED,
+    MATCH_CLOCK_RESUMED,
+    MATCH_CLOCK_STARTED,
+    MATCH_CLOCK_WARNING,
+    Event,
+    MatchClockData,
+)
 
 __all__ = ["MatchClock", "AT_LIMIT", "AtLimit", "MATCH_WARNINGS_MS", "MAX_MATCH_MS",
            "check_match_limit"]
@@ -93,32 +102,32 @@ class MatchClock:
             return self.deadline - self.pending_warnings[0]
         return self.deadline
 
-    # -- steps (the table's clock calls these; each returns (type, data) pairs) ---------
-    def start(self, now: float) -> list[tuple[str, dict[str, Any]]]:
+    # -- steps (the table's clock calls these; each returns its events) -----------------
+    def start(self, now: float) -> list[Event]:
         """The first break of the match: the limit starts counting."""
         if self.phase != "waiting":
             return []
         self.phase = "running"
         self.started_at = now
         self.deadline = now + self.remaining
-        return [("match_clock.started", self._data(now))]
+        return [MATCH_CLOCK_STARTED(self._data(now))]
 
-    def pause(self, now: float) -> list[tuple[str, dict[str, Any]]]:
+    def pause(self, now: float) -> list[Event]:
         if self.phase != "running":
             return []
         self.remaining = self.remaining_ms(now)
         self.deadline = None
         self.phase = "paused"
-        return [("match_clock.paused", self._data(now))]
+        return [MATCH_CLOCK_PAUSED(self._data(now))]
 
-    def resume(self, now: float) -> list[tuple[str, dict[str, Any]]]:
+    def resume(self, now: float) -> list[Event]:
         if self.phase != "paused":
             return []
         self.phase = "running"
         self.deadline = now + self.remaining
-        return [("match_clock.resumed", self._data(now))]
+        return [MATCH_CLOCK_RESUMED(self._data(now))]
 
-    def stop(self, now: float) -> list[tuple[str, dict[str, Any]]]:
+    def stop(self, now: float) -> list[Event]:
         """The match ended before its limit: the clock stops where it is."""
         if self.phase in ("expired", "stopped"):
             return []
@@ -128,7 +137,7 @@ class MatchClock:
         self.pending_warnings = []
         return []
 
-    def advance(self, now: float) -> tuple[list[tuple[str, dict[str, Any]]], bool]:
+    def advance(self, now: float) -> tuple[list[Event], bool]:
         """Warnings due at ``now`` and whether the limit was reached now."""
         if self.phase != "running" or self.deadline is None:
             return [], False
@@ -139,16 +148,16 @@ class MatchClock:
             self.remaining = 0
             self.pending_warnings = []
             choice = AT_LIMIT[self.at_limit]
-            return [("match_clock.expired", {**self._data(now), "deadline": deadline,
-                                             "late_ms": round(now - deadline, 3),
-                                             "rule": choice.rule, "text": choice.text})], True
+            return [MATCH_CLOCK_EXPIRED({**self._data(now), "deadline": deadline,
+                                         "late_ms": round(now - deadline, 3),
+                                         "rule": choice.rule, "text": choice.text})], True
         due = [w for w in self.pending_warnings if now >= self.deadline - w]
         if not due:
             return [], False
         self.pending_warnings = self.pending_warnings[len(due):]
-        return [("match_clock.warning", {**self._data(now), "threshold_ms": due[-1]})], False
+        return [MATCH_CLOCK_WARNING({**self._data(now), "threshold_ms": due[-1]})], False
 
-    def _data(self, now: float) -> dict[str, Any]:
+    def _data(self, now: float) -> MatchClockData:
         return {"limit_ms": self.limit_ms, "remaining_ms": self.remaining_ms(now),
                 "deadline": self.deadline if self.phase == "running" else None,
                 "at_limit": self.at_limit}

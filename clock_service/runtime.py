@@ -29,7 +29,7 @@ from clock_service.errors import (
     TableExists,
     TooManyTables,
 )
-from clock_service.events import Event
+from clock_service.events import TABLE_ARCHIVED, TABLE_CREATED, Event, TableCreatedData
 from clock_service.hub import Hub, encode
 from clock_service.presets import build_profile
 from clock_service.served import ServedTables
@@ -287,16 +287,22 @@ class Runtime(ServedTables[TableRuntime]):
                            first_breaker=first_breaker, race_to=race_to,
                            match_limit_ms=match_limit_ms, at_match_limit=at_match_limit)
         now = self.time.now_ms()
-        config = {"players": list(clock.players), "timer": clock.timer,
-                  "profile": clock.profile.to_dict(), "first_breaker": first_breaker,
-                  "race_to": race_to}
+        created: TableCreatedData = {
+            "table": table_id, "players": list(clock.players), "timer": clock.timer,
+            "profile": clock.profile.to_dict(), "first_breaker": first_breaker,
+            "race_to": race_to}
         if match_limit_ms is not None:  # the match's time limit and the organiser's choice
-            config.update(match_limit_ms=match_limit_ms, at_match_limit=at_match_limit)
+            created["match_limit_ms"] = match_limit_ms
+            created["at_match_limit"] = at_match_limit
         # For the match protocol's header (GET /api/matches/{id}), when given.
-        config.update({k: v for k, v in (("event", event), ("referee", referee)) if v})
+        if event:
+            created["event"] = event
+        if referee:
+            created["referee"] = referee
+        config = {k: v for k, v in created.items() if k != "table"}
         table = TableRuntime(table_id, clock, config=config)
         self.tables[table_id] = table
-        events = [Event("table.created", {"table": table_id, **config}), *clock.open(now)]
+        events = [TABLE_CREATED(created), *clock.open(now)]
         await self._emit(table, events, now, new_table=True)
         return self.state(table_id)
 
@@ -314,7 +320,7 @@ class Runtime(ServedTables[TableRuntime]):
         self._archives[table_id] = number
         archive_id = f"{table_id}{ARCHIVE_SEP}{number}"
         now = self.time.now_ms()
-        events = [Event("table.archived", {"archived_as": archive_id})]
+        events = [TABLE_ARCHIVED({"archived_as": archive_id})]
         published = self._emit(table, events, now)
         if table.timer is not None:
             table.timer.cancel()

@@ -29,15 +29,17 @@ import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+
+from clock_service.events import MATCH_SIGNED, MatchSignedData
 
 __all__ = ["Signer", "MatchSigner", "fingerprint", "signed_message", "verify_signature",
            "verify_match", "check_signed", "key_path_for", "SIGNED_EVENT"]
 
 log = logging.getLogger(__name__)
 
-SIGNED_EVENT = "match.signed"
-ALGORITHM = "ed25519"
+SIGNED_EVENT = MATCH_SIGNED.name
+ALGORITHM: Final = "ed25519"
 
 
 def key_path_for(db: str) -> Path:
@@ -95,7 +97,7 @@ class Signer:
         self.public_b64 = base64.b64encode(raw).decode()
         self.fingerprint = fingerprint(raw)
 
-    def sign(self, table: str, first: int, last: int, digest: str) -> dict[str, Any]:
+    def sign(self, table: str, first: int, last: int, digest: str) -> MatchSignedData:
         """The ``match.signed`` event's data."""
         signature = self._key.sign(signed_message(table, first, last, digest))
         return {"first": first, "last": last, "digest": digest, "algorithm": ALGORITHM,
@@ -227,10 +229,8 @@ class MatchSigner:
                 log.error("table %s: no match found to sign up to event %d", table_id, last)
                 return
             first, digest = found
-            from clock_service.events import Event
-
             data = self.signer.sign(table_id, first, last, digest)
-            await self.runtime.record(table_id, [Event(SIGNED_EVENT, data)])
+            await self.runtime.record(table_id, [MATCH_SIGNED(data)])
             self.signed += 1
         except Exception:  # never the clock's problem: the record stays unsigned, said so
             log.exception("table %s: signing the match up to event %d failed", table_id, last)

@@ -1,7 +1,8 @@
 """Every event the core emits matches its model (issue 18 point 3).
 
-Each event type is defined once (clock_service/events.py ``EVENTS``: name, payload model,
-description); schemas.py builds its message model from that. Here the runtime, over the
+Each event type is defined once (clock_service/events.py ``EVENTS``: name, payload
+TypedDict, description); the core makes every event through its type, and schemas.py
+derives the payload's model and the message model from that. Here the runtime, over the
 real cores with the fake clock and a real SQLite file, plays scripted matches that make
 every event type at least once, and each event, as its JSON goes on the wire and into the
 store, is validated strictly against its model: the envelope, ``data`` and the ``state``.
@@ -9,19 +10,20 @@ store, is validated strictly against its model: the envelope, ``data`` and the `
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict, get_type_hints
 
 import pytest
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from clock_service.asyncapi import EVENT_MESSAGES
 from clock_service.commands import parse_command
 from clock_service.events import EVENT_TYPES, EVENTS, INDEXED_TYPES
 from clock_service.hub import Hub, encode
 from clock_service.runtime import Runtime
-from clock_service.schemas import EVENT_MODELS
+from clock_service.schemas import EVENT_MODELS, PAYLOAD_MODELS, _payload
 from clock_service.signing import MatchSigner, Signer
 from clock_service.storage import Store
 from clock_service.storage.index import OPENING, REFRESH_TYPES
@@ -206,8 +208,52 @@ def test_every_list_of_event_types_comes_from_the_one_definition() -> None:
         model = EVENT_MODELS[name]
         assert model.__name__ == kind.message
         data = model.model_fields["data"].annotation
-        assert getattr(data, "__name__", None) == kind.payload
+        assert data is PAYLOAD_MODELS[kind.payload]
+        assert data.__name__ == kind.payload.__name__
         assert EVENT_MESSAGES[name] == (model, kind.description)
     # The match index reads exactly the events the definition marks: those opening a
     # match, those changing its summary, and the archive.
     assert OPENING | REFRESH_TYPES | {"table.archived"} == INDEXED_TYPES <= EVENT_TYPES
+
+
+def test_each_payload_model_has_exactly_its_payloads_fields() -> None:
+    """The model of each payload is derived from its TypedDict: the same fields in the same
+    order, required exactly where the payload requires them (absent ones default to null)."""
+    for kind in EVENTS.values():
+        model = PAYLOAD_MODELS[kind.payload]
+        assert list(model.model_fields) == list(get_type_hints(kind.payload)), kind.name
+        required = {name for name, info in model.model_fields.items() if info.is_required()}
+        assert required == kind.payload.__required_keys__, kind.name
+
+
+# Written as a call: with this module's string annotations, Python 3.11's TypedDict would
+# not see NotRequired (events.py has none for that reason).
+_Sample = TypedDict("_Sample", {"player": int, "note": NotRequired[str]})  # noqa: UP013
+
+
+def test_a_model_cannot_differ_from_its_payload() -> None:
+    """The derivation refuses, at import, a field the payload does not have and a default
+    that disagrees with the payload's NotRequired."""
+    ok = _payload(_Sample, note=(str | None, Field(None, description="absent unless given")))
+    assert list(ok.model_fields) == ["player", "note"]
+    with pytest.raises(RuntimeError, match="not fields of its payload"):
+        _payload(_Sample, note=(str | None, Field(None)), surprise=int)
+    with pytest.raises(RuntimeError, match="may leave it out"):
+        _payload(_Sample)  # note has no default
+    with pytest.raises(RuntimeError, match="requires it"):
+        _payload(_Sample, player=(int, Field(0)), note=(str | None, Field(None)))
+
+
+def test_the_service_makes_events_only_through_their_types() -> None:
+    """No ``Event(...)`` outside events.py: every payload is written against its TypedDict
+    (``CLOCK_STARTED({...})``), so mypy checks its fields where it is made."""
+    root = Path(__file__).resolve().parents[1] / "clock_service"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path == root / "events.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "Event"):
+                found.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    assert found == []
