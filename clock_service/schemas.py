@@ -1369,6 +1369,10 @@ class MatchRecordOut(_Closed):
         None, description="the verdict on the table's signature of this record (issue 20)")
     players_stats: list[PlayerStatsOut] = Field(min_length=2, max_length=2)
     frames: list[FrameOut]
+    clips: str | None = Field(
+        None, description="where the camera's video clips of this match are listed "
+        "(/api/matches/<id>/clips); present only on a service with a camera at this "
+        "match's table and clips on (issue 21 point 5)")
 
 
 __all__ += ["MatchSummary", "MatchPage", "PlayerStatsOut", "ShotOut", "MatchFoulOut",

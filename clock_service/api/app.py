@@ -94,6 +94,7 @@ def create_app(settings: Settings, runtime: ServedRuntime, *, reports: Reports, 
     app.state.reports = reports
     app.state.feeds = feeds
     app.state.hardware = hardware
+    app.state.camera = camera
     install(app, max_body_bytes=settings.max_message_bytes, limits=limits)
     app.add_middleware(SecurityHeaders)
     app.exception_handler(ShotClockError)(_on_shotclock_error)

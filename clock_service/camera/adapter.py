@@ -60,6 +60,8 @@ MATCH_MS = 3000.0  # a press within this of a detection confirms (or contradicts
 # clock refuses a press older than PRESS_STALE_MS; the margin covers the hop to the loop,
 # the command's queue and the store).
 SEND_LIMIT_MS = PRESS_STALE_MS - 500.0
+CLOCK_STEPS = frozenset({"clock.started", "clock.stopped", "clock.expired", "clock.paused",
+                         "clock.resumed"})
 
 
 class CameraAdapter:
@@ -116,6 +118,12 @@ class CameraAdapter:
         self.disagreements: collections.deque[dict[str, Any]] = collections.deque(maxlen=20)
         self.sent: collections.deque[dict[str, Any]] = collections.deque(maxlen=20)
         self._camera_steps: list[str] = []  # names of the clock steps the camera made
+        # the match in play (its id, "<table>.<number>") and the clock's recent steps, for
+        # the clips (issue 21 point 5: the record links its clips, a clip shows the times)
+        self.match_id: str | None = None
+        self.clock_log: collections.deque[dict[str, Any]] = collections.deque(maxlen=64)
+        if evidence is not None:
+            evidence.clock_events = self.clock_between
         self._pending_rest: Rest | None = None
         self._status_timer: asyncio.TimerHandle | None = None
 
@@ -126,7 +134,9 @@ class CameraAdapter:
         self.runtime.listeners.append(self.on_events)
         self.runtime.health.register("camera", self.status)
         if self.table_id in self.runtime.tables:
-            self.view.apply([], self.runtime.state(self.table_id))
+            state = self.runtime.state(self.table_id)
+            self.view.apply([], state)
+            self._note_match(state)
         self._thread = threading.Thread(target=self._run, name="camera", daemon=True)
         self._thread.start()
         self._publish_status()
@@ -293,7 +303,8 @@ class CameraAdapter:
         self.decisions.append(record)
         if self.evidence is not None:
             record["clip"] = self.evidence.request(
-                kind, decision.at, decided_at=round(decision.decided_at, 1))
+                kind, decision.at, decided_at=round(decision.decided_at, 1),
+                match=self.match_id)
         if isinstance(decision, Rest):
             self.last_rest = decision
             self._pending_rest = decision
@@ -373,14 +384,17 @@ class CameraAdapter:
             return
         was_waiting = self.view.waiting_for_result
         self.view.apply(events, state)
+        self._note_match(state)
         for event in events:
             self._compare(event)
+            self._log_clock(event)
             if event.get("type") == "clock.expired" and self.evidence is not None:
                 # the instant time ran out: the deadline (the event is told when the
                 # service produced it, ``late_ms`` later)
                 data = event.get("data") or {}
                 self.evidence.request("time_foul",
-                                      float(data.get("deadline") or event.get("at") or 0))
+                                      float(data.get("deadline") or event.get("at") or 0),
+                                      match=self.match_id)
         rest = self._pending_rest
         if (self.mode == "auto" and was_waiting and not self.view.waiting_for_result
                 and rest is not None and self.watch_state == "rest"):
@@ -388,6 +402,34 @@ class CameraAdapter:
             # takes the later of the rest and the result), or at the rest if still fresh
             self._send(rest if self.runtime.time.now_ms() - rest.at < SEND_LIMIT_MS
                        else Rest(self.runtime.time.now_ms(), rest.decided_at, rest.balls))
+
+    def _note_match(self, state: dict[str, Any]) -> None:
+        match = state.get("match") if isinstance(state, dict) else None
+        number = match.get("number") if isinstance(match, dict) else None
+        if isinstance(number, int) and number > 0:
+            self.match_id = f"{self.table_id}.{number}"
+
+    def _log_clock(self, event: dict[str, Any]) -> None:
+        """The clock's steps a referee compares a clip with: started (by whom), stopped
+        (why), expired (at its deadline), paused and resumed; each at its instant."""
+        kind = event.get("type")
+        if kind not in CLOCK_STEPS:
+            return
+        data = event.get("data") or {}
+        at = data.get("deadline") if kind == "clock.expired" else (
+            event.get("press_at") or event.get("at"))
+        if at is None:
+            return
+        entry: dict[str, Any] = {"type": kind, "at": round(float(at), 1)}
+        if event.get("by") is not None:
+            entry["by"] = event.get("by")
+        if data.get("reason"):
+            entry["reason"] = data.get("reason")
+        self.clock_log.append(entry)
+
+    def clock_between(self, start: float, end: float) -> list[dict[str, Any]]:
+        """The clock's steps from ``start`` to ``end`` (any thread: reads a copy)."""
+        return [e for e in list(self.clock_log) if start <= e["at"] <= end]
 
     def _compare(self, event: dict[str, Any]) -> None:
         kind = event.get("type")

@@ -30,6 +30,7 @@ import os
 import re
 import threading
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -220,6 +221,10 @@ class Evidence:
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
         self.saved = 0
         self.refused = 0
+        # the clock's steps between two instants (service ms), set by the adapter: put in
+        # each clip's sidecar at its cut, so the referee sees the frames beside the clock's
+        # times. Called from the camera thread: it must only read (a copied deque).
+        self.clock_events: Callable[[float, float], list[dict[str, Any]]] | None = None
         self.encode_ms: collections.deque[float] = collections.deque(maxlen=120)
 
     def request(self, kind: str, at: float, **extra: Any) -> str | None:
@@ -254,6 +259,11 @@ class Evidence:
             frames = self.ring.window(r.at - BEFORE_MS, r.at + AFTER_MS)
             meta = {"kind": r.kind, "at": round(r.at, 1), "table": self.table_id,
                     "before_ms": BEFORE_MS, "after_ms": AFTER_MS, **r.extra}
+            if self.clock_events is not None:
+                try:
+                    meta["clock"] = self.clock_events(r.at - BEFORE_MS, r.at + AFTER_MS)
+                except Exception:  # noqa: BLE001 - a clip without the clock's times is kept
+                    log.exception("camera: the clock's times for clip %s", r.clip_id)
             if self._writer is None:
                 self._writer = concurrent.futures.ThreadPoolExecutor(
                     1, thread_name_prefix="camera-clips")

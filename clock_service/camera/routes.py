@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from clock_service.camera.adapter import CameraAdapter
 from clock_service.camera.geometry import Calibration, CalibrationError
 
-__all__ = ["camera_router", "CalibrationBody"]
+__all__ = ["camera_router", "CalibrationBody", "MAX_CLIPS_PAGE"]
+
+MAX_CLIPS_PAGE = 100  # clips in one answer at most (the store keeps 100 by default)
+MATCH_ID = r"^[A-Za-z0-9_~-]{1,48}\.[0-9]{1,9}$"
 
 
 class CalibrationBody(BaseModel):
@@ -34,6 +37,7 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
 def camera_router(adapter_of: Callable[[Request], CameraAdapter | None],
                   authorized: Callable[[Request], bool]) -> APIRouter:
     router = APIRouter(prefix="/api/camera", tags=["camera"])
+    matches = APIRouter()
 
     @router.get("")
     async def camera_status(request: Request) -> Any:
@@ -71,7 +75,7 @@ def camera_router(adapter_of: Callable[[Request], CameraAdapter | None],
         ``X-Camera-Balls`` (balls found), ``X-Camera-Frame`` (the frame's number),
         ``X-Camera-Size`` (the frame's own size, ``1280x720``: corners are clicked in
         it). Made off the event loop, at most 4 new images a second whatever the number
-        of clients (a client asking faster gets the last one again); 503 ``busy`` when
+        of clients (a client asking faster gets the last one again); 503 ``camera_busy`` when
         16 requests already wait."""
         adapter = adapter_of(request)
         if adapter is None:
@@ -81,7 +85,7 @@ def camera_router(adapter_of: Callable[[Request], CameraAdapter | None],
             return _error(503, "no_frame", "the camera has not given a frame yet")
         if adapter.live.busy():
             adapter.live.refused += 1
-            return _error(503, "busy", "too many live view requests are waiting; ask again")
+            return _error(503, "camera_busy", "too many live view requests are waiting; ask again")
         image = await adapter.live.image(seen, adapter.calibration, felt=felt)
         return Response(image.jpeg, media_type="image/jpeg", headers={
             "Cache-Control": "no-store", "X-Camera-Balls": str(image.balls),
@@ -97,13 +101,26 @@ def camera_router(adapter_of: Callable[[Request], CameraAdapter | None],
         return adapter.evidence.store
 
     @router.get("/clips")
-    async def camera_clips(request: Request) -> Any:
+    async def camera_clips(
+        request: Request,
+        match: str | None = Query(None, pattern=MATCH_ID, description="only this match's "
+                                  "clips (its id, '<table>.<number>')"),
+        table: str | None = Query(None, pattern=r"^[A-Za-z0-9_~-]{1,48}$",
+                                  description="only this table's clips"),
+        kind: Literal["rest", "strike", "time_foul"] | None = Query(None),
+        limit: int = Query(MAX_CLIPS_PAGE, ge=1, le=MAX_CLIPS_PAGE,
+                           description=f"the newest this many (at most {MAX_CLIPS_PAGE})"),
+    ) -> Any:
         """The clips kept (issue 21 point 5), oldest first: id, kind (rest, strike,
-        time_foul), at (the instant, service ms), table, bytes, n_frames."""
+        time_foul), at (the instant, service ms), table, match, bytes, n_frames and the
+        clock's steps in the clip's window (``clock``)."""
         store = _clips(request)
         if isinstance(store, JSONResponse):
             return store
-        return {"clips": await asyncio.to_thread(store.list)}
+        clips = await asyncio.to_thread(store.list)
+        if table is not None:
+            clips = [c for c in clips if c.get("table") == table]
+        return {"clips": _select(clips, match, kind, limit)}
 
     @router.get("/clips/{name}")
     async def camera_clip(name: str, request: Request) -> Any:
@@ -128,6 +145,17 @@ def camera_router(adapter_of: Callable[[Request], CameraAdapter | None],
                 headers={"Content-Disposition": f'attachment; filename="{clip_id}.zip"'})
         return missing
 
+    @matches.get("/api/matches/{match_id}/clips", tags=["matches", "camera"])
+    async def match_clips(request: Request, match_id: str = Path(pattern=MATCH_ID)) -> Any:
+        """The camera's clips of one match (the record's link to its video evidence):
+        each with its viewer's address (``/clips?match=<id>&clip=<clip id>``)."""
+        store = _clips(request)
+        if isinstance(store, JSONResponse):
+            return store
+        clips = _select(await asyncio.to_thread(store.list), match_id, None, MAX_CLIPS_PAGE)
+        return {"match": match_id, "clips": [
+            {**clip, "view": f"/clips?match={match_id}&clip={clip['id']}"} for clip in clips]}
+
     @router.put("/calibration")
     async def camera_calibrate(body: CalibrationBody, request: Request) -> Any:
         if not authorized(request):
@@ -145,4 +173,15 @@ def camera_router(adapter_of: Callable[[Request], CameraAdapter | None],
         adapter.calibrate(calibration)
         return {"calibration": calibration.to_dict()}
 
-    return router
+    outer = APIRouter()
+    outer.include_router(router)
+    outer.include_router(matches)
+    return outer
+
+
+def _select(clips: list[dict[str, Any]], match: str | None, kind: str | None,
+            limit: int) -> list[dict[str, Any]]:
+    """The newest ``limit`` clips of a match and kind (either None: any), oldest first."""
+    out = [c for c in clips if (match is None or c.get("match") == match)
+           and (kind is None or c.get("kind") == kind)]
+    return out[-limit:]

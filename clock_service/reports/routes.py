@@ -20,7 +20,7 @@ from clock_service.reports.service import Reports
 from clock_service.schemas import ErrorResponse, MatchPage, MatchRecordOut
 from clock_service.storage.index import MAX_PAGE
 
-__all__ = ["matches_router", "report_router", "reports_of"]
+__all__ = ["matches_router", "report_router", "reports_of", "clips_link"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse} for code in (404, 422)}
@@ -63,7 +63,24 @@ async def get_match(
     """The match's record: frames, fouls, extensions, shots and per-player statistics
     of each frame and of the match, built from the event log."""
     text = await reports_of(request).output(match_id, "json", shots=shots)
+    link = clips_link(request, match_id)
+    if link is not None and text.rstrip().endswith("}"):
+        # the record links its video evidence (issue 21 point 5): spliced in here, the
+        # record itself (and its signature) is the worker's
+        text = text.rstrip()[:-1] + f', "clips": "{link}"}}'
     return Response(text, media_type="application/json")
+
+
+def clips_link(request: Request, match_id: str) -> str | None:
+    """``/api/matches/<id>/clips`` when this service's camera keeps clips and watches the
+    match's table, else None."""
+    camera = getattr(request.app.state, "camera", None)
+    if camera is None or getattr(camera, "evidence", None) is None:
+        return None
+    table, dot, number = match_id.rpartition(".")
+    if not dot or table != camera.table_id or not number.isdigit():
+        return None
+    return f"/api/matches/{match_id}/clips"
 
 
 @matches_router.get("/api/matches/{match_id}/shots.csv", tags=["matches"],
@@ -112,7 +129,19 @@ async def report_page(request: Request, match: MatchId | None = None,
         html = await reports_of(request).output(match, "html", lang=language)
     except UnknownMatch:
         return _no_such_match(match, language)
+    if clips_link(request, match) is not None and '<nav class="links">' in html:
+        # the camera's clips of the match: a link to the viewer among the page's links
+        # (issue 21 point 5; not printed, as they are not); the protocol is the worker's
+        text = _CLIPS_LINK.get(language, _CLIPS_LINK["en"])
+        href = html_escape(f"/clips?match={match}&lang={language}")
+        start = html.index('<nav class="links">')
+        end = html.index("</nav>", start)
+        html = (html[:end] + f'<a class="clips-link" href="{href}">{html_escape(text)}</a>'
+                + html[end:])
     return HTMLResponse(html, headers={"Cache-Control": "no-cache"})
+
+
+_CLIPS_LINK = {"en": "Video clips", "ru": "Видео камеры"}
 
 
 _NO_MATCH = {

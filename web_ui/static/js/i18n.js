@@ -700,6 +700,7 @@ const ERRORS = {
     camera_uncalibrated: "camera not calibrated: open the calibration page and click the table's corners",
     no_camera: "no camera is configured (SHOTCLOCK_CAMERA)",
     no_frame: "the camera has not given a frame yet",
+    camera_busy: "the camera's live view is busy: it asks again",
     invalid_calibration: "those corners do not describe the table: click its four corners in order",
     // The strict call (7.1, the call command): rules helper, issue 12.
     call_after_shot: "the shot was already played: give its call in the shot result",
@@ -876,6 +877,7 @@ const ERRORS = {
     camera_uncalibrated: "камера не откалибрована: откройте страницу калибровки и отметьте углы стола",
     no_camera: "камера не настроена (SHOTCLOCK_CAMERA)",
     no_frame: "камера ещё не дала ни одного кадра",
+    camera_busy: "живая картинка камеры занята: запрос повторится",
     invalid_calibration: "эти углы не описывают стол: отметьте четыре угла по порядку",
     call_after_shot: "удар уже сыгран: укажите заказ в результате удара",
     call_on_break: "разбой играется без заказа (4.4)",

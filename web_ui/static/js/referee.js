@@ -14,6 +14,7 @@ import {
   respotText, resultButtonLabel, summaryLines, winnerScore,
 } from "./result.js";
 import { HealthDialog } from "./health.js";
+import { ClipViewer } from "./clipview.js";
 import { StatusStrip, faultLevel } from "./status.js";
 import { NextMatch, drawMatchClock, nextLine } from "./tournament.js";
 import { fitText, refitOn } from "./fit.js";
@@ -477,6 +478,21 @@ $("keys-btn").addEventListener("click", () => {
 // The status view: the table's parts as /api/health says, refreshed while open.
 const healthDialog = new HealthDialog($("health-dialog"), $("health-rows"), $("health-faults"), table);
 $("health-btn").addEventListener("click", () => healthDialog.open());
+
+// The camera's clips (issue 21 point 5): the button shows when this service's camera
+// watches this table and keeps clips; the viewer's "Back to the clock" closes the dialog.
+const clipViewer = new ClipViewer($("clip-view"), { onBack: () => $("clip-dialog").close() });
+$("clip-dialog").addEventListener("close", () => clipViewer.close());
+$("clips-btn").addEventListener("click", () => {
+  $("clip-dialog").showModal();
+  clipViewer.list({ table });
+});
+fetch("/api/camera", { cache: "no-store" }).then(async (response) => {
+  if (!response.ok) return;
+  const camera = await response.json();
+  if (camera.table === table && camera.evidence) $("clips-btn").classList.remove("hidden");
+}).catch(() => { /* no camera here */ });
+onLangChange(() => clipViewer.texts());
 $("keys-reset").addEventListener("click", () => { keys.reset(); drawKeysDialog(); drawKeyHints(); });
 // Capture: after "+ key" the focus may be anywhere, and Enter must not submit the dialog.
 document.addEventListener("keydown", (ev) => {
