@@ -1,8 +1,9 @@
 """The ``shotclock`` command, and its composition root.
 
 ``serve`` and ``hall`` build every part of the service here (the store, the runtime, the
-match reports, the table-side devices, the MQTT publisher, the camera) and hand them to
-``create_app`` (clock_service/api), which starts them with the app and mounts the routers.
+match reports, the table-side devices, the MQTT publisher, the camera, the tournament) and
+hand them to ``create_app`` (clock_service/api), which starts them with the app and mounts
+the routers.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from clock_service.settings import Settings
     from clock_service.storage import Store
     from clock_service.timesource import TimeSource
+    from clock_service.tournament.part import TournamentPart
     from firmware_bridge.bridge import TableBridge
     from firmware_bridge.monitor import HardwareMonitor
 
@@ -200,14 +202,14 @@ def table_app(settings: Settings, *, time: TimeSource | None = None) -> FastAPI:
     """A table service with no devices, publisher or camera (tests and benchmarks)."""
     runtime = table_runtime(settings, time=time)
     reports = _reports(runtime)
-    tournament = _tournament(runtime, settings, reports)
-    return _with_tournament(_app(settings, runtime, reports=reports, parts=tournament),
-                            tournament)
+    return _app(settings, runtime, reports=reports,
+                tournament=_tournament(runtime, settings, reports))
 
 
-def _tournament(runtime: Runtime, settings: Settings, reports: Reports) -> list[Any]:
+def _tournament(runtime: Runtime, settings: Settings, reports: Reports) -> TournamentPart:
     """The draw's queues and the results out over a table service's runtime (issue 25):
-    parts of the app. The results read the app's own match records."""
+    one part of the app. The results read the app's own match records."""
+    from clock_service.tournament.part import TournamentPart
     from clock_service.tournament.results import Results
     from clock_service.tournament.service import Tournament
 
@@ -215,13 +217,7 @@ def _tournament(runtime: Runtime, settings: Settings, reports: Reports) -> list[
     results = Results(runtime, reports,
                       webhook=settings.results_webhook, secret=settings.results_secret,
                       retry_s=settings.results_retry_s, draw_number=tournament.draw_number)
-    return [tournament, results]
-
-
-def _with_tournament(app: FastAPI, parts: list[Any]) -> FastAPI:
-    # For their routes (clock_service/tournament/routes.py).
-    app.state.tournament, app.state.results = parts
-    return app
+    return TournamentPart(tournament, results)
 
 
 @dataclass
@@ -283,10 +279,9 @@ def _serve(args: argparse.Namespace) -> int:
     if files is not None:
         parts.append(files)
     reports = _reports(runtime)
-    tournament = _tournament(runtime, settings, reports)
-    parts.extend(tournament)
-    app = _with_tournament(_app(settings, runtime, reports=reports, feeds=feeds, parts=parts,
-                                hardware=table_side.dimmable, camera=camera), tournament)
+    app = _app(settings, runtime, reports=reports, feeds=feeds, parts=parts,
+               hardware=table_side.dimmable, camera=camera,
+               tournament=_tournament(runtime, settings, reports))
     base = f"{'https' if settings.tls_cert else 'http'}://{settings.host}:{settings.port}"
     table = settings.default_table or "1"
     about_camera = None if camera is None else (

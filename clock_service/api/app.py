@@ -53,6 +53,7 @@ from clock_service.reports.service import Reports
 from clock_service.schemas import command_union
 from clock_service.settings import Settings
 from clock_service.tournament import routes as tournament_routes
+from clock_service.tournament.part import TournamentPart
 from web_ui import mount_pages
 
 __all__ = ["create_app", "Part", "SecurityHeaders", "EMBEDDABLE"]
@@ -69,16 +70,19 @@ class Part(Protocol):
 
 def create_app(settings: Settings, runtime: ServedRuntime, *, reports: Reports, feeds: FeedBoard,
                parts: Sequence[Part] = (), hardware: Dimmable | None = None,
-               camera: Any = None) -> FastAPI:
+               camera: Any = None, tournament: TournamentPart | None = None) -> FastAPI:
     """The service's app over ``runtime``: ``reports`` (the match records) and ``feeds``
     (the broadcast feeds' rows) read from it; ``parts`` start and stop with it;
     ``hardware``: the table's display, for its brightness; ``camera``: a ``CameraAdapter``
-    (its routes are mounted only then; start it as one of ``parts``)."""
+    (its routes are mounted only then; start it as one of ``parts``); ``tournament``: the
+    draw and the results out (a table service's; started after ``parts``, stopped before
+    them)."""
     app = ShotClockApp(
         title="Shot clock",
         version="0.1.0",
         summary="Table-side shot clock for Russian billiards (rules section 12).",
-        lifespan=_lifespan(runtime, settings, parts),
+        lifespan=_lifespan(runtime, settings,
+                           parts if tournament is None else [*parts, tournament]),
     )
     limits = Limits(command_rate=settings.command_rate, command_burst=settings.command_burst,
                     read_rate=settings.read_rate, read_burst=settings.read_burst,
@@ -95,6 +99,9 @@ def create_app(settings: Settings, runtime: ServedRuntime, *, reports: Reports, 
     app.state.feeds = feeds
     app.state.hardware = hardware
     app.state.camera = camera
+    # For their routes (clock_service/tournament/routes.py); None on the hall service.
+    app.state.tournament = None if tournament is None else tournament.tournament
+    app.state.results = None if tournament is None else tournament.results
     install(app, max_body_bytes=settings.max_message_bytes, limits=limits)
     app.add_middleware(SecurityHeaders)
     app.exception_handler(ShotClockError)(_on_shotclock_error)
