@@ -22,6 +22,7 @@ from clock_service.client import (
     ws_url_of,
 )
 from tests.server import ServerProcess, http
+from tests.waiting import until_async
 
 pytestmark = pytest.mark.e2e
 
@@ -40,10 +41,7 @@ async def _collect(base: str, table: str, got: list[dict[str, Any]], until: asyn
 
 
 async def _wait_for(got: list[dict[str, Any]], seq: int, timeout: float = 15.0) -> None:
-    async def reached() -> None:
-        while not got or got[-1]["seq"] < seq:
-            await asyncio.sleep(0.02)
-    await asyncio.wait_for(reached(), timeout)
+    await until_async(lambda: got and got[-1]["seq"] >= seq, timeout, 0.02, f"event {seq}")
 
 
 async def _send(base: str, table: str, command: str, **fields: Any) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from clock_service.signing import MatchSigner, Signer
 from clock_service.storage import Store
 from clock_service.storage.index import OPENING, REFRESH_TYPES
 from clock_service.timesource import FakeTime
+from tests.waiting import settle
 
 SHORT = {"shot_ms": 3000, "floor_ms": 2000, "step_ms": 500, "extension_ms": 2000,
          "warnings_ms": [2000, 1000]}
@@ -56,14 +57,6 @@ class Recorded:
 
         kinds = [json.loads(text)["type"] for text in self.texts[since:]]
         return [kind for kind in kinds if kind != "match.signed"]
-
-
-async def _settle(runtime: Runtime) -> None:
-    for _ in range(1000):
-        if all(t.published_seq >= t.seq for t in runtime.tables.values()):
-            return
-        await asyncio.sleep(0.001)
-    raise AssertionError("events not durable")
 
 
 async def _play(db: Path) -> list[str]:
@@ -154,7 +147,7 @@ async def _play(db: Path) -> list[str]:
         # A clock running when the service stops comes back paused (restart).
         await runtime.create_table("r", ["A", "B"], profile=SHORT)
         await rec.ok("r", "start")
-        await _settle(runtime)
+        await settle(runtime)
     finally:
         await runtime.stop()
     again = Runtime(Store(db), time, Hub())
@@ -167,7 +160,7 @@ async def _play(db: Path) -> list[str]:
         assert rec.types(before) == ["clock.paused"]
         await again.archive_table("r")
         assert rec.types(before)[-1] == "table.archived"
-        await _settle(again)
+        await settle(again)
     finally:
         await again.stop()
     return rec.texts

@@ -24,6 +24,7 @@ from clock_service.commands import (
 )
 from clock_service.errors import InvalidCommand, InvalidInput, RuleRefusal
 from clock_service.match_clock import AT_LIMIT
+from tests.waiting import settle
 
 T0 = 1_000_000.0
 HOUR = 3_600_000
@@ -278,7 +279,6 @@ def test_an_old_stored_state_has_no_match_clock(tmp_path: Path) -> None:
 
 # -- the runtime wakes at the match clock's deadline (absolute, no ticks) ---------------------
 async def test_the_runtime_wakes_at_the_match_limit_and_stores_the_events(tmp_path: Path) -> None:
-    import asyncio
 
     from clock_service.hub import Hub
     from clock_service.runtime import Runtime
@@ -309,10 +309,7 @@ async def test_the_runtime_wakes_at_the_match_limit_and_stores_the_events(tmp_pa
         assert runtime.tables["m"].timer is None  # nothing left to wake for
         state = await runtime.command("m", NewFrame(reason="abandoned"))  # 0-0: tie-break
         assert state["deciding_frame"] and state["match_clock"]["phase"] == "expired"
-        for _ in range(100):  # durable, then published
-            if runtime.tables["m"].published_seq == runtime.tables["m"].seq:
-                break
-            await asyncio.sleep(0.01)
+        await settle(runtime)  # durable, then published
         stored = await runtime.events_since("m", 0)
         applied = [e for e in stored if e["type"] == "match_clock.applied"]
         assert [e["data"]["decision"] for e in applied] == ["tie_break_frame"]

@@ -8,7 +8,6 @@ one end-to-end match over HTTP against the real server.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -28,6 +27,7 @@ from clock_service.commands import (
 from clock_service.errors import InvalidCommand, RuleRefusal
 from clock_service.events import EVENT_TYPES, Event
 from tests.server import ServerProcess
+from tests.waiting import until
 
 T0 = 1_000_000.0
 
@@ -774,10 +774,8 @@ def test_call_then_shot_then_result_over_http(server: ServerProcess) -> None:
     # Frame 3, Ivanov to break: a time foul before the break (D6), accepted: Petrov breaks.
     _ok(server.command("c", "start"))
     _ok(server.command("c", "set_time", remaining_ms=1, reason="test: let it run out"))
-    deadline = time.monotonic() + 5
-    while (state := server.get("/api/tables/c"))["phase"] != "expired":
-        assert time.monotonic() < deadline, state
-        time.sleep(0.02)
+    state = until(lambda: (s := server.get("/api/tables/c"))["phase"] == "expired" and s, 5,
+                  0.02, "the shot to run out")
     assert (state["player"], state["on_break"], state["fouls"]) == (1, True, [1, 0])
     _ok(server.command("c", "start"))                                      # accepted (10.4)
     _ok(server.command("c", "shot"))

@@ -14,17 +14,10 @@ from clock_service.hub import Hub
 from clock_service.runtime import Runtime
 from clock_service.storage import Store
 from clock_service.timesource import FakeTime
+from tests.waiting import settle
 
 SHORT = {"shot_ms": 3000, "floor_ms": 2000, "step_ms": 500, "extension_ms": 2000,
          "warnings_ms": [2000, 1000]}
-
-
-async def settle(runtime: Runtime) -> None:
-    """Wait until everything emitted so far is durable and published."""
-    for table in runtime.tables.values():
-        while table.published_seq < table.seq:
-            import asyncio
-            await asyncio.sleep(0.001)
 
 
 @pytest.fixture
@@ -230,11 +223,7 @@ async def test_a_disk_down_longer_than_the_wait_answers_503_and_catches_up(
         await rt.command("t", Start())
     assert info.value.code == "store_unavailable"
     assert rt.state("t")["phase"] == "running"  # applied: the clock did not wait on the disk
-    for _ in range(400):  # the disk recovers: the events land and are published, in order
-        if rt.tables["t"].published_seq == rt.tables["t"].seq:
-            break
-        import asyncio
-        await asyncio.sleep(0.01)
+    await settle(rt)  # the disk recovers: the events land and are published, in order
     stored = [e["type"] for e in await rt.events_since("t", 0)]
     assert stored[-1] == "clock.started"
     assert rt.tables["t"].published_seq == rt.tables["t"].seq == len(stored)

@@ -15,6 +15,7 @@ from clock_service.commands import Start, Turn
 from clock_service.runtime import Runtime
 from clock_service.storage import Store
 from clock_service.timesource import RealTime
+from tests.waiting import until_async
 
 HOUR_MS = 3_600_000.0
 
@@ -130,7 +131,6 @@ def test_a_check_past_its_budget_returns_and_finishes_later(tmp_path: Path) -> N
 
 async def test_damage_found_after_start_is_a_store_corrupt_fault_and_the_clock_runs(
         tmp_path: Path) -> None:
-    import asyncio
 
     db = tmp_path / "big.db"
     _big_store(db)
@@ -144,11 +144,7 @@ async def test_damage_found_after_start_is_a_store_corrupt_fault_and_the_clock_r
     await runtime.start(default_table=None)
     try:
         await runtime.create_table("t", ["A", "B"])
-        for _ in range(300):
-            faults = runtime.health.faults()
-            if faults:
-                break
-            await asyncio.sleep(0.05)
+        faults = await until_async(runtime.health.faults, 15, 0.05, "a fault")
         assert [f["code"] for f in faults] == ["store_corrupt"], faults
         assert "failed its integrity check" in faults[0]["message"]
         await runtime.command("t", Turn())  # the clock still takes commands

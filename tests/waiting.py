@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-__all__ = ["until", "until_async"]
+__all__ = ["settle", "until", "until_async"]
 
 T = TypeVar("T")
 
@@ -38,3 +38,10 @@ async def until_async(check: Callable[[], T], timeout: float = 10.0, interval: f
         if time.monotonic() > deadline:
             raise AssertionError(f"still not true after {timeout:g} s: {what or check}")
         await asyncio.sleep(interval)
+
+
+async def settle(runtime: Any, timeout: float = 10.0) -> None:
+    """Until every event a runtime has emitted so far (timer-driven ones too) is durable
+    and published: ``published_seq`` has caught up with ``seq`` on every table."""
+    await until_async(lambda: all(t.published_seq >= t.seq for t in runtime.tables.values()),
+                      timeout, 0.001, "every event durable and published")

@@ -4,7 +4,6 @@ No test sleeps for the clock."""
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
@@ -21,17 +20,10 @@ from clock_service.hub import Hub
 from clock_service.runtime import Runtime
 from clock_service.store import Store
 from clock_service.timesource import FakeTime
+from tests.waiting import settle
 
 PROFILE = {"shot_ms": 12000, "full_rounds": 1, "step_ms": 1000, "floor_ms": 8000,
            "extension_ms": 3000, "warnings_ms": [10000, 5000]}
-
-
-async def settle(runtime: Runtime) -> None:
-    for _ in range(2000):
-        if all(t.published_seq == t.seq for t in runtime.tables.values()):
-            return
-        await asyncio.sleep(0.001)
-    raise AssertionError("events not published")
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from clock_service.broadcast.rows import FIELDS
 from clock_service.broadcast.textfiles import FILE_OF, TextFiles
 from tests.server import ROOT, ServerProcess
+from tests.waiting import until
 
 # 6 s: above 5 s whole seconds, then tenths; the clock runs for the whole test.
 PROFILE = {"shot_ms": 6000, "full_rounds": 1, "step_ms": 1000, "floor_ms": 3000,
@@ -25,12 +25,7 @@ CLOCK = re.compile(r"^(\d+|\d\.\d|--|)$")  # what clock.txt may hold, whole
 
 
 def wait_for(check, timeout: float = 10.0, what: str = "") -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if check():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
+    until(check, timeout, 0.02, what)
 
 
 def test_a_file_is_written_only_when_its_text_changes(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from clock_service.hub import Hub
 from clock_service.runtime import Runtime
 from clock_service.storage import Store
 from clock_service.timesource import FakeTime
+from tests.waiting import settle as settled
 
 PROFILE = {"shot_ms": 30000, "floor_ms": 2000, "step_ms": 500, "extension_ms": 2000,
            "warnings_ms": [10000]}
@@ -61,9 +62,7 @@ async def rt(tmp_path: Path):
 async def settle(runtime: Runtime) -> None:
     for _ in range(50):  # the adapter's commands run as tasks; their events follow
         await asyncio.sleep(0)
-    for table in runtime.tables.values():
-        while table.published_seq < table.seq:
-            await asyncio.sleep(0.001)
+    await settled(runtime)
 
 
 def adapter(rt: Runtime, tmp_path: Path, mode: str) -> CameraAdapter:

@@ -24,6 +24,7 @@ import websockets
 
 from tests.faults.conftest import RawWebSocket, all_events, create_table, decode, start_server
 from tests.server import ServerProcess
+from tests.waiting import until_async
 
 pytestmark = pytest.mark.e2e
 
@@ -113,13 +114,9 @@ async def expiry_on_time(server: ServerProcess, table_id: str) -> tuple[Reader, 
 
 
 async def check_expiry(watcher: Reader, expected_at: float) -> None:
-    for _ in range(60):
-        expired = [e for e in watcher.events if e["type"] == "clock.expired"]
-        if expired:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        raise AssertionError(f"no expiry; got {[e['type'] for e in watcher.events]}")
+    expired = await until_async(
+        lambda: [e for e in watcher.events if e["type"] == "clock.expired"], 3.0, 0.05,
+        "an expiry")
     # The core's own measure of lateness, and what a client saw: both prompt.
     assert expired[0]["data"]["late_ms"] < 50, expired[0]["data"]
     assert watcher.arrived[expired[0]["seq"]] - expected_at < 0.25
@@ -141,10 +138,8 @@ async def test_stalled_client_is_cut_off_by_its_queue_and_resumes_without_a_gap(
         assert health(server)["clients"] == 2  # the hub let go of it; nothing more queued
 
         # The healthy client of the same table got every event, promptly.
-        for _ in range(40):
-            if healthy.events and healthy.events[-1]["seq"] == last_acked:
-                break
-            await asyncio.sleep(0.05)
+        await until_async(lambda: healthy.events and healthy.events[-1]["seq"] == last_acked,
+                          10, 0.05, "the healthy client's last event")
         seqs = [e["seq"] for e in healthy.events]
         assert seqs == list(range(seqs[0], last_acked + 1))
         await check_expiry(clock_watcher, expected_at)
@@ -165,10 +160,8 @@ async def test_stalled_client_is_cut_off_by_its_queue_and_resumes_without_a_gap(
         status, _ = server.command("busy", "set_time", remaining_ms=5000)
         assert status == 200
         final = server.get("/api/tables/busy")["seq"]
-        for _ in range(40):
-            if resumed.events and resumed.events[-1]["seq"] == final:
-                break
-            await asyncio.sleep(0.05)
+        await until_async(lambda: resumed.events and resumed.events[-1]["seq"] == final,
+                          10, 0.05, "the resumed client's last event")
         seen = {m["seq"]: m for m in got}
         seen.update({m["seq"]: m for m in resumed.events})
         assert sorted(seen) == list(range(mine[0], final + 1))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from firmware_bridge.emulator import DisplayEmulator
+from tests.waiting import until
 
 
 @pytest.fixture
@@ -49,13 +49,9 @@ def emulator(tmp_path: Path) -> Iterator[DisplayEmulator]:
 
 
 def _wait_until(condition: Callable[[], bool], timeout: float = 1.0) -> bool:
-    """Poll a condition with short sleeps; for state that has no condition variable."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.002)
-    return condition()
+    """Poll a condition (tests.waiting.until) for state that has no condition variable:
+    true, or an AssertionError saying what was awaited."""
+    return bool(until(condition, timeout, 0.002))
 
 
 @pytest.fixture

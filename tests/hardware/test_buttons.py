@@ -21,6 +21,7 @@ from clock_service.storage import Store
 from clock_service.timesource import FakeTime
 from firmware_bridge.errors import HardwareConfigError
 from firmware_bridge.interfaces import ButtonPress, Buttons, FakeBuzzer, FakeDisplay
+from tests.waiting import until_async
 
 WaitUntil = Callable[..., bool]
 DEBOUNCE_MS = 10.0
@@ -220,13 +221,6 @@ def test_button_config_is_validated(mock_factory: Any) -> None:
 
 # -- through the bridge and the runtime: what the referee sees ------------------------------
 
-async def _until(condition: Callable[[], bool], timeout: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.005)
-
 
 async def test_a_long_press_corrects_the_previous_press_not_itself(
         tmp_path: Path, mock_factory: Any) -> None:
@@ -247,18 +241,18 @@ async def test_a_long_press_corrects_the_previous_press_not_itself(
         state = buttons._state["start_shot"]
         fake.advance(1000)
         pin.drive_low()
-        await _until(lambda: state.accepted)  # stable low seen
+        await until_async(lambda: state.accepted)  # stable low seen
         pin.drive_high()  # a short press: start
-        await _until(lambda: runtime.state("t")["phase"] == "running")
+        await until_async(lambda: runtime.state("t")["phase"] == "running")
         fake.advance(10_000)
         pin.drive_low()
         pressed = fake.now_ms()
         fake.advance(150)  # the release comes 150 ms later: the shot is timed at the press
-        await _until(lambda: state.accepted)
+        await until_async(lambda: state.accepted)
         pin.drive_high()
-        await _until(lambda: runtime.state("t")["phase"] == "ready")
+        await until_async(lambda: runtime.state("t")["phase"] == "ready")
         table = runtime.tables["t"]
-        await _until(lambda: table.published_seq == table.seq)  # on disk: readable
+        await until_async(lambda: table.published_seq == table.seq)  # on disk: readable
         stopped = [e for e in await runtime.events_since("t", 0) if e["type"] == "clock.stopped"]
         assert stopped[-1]["press_at"] == int(pressed) and stopped[-1]["source"] == "button"
         assert stopped[-1]["data"]["remaining_ms"] == 35_000 - 10_000
@@ -266,20 +260,20 @@ async def test_a_long_press_corrects_the_previous_press_not_itself(
         # The referee holds start/shot: the shot just pressed is taken back, nothing else.
         fake.advance(2000)
         pin.drive_low()
-        await _until(lambda: "chirp" in buzzer.calls)
-        await _until(lambda: runtime.state("t")["phase"] == "paused")
+        await until_async(lambda: "chirp" in buzzer.calls)
+        await until_async(lambda: runtime.state("t")["phase"] == "paused")
         pin.drive_high()
         await asyncio.sleep(SETTLED_S * 2)  # real time: the release's debounce must add nothing
         state = runtime.state("t")
         assert state["phase"] == "paused" and state["remaining_ms"] == 25_000, state
-        await _until(lambda: table.published_seq == table.seq)
+        await until_async(lambda: table.published_seq == table.seq)
         kinds = [e["type"] for e in await runtime.events_since("t", 0)]
         assert kinds[-3:] == ["clock.started", "clock.stopped", "correction.undone"], kinds
 
         # Player 2's own extension button, while player 1 is at the table: refused, and
         # the buzzer says so with its "refused" pips.
         mock_factory.pin(25).drive_low()
-        await _until(lambda: "refused" in buzzer.calls)
+        await until_async(lambda: "refused" in buzzer.calls)
         mock_factory.pin(25).drive_high()
         assert "not at the table" in bridge.refusals[-1] or "at the table" in bridge.refusals[-1]
         assert runtime.state("t")["extensions_left"] == [1, 1]

@@ -25,6 +25,7 @@ import pytest
 from clock_service import doctor
 from firmware_bridge.emulator import DisplayEmulator
 from tests.server import ServerProcess, http
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
@@ -101,26 +102,16 @@ def by_id(items: list[doctor.Item]) -> dict[str, doctor.Item]:
 
 
 def wait_acknowledging(server: ServerProcess) -> None:
-    import time
-
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    def acknowledging() -> bool:
         hardware = http("GET", f"{server.url}/api/health")[1]["components"].get("hardware")
-        if hardware and (hardware.get("display") or {}).get("acknowledging"):
-            return
-        time.sleep(0.05)
-    raise AssertionError("the display never acknowledged")
+        return bool(hardware and (hardware.get("display") or {}).get("acknowledging"))
+
+    until(acknowledging, 10, 0.05, "the display to acknowledge")
 
 
 def wait_for_a_fault(server: ServerProcess) -> None:
-    import time
-
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if http("GET", f"{server.url}/api/health")[1].get("faults"):
-            return
-        time.sleep(0.05)
-    raise AssertionError("the service raised no fault")
+    until(lambda: http("GET", f"{server.url}/api/health")[1].get("faults"), 20, 0.05,
+          "a fault of the service")
 
 
 def test_a_working_table_is_all_ok(tmp_path: Path, display: DisplayEmulator,

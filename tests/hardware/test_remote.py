@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -12,16 +12,10 @@ import pytest
 from firmware_bridge.interfaces import FakeButtons, FakeBuzzer, FakeDisplay
 from firmware_bridge.remote import ClockOffset, RemoteBridge
 from tests.server import ServerProcess
+from tests.waiting import until_async
 
 TOKEN = "s3cret"
 
-
-async def until(condition: Callable[[], bool], timeout: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.005)
 
 
 @pytest.fixture
@@ -55,29 +49,30 @@ async def test_press_runs_the_clock_and_survives_a_server_crash(
     bridge.time.local._offset_ms -= 7000
     runner = asyncio.create_task(bridge.run())
     try:
-        await until(lambda: bridge.connected.is_set() and bridge.time.offset.rtt_ms is not None)
+        await until_async(
+            lambda: bridge.connected.is_set() and bridge.time.offset.rtt_ms is not None)
         assert bridge.referee
         assert abs(bridge.time.offset.offset_ms - 7000) < 50, bridge.time.offset.samples
         assert display.frames[-1].text == "35" and display.frames[-1].stage == "ready"
 
         # the start/shot button becomes a WebSocket command; the service runs the clock
         buttons.press("start_shot", at_ms=bridge.time.now_ms())
-        await until(lambda: display.frames[-1].stage == "running")
+        await until_async(lambda: display.frames[-1].stage == "running")
         assert display.frames[-1].text == "35"
         assert (await asyncio.to_thread(server.get, "/api/tables/1"))["phase"] == "running"
-        await until(lambda: display.frames[-1].text == "34", timeout=1.5)
+        await until_async(lambda: display.frames[-1].text == "34", timeout=1.5)
         assert bridge.refusals == []
 
         # crash: SIGKILL, then the same store and port again
         before = bridge.last_seq
         assert before is not None
         await asyncio.to_thread(server.kill)
-        await until(lambda: not bridge.connected.is_set())
+        await until_async(lambda: not bridge.connected.is_set())
         await asyncio.to_thread(server.start)
-        await until(lambda: bridge.connected.is_set(), timeout=3.0)
+        await until_async(lambda: bridge.connected.is_set(), timeout=3.0)
         assert bridge.connects == 2
         # recovered paused, with the time it had when the service was last alive
-        await until(lambda: display.frames[-1].stage == "paused")
+        await until_async(lambda: display.frames[-1].stage == "paused")
         assert bridge.state["phase"] == "paused"
         assert bridge.last_seq is not None and bridge.last_seq > before
         # last alive <= 0.5 s before the kill, after "34" was shown: 33.x or 34.x s left
@@ -87,7 +82,7 @@ async def test_press_runs_the_clock_and_survives_a_server_crash(
 
         # the pause button resumes it through the new connection
         buttons.press("pause", at_ms=bridge.time.now_ms())
-        await until(lambda: display.frames[-1].stage == "running")
+        await until_async(lambda: display.frames[-1].stage == "running")
     finally:
         runner.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -101,10 +96,10 @@ async def test_without_the_token_presses_are_refused(server: ServerProcess) -> N
     bridge = RemoteBridge(server.ws_url, "1", display=display, buttons=buttons)
     runner = asyncio.create_task(bridge.run())
     try:
-        await until(bridge.connected.is_set)
+        await until_async(bridge.connected.is_set)
         assert not bridge.referee
         buttons.press("start_shot", at_ms=0.0)
-        await until(lambda: bool(bridge.refusals))
+        await until_async(lambda: bool(bridge.refusals))
         assert "token" in bridge.refusals[0]
         assert display.frames[-1].stage == "ready"
     finally:
@@ -143,35 +138,36 @@ async def test_a_frozen_service_shows_offline_and_a_lost_press_is_never_applied(
     runner = asyncio.create_task(bridge.run())
     assert server.proc is not None
     try:
-        await until(lambda: bridge.connected.is_set() and bridge.time.offset.rtt_ms is not None)
+        await until_async(
+            lambda: bridge.connected.is_set() and bridge.time.offset.rtt_ms is not None)
         assert bridge.online
         # a press that was held up 2.5 s somewhere: refused, and the buzzer says so
         buttons.press("start_shot", at_ms=bridge.time.now_ms() - 2500)
-        await until(lambda: bool(bridge.refusals))
+        await until_async(lambda: bool(bridge.refusals))
         assert "ms old" in bridge.refusals[0] and buzzer.calls == ["refused"]
         assert display.frames[-1].stage == "ready"
 
         buttons.press("start_shot", at_ms=bridge.time.now_ms())
-        await until(lambda: display.frames[-1].stage == "running")
+        await until_async(lambda: display.frames[-1].stage == "running")
 
         server.proc.send_signal(signal.SIGSTOP)
         frozen = time.monotonic()
         buttons.press("start_shot", at_ms=bridge.time.now_ms())  # the shot: no answer comes
-        await until(lambda: display.frames[-1].offline, timeout=2.0)
+        await until_async(lambda: display.frames[-1].offline, timeout=2.0)
         assert time.monotonic() - frozen < 1.5
         assert display.frames[-1].stage == "running" and display.frames[-1].text != ""
-        await until(lambda: bridge.lost_presses == 1, timeout=COMMAND_TIMEOUT_S + 1.0)
+        await until_async(lambda: bridge.lost_presses == 1, timeout=COMMAND_TIMEOUT_S + 1.0)
         assert buzzer.calls == ["refused", "refused"]
         # Real time under test: the shot pressed while frozen is over 3 s old when it lands.
         await asyncio.sleep(max(0.0, 3.2 - (time.monotonic() - frozen)))
         server.proc.send_signal(signal.SIGCONT)
 
-        await until(lambda: bridge.online and bridge.connects >= 2, timeout=5.0)
+        await until_async(lambda: bridge.online and bridge.connects >= 2, timeout=5.0)
         state = await asyncio.to_thread(server.get, "/api/tables/1")
         assert state["phase"] == "running", state  # the late shot was refused, not applied
         events = await asyncio.to_thread(server.get, "/api/tables/1/events")
         assert [e["type"] for e in events].count("clock.stopped") == 0
-        await until(lambda: not display.frames[-1].offline)
+        await until_async(lambda: not display.frames[-1].offline)
         # the digits only ever counted down: no jump backwards across the outage
         running = [int(f.text) for f in display.frames
                    if f.stage in ("running", "warning") and f.text.isdigit()]

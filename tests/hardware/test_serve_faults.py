@@ -17,6 +17,7 @@ import pytest
 
 from firmware_bridge.emulator import DisplayEmulator
 from tests.server import ServerProcess
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
@@ -40,12 +41,7 @@ def _serve(tmp_path: Path, emu: DisplayEmulator) -> ServerProcess:
 
 
 def _poll(condition: Callable[[], Any], timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.02)
+    return until(condition, timeout, 0.02)
 
 
 def _fault_codes(server: ServerProcess) -> set[str]:

@@ -8,11 +8,11 @@ Every figure the record must show is computed by hand in ``SHOTS``, ``FRAMES`` a
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from clock_service.timesource import FakeTime
+from tests.waiting import settle
 
 EARLY_POT = {
     "colour_potted": True,
@@ -168,8 +168,4 @@ PLAYERS: dict[tuple[str, int], dict[str, Any]] = {
 
 async def settle_runtime(runtime: Any) -> None:
     """Until every event emitted so far (timer-driven ones too) is durable and published."""
-    for _ in range(5000):
-        if all(t.published_seq >= t.seq for t in runtime.tables.values()):
-            return
-        await asyncio.sleep(0.001)
-    raise AssertionError("events not durable in 5 s")
+    await settle(runtime)

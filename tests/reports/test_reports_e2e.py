@@ -4,17 +4,19 @@ their own process), and the record of that match holds every shot."""
 
 from __future__ import annotations
 
+import json
 import threading
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
+from websockets.sync.client import connect
 
 from clock_service.storage import Store
 from harness.reports import play_200_shots, write_table
 from tests.server import ServerProcess
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
@@ -73,11 +75,14 @@ def test_readers_never_make_an_expiry_late(server: ServerProcess) -> None:
     for thread in readers:
         thread.start()
     try:
-        time.sleep(1.0)  # the readers are at it
-        for _ in range(3):
-            assert server.command("x", "start")[0] == 200
-            time.sleep(0.6)
-            assert server.command("x", "new_frame", reason="test")[0] == 200  # a foul a frame
+        until(lambda: fetched[0] >= len(readers), 30, 0.02, "the readers at it")
+        with connect(f"{server.ws_url}/ws/tables/x") as ws:  # told, not polled: no load added
+            ws.recv(timeout=10)  # the snapshot
+            for _ in range(3):
+                assert server.command("x", "start")[0] == 200
+                while json.loads(ws.recv(timeout=10))["type"] != "clock.expired":
+                    pass
+                assert server.command("x", "new_frame", reason="test")[0] == 200  # a foul
     finally:
         stop.set()
         for thread in readers:

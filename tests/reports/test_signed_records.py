@@ -7,7 +7,6 @@ allows nothing to be fetched. The hall's check: tests/mqtt/test_hall_hostile.py.
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from clock_service.reports.protocol import render_protocol
 from clock_service.reports.stats import MatchRecord
 from tests.server import ServerProcess, http
+from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
 
@@ -23,11 +23,8 @@ TOKEN = "signing-token-0123456789"
 
 
 def wait(check: Any, what: str, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-    return result
+    """tests.waiting.until, polling the service over HTTP every 50 ms."""
+    return until(check, timeout, 0.05, what)
 
 
 def record(server: ServerProcess, match_id: str) -> dict[str, Any]:
