@@ -62,6 +62,11 @@ if (params.has("scale") && Number.isFinite(scale) && scale >= 0.3 && scale <= 3)
   fit();
   addEventListener("resize", fit);
 }
+// The query is applied: compute the styles once with every transition off (overlay.css,
+// [data-settling]), so nothing fades from the page's defaults, then draw.
+void getComputedStyle(third).backgroundColor;
+for (const el of third.querySelectorAll(".side")) void getComputedStyle(el).backgroundColor;
+delete stage.dataset.settling;
 const flashes = params.get("flash") !== "0" && layout !== "clock"; // the clock alone: no tabs
 
 let state = null;
