@@ -28,7 +28,7 @@ from clock_service.signing import MatchSigner, Signer
 from clock_service.storage import Store
 from clock_service.storage.index import OPENING, REFRESH_TYPES
 from clock_service.timesource import FakeTime
-from tests.waiting import settle
+from tests.waiting import settle, until_async
 
 SHORT = {"shot_ms": 3000, "floor_ms": 2000, "step_ms": 500, "extension_ms": 2000,
          "warnings_ms": [2000, 1000]}
@@ -138,10 +138,8 @@ async def _play(db: Path) -> list[str]:
                                      "match_clock.expired"]
         assert "match_clock.applied" in await rec.ok("m", "new_frame", reason="abandoned")
         ended = rec.types(0).count("match.ended")
-        for _ in range(2000):  # the signatures are made off the loop, then recorded
-            if signer.signed == ended:
-                break
-            await asyncio.sleep(0.005)
+        # the signatures are made off the loop, then recorded
+        await until_async(lambda: signer.signed == ended, 10, 0.005, "the signatures")
         assert signer.signed == ended >= 1, (signer.signed, ended)
         signer.detach()
         # A clock running when the service stops comes back paused (restart).

@@ -47,7 +47,7 @@ async def test_a_table_clock_off_the_halls_is_a_fault(tmp_path: Path, broker: Br
         for _ in range(6):  # live events, a few ms apart
             for command in (Pause(), Resume()):
                 await table.command("7", command)
-                await asyncio.sleep(0.02)
+                await asyncio.sleep(0.02)  # real time is the data: live samples, spaced
         await until_async(lambda: hall.tables["7"].published_seq == table.tables["7"].published_seq)
         offset = hall.skews["7"].offset_ms
         assert offset is not None and late_by_ms <= offset < late_by_ms + 1000
