@@ -117,7 +117,6 @@ class GuardedH11Protocol(H11Protocol):
     request_timeout_s = 5.0
     trusted: tuple[Network, ...] = ()
     refused = 0  # connections closed by a cap (for the benchmark)
-    timed_out = 0  # requests closed for taking too long to arrive
 
     @classmethod
     def configure(cls, settings: Settings) -> type[GuardedH11Protocol]:
@@ -201,7 +200,6 @@ class GuardedH11Protocol(H11Protocol):
             return
         # Still reading its headers, or a body the app is waiting for: too slow.
         if self.conn.their_state in (h11.IDLE, h11.SEND_BODY):
-            type(self).timed_out += 1
             self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -222,7 +220,6 @@ class GuardedWebSocketProtocol(WebSocketsSansIOProtocol):
     """
 
     LINGER_S = 5.0
-    aborted = 0  # connections torn down by the linger (for the benchmark)
 
     async def send(self, message: Any) -> None:
         if message.get("type") == "websocket.close":
@@ -235,7 +232,6 @@ class GuardedWebSocketProtocol(WebSocketsSansIOProtocol):
 
     def _abort_if_open(self) -> None:
         if not self.disconnected:
-            type(self).aborted += 1
             self.transport.abort()
 
 

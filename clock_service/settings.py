@@ -16,7 +16,7 @@ import os
 import tomllib
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -441,11 +441,6 @@ def effective(loaded: Loaded) -> list[dict[str, Any]]:
         out.append({"name": row["name"], "env": row["env"],
                     "value": redact(row["name"], value), "source": loaded.sources[row["name"]]})
     return out
-
-
-def with_flags(settings: Settings, **flags: Any) -> Settings:
-    """``settings`` with the flags that were given (None: not given)."""
-    return replace(settings, **{k: v for k, v in flags.items() if v is not None})
 
 
 BEGIN, END = "<!-- settings:begin -->", "<!-- settings:end -->"

@@ -74,7 +74,6 @@ class DisplayEmulator:
         self.lines: list[str] = []
         self.frames: list[tuple] = []  # every distinct frame shown
         self.buzzes: list[str] = []
-        self.acks_sent = 0
         self.at_repl = False
         self._changed = threading.Condition()
         self._lock = threading.RLock()  # guards the pty fds against plug/unplug from tests
@@ -231,7 +230,6 @@ class DisplayEmulator:
                         continue  # swallowed: no ACK, no picture
                     replies, events = self.core.feed(data, self._now_ms())
                     if replies:
-                        self.acks_sent += replies.count(b"\x00") // 2
                         with contextlib.suppress(OSError):
                             os.write(master, replies)
                 if not self.at_repl:

@@ -145,7 +145,6 @@ class RemoteBridge:
         self.connects = 0
         self.referee = False
         self.refusals: list[str] = []
-        self.dropped_presses = 0
         self.lost_presses = 0
         self._ws: Any = None
         self._ids = itertools.count(1)
@@ -357,7 +356,6 @@ class RemoteBridge:
         if command is None:
             return
         if self._ws is None:
-            self.dropped_presses += 1
             self.driver.buzz("refused")
             log.warning("table %s: %s pressed while disconnected; dropped",
                         self.table_id, command.name)

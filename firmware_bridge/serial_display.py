@@ -89,11 +89,9 @@ class SerialDisplay:
         self.connects = 0
         self.frames_sent = 0
         self.heartbeats_sent = 0
-        self.last_frame_sent_at: float | None = None  # time.monotonic() after a frame's write
         self.hellos = 0
         self.last_ack_seq: int | None = None
         self.last_ack_at: float | None = None  # time.monotonic()
-        self.last_status: Status | None = None
         self.opened_at: float | None = None  # time.monotonic() of the last successful open
         self.last_sent_at: float | None = None  # time.monotonic() of the last packet written
         self.open_error: OSError | Exception | None = None  # why the last open failed
@@ -288,7 +286,6 @@ class SerialDisplay:
             self.last_sent_at = time.monotonic()
             if dirty:
                 self.frames_sent += 1
-                self.last_frame_sent_at = self.last_sent_at
             else:
                 self.heartbeats_sent += 1
             next_heartbeat = now + self.heartbeat_s
@@ -347,5 +344,4 @@ class SerialDisplay:
                     self.last_ack_seq = message.acked_seq
                     self.last_ack_at = time.monotonic()
                 elif isinstance(message, Status):
-                    self.last_status = message
                     log.warning("display controller status %d %s", message.code, message.text)

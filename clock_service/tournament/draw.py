@@ -32,7 +32,6 @@ TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 # A cell starting with one of these is a formula to a spreadsheet (CSV injection, OWASP):
 # a player's name is printed in results that organisers open in one.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-STATUSES = ("queued", "playing", "done")
 
 
 @dataclass(frozen=True)

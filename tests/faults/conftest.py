@@ -6,11 +6,8 @@ import base64
 import json
 import os
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.server import ServerProcess, http
 
@@ -47,15 +44,6 @@ def all_events(server: ServerProcess, table_id: str) -> list[dict[str, Any]]:
 def decode(text: str | bytes) -> dict[str, Any]:
     message: dict[str, Any] = json.loads(text)
     return message
-
-
-@pytest.fixture
-def plain_server(tmp_path: Path) -> Iterator[ServerProcess]:
-    server = start_server(tmp_path)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 class RawWebSocket:

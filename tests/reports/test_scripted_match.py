@@ -316,10 +316,6 @@ def _cells(html: str) -> dict[tuple[str, ...], str]:
     return parser.cells
 
 
-def _s(ms: int | None) -> str:
-    return "—" if ms is None else f"{ms / 1000:.1f}"
-
-
 # Match statistics as the protocol prints them: (stat, player) -> text, from PLAYERS by hand.
 PROTOCOL_STATS = {
     ("shots", 0): "6", ("shots", 1): "5",
