@@ -8,7 +8,8 @@ mistyped field is an error. clock_service/schemas.py derives each payload's pyda
 (the OpenAPI and AsyncAPI schemas) from the same TypedDict, adding only each field's wire
 type and description; ``EVENT_TYPES``, the document's messages and the match index's
 ``INDEXED_TYPES`` come from ``EVENTS``. This module imports no pydantic: the core stays
-pure, and a payload costs what a dict literal costs. (No ``from __future__ import
+pure, and a payload is a plain dict at run time (making an event through its type costs
+one call more than ``Event(name, {...})``, about 0.1 us). (No ``from __future__ import
 annotations`` here: Python 3.11's TypedDict would then take every ``NotRequired`` field for
 a required one.)
 
@@ -251,17 +252,17 @@ class MatchClockAppliedData(TypedDict):
 
 # -- the event types ------------------------------------------------------------------------
 
-P = TypeVar("P", bound=Mapping[str, Any])
+_P = TypeVar("_P", bound=Mapping[str, Any])
 
 
 @dataclass(frozen=True)
-class EventType(Generic[P]):
+class EventType(Generic[_P]):
     """One event type, defined once: its name on the wire, its payload (the TypedDict of
     its ``data``), one line for the documents, and whether the match index reads it.
     Calling it with a payload makes the event: ``TURN({"player": 1, ...})``."""
 
     name: str
-    payload: type[P]
+    payload: type[_P]
     description: str
     indexed: bool = False  # storage/index.py builds the match list from these
 
@@ -270,7 +271,7 @@ class EventType(Generic[P]):
         """The name of its message model: ``clock.started`` -> ``ClockStartedEvent``."""
         return "".join(part.capitalize() for part in re.split(r"[._]", self.name)) + "Event"
 
-    def __call__(self, data: P) -> "Event":
+    def __call__(self, data: _P) -> "Event":
         return Event(self.name, data)
 
 
