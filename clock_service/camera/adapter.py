@@ -259,7 +259,7 @@ class CameraAdapter:
                     self.seen = Seen(frame, at, self.frames,
                                      tuple((d.x, d.y, d.kind) for d in result.view.detections),
                                      result.view.felt, result.view.felt_share, detector.scale,
-                                     detector.calibration, calibration)
+                                     detector.calibration, calibration, detector.radius_mm)
                     for decision in result.decisions:
                         self._hop(self._on_decision, decision)
             except SourceError as exc:

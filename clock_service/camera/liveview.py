@@ -45,6 +45,7 @@ class Seen:
     bed_scale: float  # the bed image's px per mm
     calibration: Any  # the Calibration scaled to the frame's size (None: uncalibrated)
     of: Any = None  # the adapter's Calibration it was seen with (identity: changed or not)
+    radius_mm: float = 0.0  # the ball's radius the detector looks for (0: the calibration's)
 
 
 def see_again(seen: Seen, calibration: Any) -> Seen:
@@ -58,7 +59,8 @@ def see_again(seen: Seen, calibration: Any) -> Seen:
     view = detector.detect(seen.frame)
     return Seen(seen.frame, seen.at, seen.number,
                 tuple((d.x, d.y, d.kind) for d in view.detections), view.felt,
-                view.felt_share, detector.scale, detector.calibration, calibration)
+                view.felt_share, detector.scale, detector.calibration, calibration,
+                detector.radius_mm)
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,9 @@ def outlines(seen: Seen, points: int = OUTLINE_POINTS,
     if cal is None or not seen.balls:
         return []
     to_frame = np.linalg.inv(cal.image_to_bed(1.0))  # bed mm -> frame px
-    r = cal.ball_mm / 2 * ring
+    # the radius the detector looks for (learned at calibration: the ball as the bed image
+    # shows it, with its shadow and the lens), else the calibration's ball size
+    r = (seen.radius_mm or cal.ball_mm / 2) * ring
     angles = np.arange(points) * (2 * math.pi / points)
     out = []
     for x, y, _ in seen.balls:
