@@ -78,6 +78,7 @@ bench: venv
 	$(BIN)/python bench/bench.py
 	$(BIN)/python bench/camera_bench.py
 	$(BIN)/python bench/clip_bench.py
+	$(BIN)/python bench/pi_budget.py
 	$(BIN)/python bench/reports_bench.py
 	$(BIN)/python bench/feeds_bench.py
 	$(BIN)/python bench/hardware_faults.py -n 5

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clock_service.camera import budget
 from clock_service.camera.core import Decision, Rest, Strike, Sure, Unsure
 from clock_service.camera.evidence import Evidence
 from clock_service.camera.geometry import Calibration, CalibrationError
@@ -68,7 +69,9 @@ class CameraAdapter:
     def __init__(self, runtime: Runtime, table_id: str, spec: SourceSpec, source_text: str, *,
                  mode: str = "assist", calibration_path: str | Path,
                  source_factory: Callable[[SourceSpec], FrameSource] | None = None,
-                 evidence: Evidence | None = None) -> None:
+                 evidence: Evidence | None = None,
+                 budget_settings: budget.BudgetSettings | None = None,
+                 cores: float | None = None) -> None:
         if mode not in MODES:
             raise ValueError(f"camera mode must be one of {MODES}, got {mode!r}")
         self.runtime = runtime
@@ -109,6 +112,14 @@ class CameraAdapter:
         self.drained = 0  # a live camera's buffered (old) frames left out undecoded
         self.evidence_shed = 0  # frames left out of the clips' ring: the thread was behind
         self.too_late = 0  # decisions not sent: older than SEND_LIMIT_MS (on the loop)
+        # the CPU budget (issue 21 point 7): the level of work shed, written by the thread
+        self.shedder = budget.Shedder(cores if cores is not None else budget.cpu_budget(),
+                                      budget_settings)
+        self._cores_given = cores is not None
+        self.shed_level = budget.FULL
+        self.niced = False
+        self.not_looked = 0  # frames read but not looked at: work shed for the budget
+        self.off_count = 0
         # on the loop
         self.last_rest: Rest | None = None
         self.last_strike: Strike | None = None
@@ -185,8 +196,18 @@ class CameraAdapter:
         from clock_service.camera.pipeline import BEHIND_MS, FramePipeline, look_at
 
         cv2.setNumThreads(1)  # one core for the camera: predictable, leaves one for the loop
+        self.niced = budget.lower_priority()  # the loop's timers first (issue 21 point 7)
+        shedder = self.shedder
         attempt = 0
         while not self._stop.is_set():
+            if shedder.level == budget.OFF:
+                # off for want of CPU: nothing read for a while, then tried again at
+                # not_sure (watching, deciding nothing) until it can do more
+                self.connected = False
+                self._stop.wait(shedder.settings.off_retry_s)
+                if self._stop.is_set():
+                    return
+                self._hop(self._on_shed, shedder.retry())
             source = self._source_factory(self.spec)
             try:
                 source.open()
@@ -210,8 +231,13 @@ class CameraAdapter:
                 pipeline = FramePipeline(calibration, source.size)
                 pipeline.warm_up()
             behind = 0  # frames left out in a row while behind real time
+            window = (time.monotonic(), time.process_time(), budget.throttled_count())
             try:
                 while not self._stop.is_set():
+                    window = self._measure(window)
+                    level = shedder.level
+                    if level == budget.OFF:
+                        break
                     frame, at = source.read()
                     self.origin = source.origin
                     dropped = getattr(source, "dropped", ())
@@ -224,7 +250,7 @@ class CameraAdapter:
                     self._frame_times.append(at)
                     lag = self.runtime.time.now_ms() - at
                     if self.evidence is not None:
-                        if lag <= BEHIND_MS:
+                        if lag <= BEHIND_MS and level == budget.FULL:
                             self.evidence.on_frame(frame, at)  # encoded here, off the loop
                         else:  # behind real time: the ring is shed before the decisions
                             self.evidence_shed += 1
@@ -243,6 +269,11 @@ class CameraAdapter:
                         pipeline = FramePipeline(calibration, size)
                     for dropped_at in dropped:
                         pipeline.skip(dropped_at)
+                    stride = budget.STRIDE[level]
+                    if stride > 1 and self.frames % stride:
+                        self.not_looked += 1  # shed for the CPU budget
+                        pipeline.skip(at)
+                        continue
                     if not look_at(lag, pipeline.watcher.state, behind):
                         behind += 1
                         self.skipped += 1
@@ -260,6 +291,8 @@ class CameraAdapter:
                                      tuple((d.x, d.y, d.kind) for d in result.view.detections),
                                      result.view.felt, result.view.felt_share, detector.scale,
                                      detector.calibration, calibration, detector.radius_mm)
+                    if level >= budget.NOT_SURE:
+                        continue  # short of CPU: it watches, it decides nothing
                     for decision in result.decisions:
                         self._hop(self._on_decision, decision)
             except SourceError as exc:
@@ -278,6 +311,52 @@ class CameraAdapter:
                 self._stop.wait(1.0)
             finally:
                 source.close()
+
+    def _measure(self, window: tuple[float, float, int | None]) -> tuple[float, float,
+                                                                          int | None]:
+        """Camera thread: every ``window_s``, the process's CPU use fed to the shedder;
+        a new level is told to the loop. Returns the window now open."""
+        started, cpu, throttled = window
+        now = time.monotonic()
+        if now - started < self.shedder.settings.window_s:
+            return window
+        cpu_now = time.process_time()
+        throttled_now = budget.throttled_count()
+        if not self._cores_given:  # a quota set (or the process moved into one) since
+            self.shedder.cores = max(0.01, budget.cpu_budget())
+        # held back by the cgroup in a good part of the window's quota periods (100 ms,
+        # the kernel's default): the quota is the limit, whatever the share measured
+        held = (throttled is not None and throttled_now is not None
+                and throttled_now - throttled >= budget.THROTTLED_SHARE * (now - started) / 0.1)
+        level = self.shedder.feed(cpu_now - cpu, now - started, held)
+        if level is not None:
+            self.shed_level = level
+            self._hop(self._on_shed, level)
+        return now, cpu_now, throttled_now
+
+    def _on_shed(self, level: int) -> None:
+        """Loop thread: the budget level's faults (issue 21 point 7)."""
+        self.shed_level = level
+        health = self.runtime.health
+        shedder = self.shedder
+        use = f"{shedder.last_use:.2f} of {shedder.limit:.2f} cores"
+        log.warning("camera: CPU budget level %s (%s; the service used %s)",
+                    budget.LEVELS[level], level, use)
+        if level == budget.OFF:
+            self.off_count += 1
+            health.fault(self._key("off"), component="camera", code="camera_off",
+                         message=f"camera off: this machine has too little CPU for it "
+                         f"(the service used {use}); use the buttons; it tries again in "
+                         f"{shedder.settings.off_retry_s:.0f} s", table=self.table_id)
+        else:
+            health.clear(self._key("off"))
+        if level >= budget.NOT_SURE:
+            self._pending_rest = None
+            health.fault(self._key("budget"), component="camera", code="camera_not_sure",
+                         message=f"camera not sure: short of CPU (the service used {use}), "
+                         "it decides nothing; use the buttons", table=self.table_id)
+        else:
+            health.clear(self._key("budget"))
 
     def _hop(self, callback: Callable[..., None], *args: Any) -> None:
         loop = self._loop
@@ -505,6 +584,12 @@ class CameraAdapter:
                 for step, v in self.differences.items()},
             "disagreements": list(self.disagreements),
             "live_view": {"encodes": self.live.encodes, "refused": self.live.refused},
+            "budget": {"level": self.shed_level, "name": budget.LEVELS[self.shed_level],
+                       "cores": round(self.shedder.cores, 3),
+                       "limit": round(self.shedder.limit, 3),
+                       "use": round(self.shedder.last_use, 3), "niced": self.niced,
+                       "not_looked": self.not_looked, "changes": self.shedder.changes,
+                       "off": self.off_count},
             "evidence": ({**self.evidence.status(), "shed": self.evidence_shed}
                          if self.evidence is not None else None),
         }
@@ -514,7 +599,7 @@ class CameraAdapter:
         health = self.runtime.health
         now = self.runtime.time.now_ms()
         fresh = self.last_frame_at is not None and now - self.last_frame_at < STALE_MS
-        if self.ended:
+        if self.ended or self.shed_level == budget.OFF:  # off: camera_off says why
             health.clear(self._key("disconnected"))
         elif not (self.connected and fresh):
             health.fault(self._key("disconnected"), component="camera",

@@ -1,0 +1,242 @@
+"""The Pi budget (issue 21 point 7): the full service with the camera on a 720p30 file,
+under a CPU quota, against a bare asyncio loop under the same quota in the same run.
+
+For each quota (a quarter of one core, then an eighth; cgroup v1, as root):
+- ``shotclock serve`` with the camera in auto mode on a 1280x720 30 fps MJPEG file (what a
+  USB webcam sends) of a synthetic table, calibrated, is started, then moved into a cgroup
+  with that quota. A second table is started again and again (short shots) so that its
+  clock runs out ``--expiries`` times: each ``clock.expired`` carries ``late_ms``.
+- At the same time a bare asyncio loop (timers at the same pace, nothing else) runs in a
+  second cgroup with the same quota: its lateness is the reference.
+- Reported: expiry lateness p50/p99/max for both and the ratio of the p50s; the camera's
+  decision latency (decided - frame), frames skipped (behind real time) and not looked at
+  (shed), its budget level and what it said (camera_not_sure / camera_off), and its
+  decisions against the video's truth: rests and strikes missed, false ones.
+
+Needs root and cgroup v1's cpu controller at /sys/fs/cgroup/cpu (this machine); prints
+why not otherwise. One run takes about ``2 x (seconds + 10)`` s. The video is rendered
+once (``--cache``).
+
+    python bench/pi_budget.py [--seconds 40] [--quotas 25000,12500]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.server import ServerProcess, http  # noqa: E402
+
+CGROUP = Path("/sys/fs/cgroup/cpu")
+PERIOD_US = 100_000
+PROFILE = {"shot_ms": 2000, "floor_ms": 1000, "step_ms": 500, "extension_ms": 2000,
+           "warnings_ms": [1000]}
+RESULTS = ROOT / "bench" / "results"
+
+BARE_LOOP = r"""
+import asyncio, json, sys
+count, every = int(sys.argv[1]), float(sys.argv[2])
+async def main():
+    loop = asyncio.get_running_loop()
+    late = []
+    start = loop.time() + 1.0
+    for k in range(count):
+        target = start + k * every
+        loop.call_at(target, lambda t=target: late.append((loop.time() - t) * 1000.0))
+    await asyncio.sleep(start + count * every - loop.time() + 0.1)
+    print(json.dumps(late), flush=True)
+asyncio.run(main())
+"""
+
+
+def summary(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0, "p50": None, "p99": None, "max": None}
+    v = sorted(values)
+    return {"n": len(v), "p50": round(statistics.median(v), 2),
+            "p99": round(v[min(len(v) - 1, int(0.99 * len(v)))], 2), "max": round(v[-1], 2)}
+
+
+def video(cache: Path, seconds: float) -> tuple[Path, dict[str, Any]]:
+    """A 720p30 MJPEG file of a synthetic table (rendered once) and its truth."""
+    import cv2
+
+    from harness.synthetic import SyntheticTable
+
+    path = cache / f"table-720p30-{int(seconds)}s.avi"
+    truth_path = Path(str(path) + ".json")
+    if path.exists() and truth_path.exists():
+        return path, json.loads(truth_path.read_text())
+    cache.mkdir(parents=True, exist_ok=True)
+    table = SyntheticTable(seed=11, size=(1280, 720), fps=30.0, first_strike_ms=(1500, 2500))
+    tmp = path.with_suffix(".tmp.avi")
+    writer = cv2.VideoWriter(str(tmp), cv2.VideoWriter_fourcc(*"MJPG"), 30.0, (1280, 720))
+    for _, _, image in table.frames(seconds):
+        writer.write(image)
+    writer.release()
+    os.replace(tmp, path)
+    truth = table.truth.to_dict()
+    truth_path.write_text(json.dumps(truth))
+    return path, truth
+
+
+def make_cgroup(name: str, quota_us: int) -> Path:
+    d = CGROUP / name
+    d.mkdir(exist_ok=True)
+    (d / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+    (d / "cpu.cfs_quota_us").write_text(str(quota_us))
+    return d
+
+
+def join(cgroup: Path, pid: int) -> None:
+    (cgroup / "cgroup.procs").write_text(str(pid))
+
+
+def throttled(cgroup: Path) -> int:
+    for line in (cgroup / "cpu.stat").read_text().splitlines():
+        key, _, value = line.partition(" ")
+        if key == "nr_throttled":
+            return int(value)
+    return 0
+
+
+def match(truth_ms: list[float], decided: list[float], within: float) -> tuple[int, int]:
+    """(missed, false): truth instants without a decision within ``within`` ms, and
+    decisions without a truth instant."""
+    used: set[int] = set()
+    missed = 0
+    for t in truth_ms:
+        best = min((i for i in range(len(decided)) if i not in used
+                    and abs(decided[i] - t) <= within), default=None,
+                   key=lambda i: abs(decided[i] - t))
+        if best is None:
+            missed += 1
+        else:
+            used.add(best)
+    return missed, len(decided) - len(used)
+
+
+def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: dict[str, Any],
+              work: Path) -> dict[str, Any]:
+    tag = f"camui-bench-{quota_us}"
+    service_cg = make_cgroup(tag + "-service", quota_us)
+    bare_cg = make_cgroup(tag + "-bare", quota_us)
+    calibration = work / "calibration.json"
+    calibration.write_text(json.dumps({"corners": truth["corners"],
+                                       "frame_size": truth["size"]}))
+    db = work / f"shotclock-{quota_us}.db"
+    server = ServerProcess(db, env={
+        "SHOTCLOCK_CAMERA": str(path), "SHOTCLOCK_CAMERA_MODE": "auto",
+        "SHOTCLOCK_CAMERA_CALIBRATION": str(calibration)}).start()
+    bare: subprocess.Popen[str] | None = None
+    try:
+        assert server.proc is not None
+        join(service_cg, server.proc.pid)  # every thread of it (cgroup v1 cgroup.procs)
+        throttled_before = throttled(service_cg)
+        status, _ = http("POST", server.url + "/api/tables",
+                         {"id": "t2", "players": ["A", "B"], "profile": PROFILE})
+        assert status == 201, status
+        every = PROFILE["shot_ms"] / 1000 + 0.6
+        bare = subprocess.Popen([sys.executable, "-c", BARE_LOOP, str(expiries), str(every)],
+                                stdout=subprocess.PIPE, text=True)
+        join(bare_cg, bare.pid)
+        started = time.monotonic()
+        for _ in range(expiries):
+            _, state = http("GET", server.url + "/api/tables/t2")
+            if state.get("phase") == "frame_over":  # three time fouls lose the frame
+                http("POST", server.url + "/api/tables/t2/commands", {"command": "new_frame"})
+            http("POST", server.url + "/api/tables/t2/commands", {"command": "start"})
+            time.sleep(every)
+        time.sleep(max(0.0, seconds - (time.monotonic() - started)))
+        _, camera = http("GET", server.url + "/api/camera")
+        _, events = http("GET", server.url + "/api/tables/t2/events?since=0")
+        _, table1 = http("GET", server.url + "/api/tables/1/events?since=0")
+        out, _ = bare.communicate(timeout=60)
+        bare_late = json.loads(out or "[]")
+        throttled_during = throttled(service_cg) - throttled_before
+    finally:
+        if bare is not None and bare.poll() is None:
+            bare.kill()
+        server.stop()
+    late = [float(e["data"]["late_ms"]) for e in events if e["type"] == "clock.expired"]
+    decisions = camera.get("decisions", [])
+    latency = [d["decided_at"] - d["at"] for d in decisions]
+    origin = camera.get("origin")
+    played_ms = seconds * 1000
+    rests_truth = [t for t in truth["rests"] if t < played_ms - 1500]
+    strikes_truth = [t for t in truth["strikes"] if t < played_ms - 500]
+    scored: dict[str, Any] = {}
+    if origin is not None and camera.get("budget", {}).get("off", 0) == 0:
+        rests = [d["at"] - origin for d in decisions if d["type"] == "rest"]
+        strikes = [d["at"] - origin for d in decisions if d["type"] == "strike"]
+        scored = {"rests": len(rests_truth), "strikes": len(strikes_truth)}
+        scored["rests_missed"], scored["rests_false"] = match(rests_truth, rests, 400)
+        scored["strikes_missed"], scored["strikes_false"] = match(strikes_truth, strikes, 100)
+    by_camera = [e for e in table1 if e.get("by") == "camera"]
+    b = bare_late and summary(bare_late) or summary([])
+    s = summary(late)
+    return {
+        "quota_cores": quota_us / PERIOD_US,
+        "expiry_late_ms": s, "bare_loop_late_ms": b,
+        "p50_ratio": round(s["p50"] / b["p50"], 2) if s["p50"] and b["p50"] else None,
+        "decision_latency_ms": summary(latency),
+        "camera": {k: camera.get(k) for k in ("frames", "skipped", "too_late", "lag_ms",
+                                              "cost_ms_p50", "balls", "sure")},
+        "budget": camera.get("budget"),
+        "camera_steps_sent": len(by_camera),
+        "decisions_scored": scored or "not scored (the camera went off: its decisions "
+                                      "are not compared with the video)",
+        "service_throttled_periods": throttled_during,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=40.0)
+    parser.add_argument("--expiries", type=int, default=12)
+    parser.add_argument("--quotas", default="25000,12500", help="cfs_quota_us per 100 ms")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir())
+                        / "shotclock-pi-budget")
+    args = parser.parse_args()
+    if os.geteuid() != 0 or not CGROUP.is_dir():
+        print(f"pi_budget: needs root and cgroup v1's cpu controller at {CGROUP}; skipped")
+        return 0
+    path, truth = video(args.cache, args.seconds + 5)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for quota in (int(q) for q in args.quotas.split(",")):
+            rows.append(run_quota(quota, args.seconds, args.expiries, path, truth, Path(tmp)))
+            print(json.dumps(rows[-1]), flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "pi_budget.json").write_text(json.dumps(
+        {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+         "load": os.getloadavg(), "rows": rows}, indent=1))
+    print(f"\nPi budget ({args.seconds:.0f} s per quota; load average "
+          f"{os.getloadavg()[0]:.1f}: a shared machine, noisy)")
+    print(f"{'quota':>7} {'late p50':>9} {'bare p50':>9} {'ratio':>6} {'late max':>9} "
+          f"{'bare max':>9} {'decide p50':>11} {'skipped':>8} {'shed':>6} {'level':>9}")
+    for r in rows:
+        s, b, d = r["expiry_late_ms"], r["bare_loop_late_ms"], r["decision_latency_ms"]
+        bud = r["budget"] or {}
+        print(f"{r['quota_cores']:>7.3f} {s['p50']!s:>9} {b['p50']!s:>9} {r['p50_ratio']!s:>6} "
+              f"{s['max']!s:>9} {b['max']!s:>9} {d['p50']!s:>11} "
+              f"{r['camera']['skipped']!s:>8} {bud.get('not_looked')!s:>6} "
+              f"{bud.get('name')!s:>9}")
+    return 0
+
+
+if __name__ == "__main__":
+    threading.excepthook = lambda a: None
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Issue 21 point 7: on a machine with too little CPU the camera sheds its own work in
+steps (the ring, then frames, then its decisions with camera_not_sure, then itself with
+camera_off) and comes back when it can; its thread runs below the loop's priority."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clock_service.camera import budget
+from clock_service.camera.adapter import CameraAdapter
+from clock_service.camera.budget import BudgetSettings, Shedder
+from clock_service.camera.evidence import ClipStore, Evidence
+from clock_service.camera.source import SourceSpec
+from clock_service.runtime import Runtime
+from tests.camera.test_camera_adapter import rt  # noqa: F401
+
+np = pytest.importorskip("numpy")
+
+S = BudgetSettings(share=0.5, window_s=1.0, up_after=2, down_after=3, off_retry_s=30.0)
+
+
+@pytest.mark.parametrize(("windows", "levels"), [
+    # (cpu used in a 1 s window, throttled) -> the level after each window; 1 core, limit 0.5
+    ([(0.4, False)] * 4, [0, 0, 0, 0]),                      # within the limit: nothing shed
+    ([(0.6, False)] * 2, [0, 1]),                            # two windows over: one level up
+    ([(0.6, False), (0.4, False), (0.6, False)], [0, 0, 0]),  # not in a row: no change
+    ([(0.3, True)] * 2, [0, 1]),                             # throttled by the cgroup: over
+    ([(0.9, False)] * 8, [0, 1, 1, 2, 2, 3, 3, 4]),          # on and on: off at last
+    ([(0.9, False)] * 4 + [(0.1, False)] * 6, [0, 1, 1, 2, 2, 2, 1, 1, 1, 0]),  # back down
+    ([(0.1, False)] * 3, [0, 0, 0]),                         # never below full
+    ([(0.3, False)] * 2 + [(0.9, False)] * 2, [0, 0, 0, 1]),
+])
+def test_levels_from_the_cpu_used(windows: list[tuple[float, bool]], levels: list[int]) -> None:
+    shedder = Shedder(1.0, S)
+    seen = []
+    for cpu, throttled in windows:
+        shedder.feed(cpu, 1.0, throttled)
+        seen.append(shedder.level)
+    assert seen == levels
+    assert budget.STRIDE[budget.LIGHT] == 2 and budget.STRIDE[budget.NOT_SURE] > 2
+
+
+def test_off_comes_back_at_not_sure_and_the_limit_follows_the_budget() -> None:
+    shedder = Shedder(0.25, S)
+    assert shedder.limit == pytest.approx(0.125)
+    for _ in range(8):
+        shedder.feed(0.2, 1.0)
+    assert shedder.level == budget.OFF
+    assert shedder.retry() == budget.NOT_SURE
+    assert shedder.feed(0.2, 0.0) is None  # an empty window changes nothing
+
+
+def test_the_budget_is_the_cgroups_quota_or_the_cpus() -> None:
+    cores = budget.cpu_budget()
+    assert 0 < cores <= len(os.sched_getaffinity(0))
+
+
+class BusyFile:
+    """A 30 fps source whose frames cost CPU to read (as a decoder does)."""
+
+    ended = False
+    index = 0
+    origin = 0.0
+    size = (320, 180)
+    dropped: tuple[float, ...] = ()
+
+    def __init__(self, spec: SourceSpec, clock: Any) -> None:
+        self.clock = clock
+        self.opened = 0
+
+    def open(self) -> None:
+        self.opened += 1
+
+    def read(self) -> tuple[Any, float]:
+        time.sleep(1 / 200)
+        end = time.process_time() + 0.002
+        while time.process_time() < end:  # a decode's worth of CPU
+            pass
+        self.index += 1
+        return np.zeros((180, 320, 3), np.uint8), self.clock()
+
+    def close(self) -> None:
+        pass
+
+
+async def until(condition: Any, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+async def test_short_of_cpu_the_camera_sheds_says_so_and_turns_off(
+        rt: Runtime, tmp_path: Path) -> None:  # noqa: F811
+    sources: list[BusyFile] = []
+
+    def factory(spec: SourceSpec) -> BusyFile:
+        sources.append(BusyFile(spec, rt.time.now_ms))
+        return sources[-1]
+
+    evidence = Evidence(ClipStore(tmp_path / "clips", 10, 10**9), "1")
+    settings = BudgetSettings(share=0.5, window_s=0.1, up_after=1, down_after=3,
+                              off_retry_s=1.0)
+    # a machine with a hundredth of a core: the camera's reads alone are over its limit
+    cam = CameraAdapter(rt, "1", SourceSpec("file", "x.mp4"), "x.mp4", mode="auto",
+                        calibration_path=tmp_path / "none.json", source_factory=factory,
+                        evidence=evidence, budget_settings=settings, cores=0.01)
+    levels: list[int] = []
+    told = cam._on_shed
+
+    def record(level: int) -> None:
+        levels.append(level)
+        told(level)
+
+    cam._on_shed = record  # type: ignore[method-assign]
+    cam.attach()
+    try:
+        await until(lambda: budget.OFF in levels)
+        assert levels[:4] == [budget.NO_RING, budget.LIGHT, budget.NOT_SURE, budget.OFF]
+        codes = {f["code"] for f in rt.health.faults()}
+        assert "camera_off" in codes and "camera_not_sure" in codes
+        assert cam.status()["budget"]["name"] == "off"
+        # off says why; the status round does not call it "gives no frames"
+        await until(lambda: "camera_disconnected" not in {
+            f["code"] for f in rt.health.faults()})
+        # it tries again (watching, not deciding) after off_retry_s
+        await until(lambda: len(sources) >= 2 and levels[-1] == budget.NOT_SURE)
+        # the ring was shed from the first level on
+        assert cam.evidence_shed > 0
+        # its thread runs below the loop's priority
+        thread = cam._thread
+        assert thread is not None and cam.niced
+        tid = thread.native_id
+        loop_nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        assert tid is not None and os.getpriority(os.PRIO_PROCESS, tid) == min(
+            19, loop_nice + budget.CAMERA_NICE)
+    finally:
+        cam.close()
+
+
+async def test_with_cpu_to_spare_nothing_is_shed(rt: Runtime, tmp_path: Path) -> None:  # noqa: F811
+    def factory(spec: SourceSpec) -> BusyFile:
+        return BusyFile(spec, rt.time.now_ms)
+
+    settings = BudgetSettings(share=0.5, window_s=0.05, up_after=1, down_after=3)
+    cam = CameraAdapter(rt, "1", SourceSpec("file", "x.mp4"), "x.mp4", mode="auto",
+                        calibration_path=tmp_path / "none.json", source_factory=factory,
+                        budget_settings=settings, cores=1000.0)
+    cam.attach()
+    try:
+        await until(lambda: cam.shedder.changes == 0 and cam.frames > 40)
+        assert cam.shed_level == budget.FULL and cam.not_looked == 0
+    finally:
+        cam.close()
