@@ -695,6 +695,13 @@ def _camera(args: argparse.Namespace) -> int:
     except CalibrationError as exc:
         print(f"shotclock camera: {exc}", file=sys.stderr)
         return 1
+    if not args.no_learn:  # the felt's and the balls' colours and size (issue 21 point 3a)
+        from clock_service.camera.appearance import AppearanceError, learn_appearance
+        try:
+            calibration = learn_appearance(calibration, frame)
+        except AppearanceError as exc:
+            print(f"shotclock camera: corners saved, appearance not learned: {exc}",
+                  file=sys.stderr)
     calibration.save(out)
     if args.snapshot:
         import numpy as np
@@ -782,6 +789,9 @@ def main(argv: list[str] | None = None) -> int:
     calibrate.add_argument("--out", default=None, help="calibration file (default: "
                            "SHOTCLOCK_CAMERA_CALIBRATION or beside the store)")
     calibrate.add_argument("--db", default=None, help="the store's path (for the default file)")
+    calibrate.add_argument("--no-learn", action="store_true",
+                           help="save the corners only; do not learn the felt's and the "
+                           "balls' colours and size from the frame")
     calibrate.add_argument("--snapshot", default=None,
                            help="write the frame with the corners drawn to this image file")
     from clock_service.broadcast.cli import add_parser as add_feed_parser

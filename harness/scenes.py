@@ -299,6 +299,8 @@ class Scene:
             if all(math.dist(p, q) > 4 * BALL_R for q in pts):
                 pts.append(p)
         kinds = [white] * c.whites + hues
+        if not pts:
+            return np.zeros((0, 2)), kinds
         # a couple of balls frozen together (touching)
         if total >= 4 and rng.random() < 0.7:
             a = pts[1]

@@ -30,7 +30,7 @@ import numpy as np
 from clock_service.camera.core import Detection
 from clock_service.camera.geometry import BED_PX_PER_MM, TABLE_MM, Calibration, pockets_mm
 
-__all__ = ["BallDetector", "BedView", "find_table_corners"]
+__all__ = ["BallDetector", "BedView", "Geometry", "find_table_corners"]
 
 # A ball's centre lies this deep inside the foreground (in radii): a whole ball about 1.0;
 # less when a cue crosses it or the pocket mask cuts it, more with its shadow or a ball
@@ -58,6 +58,22 @@ WHITE_ABOVE_FELT = 75.0
 # clicked a little off, anything closer (a hand or a sleeve coming over the rail, cut by
 # the bed's edge) is not a ball.
 EDGE = 0.7
+
+
+@dataclass
+class Geometry:
+    """The shape part of one frame: the bed, its masks and the ball-sized maxima."""
+
+    bed: np.ndarray
+    hsv: np.ndarray
+    felt: np.ndarray
+    fg: np.ndarray
+    dist: np.ndarray
+    xs: np.ndarray
+    ys: np.ndarray
+    depth: np.ndarray
+    share: float
+    candidates: int
 
 
 @dataclass
@@ -117,7 +133,11 @@ class BallDetector:
         self.scale = px_per_mm
         self.bed_size = (round(calibration.table_mm[0] * px_per_mm),
                          round(calibration.table_mm[1] * px_per_mm))
-        self.radius_mm = calibration.ball_mm / 2
+        self.appearance = calibration.appearance
+        # a ball's radius on the bed image: learned at calibration (a tilted camera or a wide
+        # lens shows it larger than the ball), else the ball's own
+        self.radius_mm = (self.appearance.ball_radius_mm if self.appearance is not None
+                          else calibration.ball_mm / 2)
         self.r_px = self.radius_mm * self.scale
         self.matrix = calibration.image_to_bed(px_per_mm)
         self._maps: tuple[Any, Any, tuple[int, ...]] | None = None
@@ -153,7 +173,15 @@ class BallDetector:
         self._patch = (yy, xx)
         self._core = (yy * yy + xx * xx) <= (0.95 * self.r_px) ** 2
         self._felt_lightness = 0.0
+        if self.appearance is not None:  # the learned felt, until this frame's is measured
+            self._felt_ref = (np.array(self.appearance.felt_hsv, np.float32),
+                              np.array(self.appearance.felt_tol, np.float32))
+            self._felt_lightness = self.appearance.felt_lightness
         self._frames = 0
+        # how deep a ball's centre lies in the foreground, in radii: learned at calibration
+        # too (a wide lens shows the middle of the table magnified against its corners)
+        self.depth_band = DEPTH if self.appearance is None else \
+            (DEPTH[0], max(DEPTH[1], self.appearance.depth_max))
 
     def bed(self, frame: np.ndarray) -> np.ndarray:
         """The frame warped onto the bed image (BGR)."""
@@ -177,7 +205,9 @@ class BallDetector:
         fixed, frac = cv2.convertMaps(map_x, map_y, cv2.CV_16SC2)
         return fixed, frac, tuple(shape)
 
-    def detect(self, frame: np.ndarray) -> BedView:
+    def geometry(self, frame: np.ndarray) -> Geometry:
+        """The shape part of ``detect``: the bed, its felt, the foreground and the ball-sized
+        maxima of its depth (one per ball, before colours are looked at)."""
         bed = self.bed(frame)
         hsv = cv2.cvtColor(bed, cv2.COLOR_BGR2HSV)  # 3x cheaper than Lab, shade-proof hue
         felt = self._felt(hsv)
@@ -189,11 +219,14 @@ class BallDetector:
         depth8 = cv2.convertScaleAbs(dist, alpha=DEPTH_STEPS)  # 1/16 px steps, uint8
         peaks = cv2.bitwise_and(cv2.compare(depth8, cv2.dilate(depth8, self._peak_kernel),
                                             cv2.CMP_GE),
-                                cv2.inRange(dist, DEPTH[0] * r, DEPTH[1] * r))
+                                cv2.inRange(dist, self.depth_band[0] * r,
+                                            self.depth_band[1] * r))
         found = cv2.findNonZero(peaks)
         share = float(np.count_nonzero(felt[self._sample])) / felt[self._sample].size
+        empty = np.zeros(0, np.intp)
         if found is None:
-            return BedView([], felt, dist, share, 0, self.scale)
+            return Geometry(bed, hsv, felt, fg, dist, empty, empty, np.zeros(0, np.float32),
+                            share, 0)
         found = found.reshape(-1, 2)
         xs, ys = found[:, 0].astype(np.intp), found[:, 1].astype(np.intp)
         depth = dist[ys, xs]
@@ -207,8 +240,37 @@ class BallDetector:
                    for j in taken):
                 taken.append(int(i))
         chosen = np.array(taken, np.intp)
-        detections = self._refine(fg, hsv, bed, xs[chosen], ys[chosen], depth[chosen])
-        return BedView(detections, felt, dist, share, len(taken), self.scale)
+        return Geometry(bed, hsv, felt, fg, dist, xs[chosen], ys[chosen], depth[chosen], share,
+                        len(taken))
+
+    def detect(self, frame: np.ndarray) -> BedView:
+        g = self.geometry(frame)
+        if len(g.xs) == 0:
+            return BedView([], g.felt, g.dist, g.share, g.candidates, self.scale)
+        detections = self._refine(g.fg, g.hsv, g.bed, g.xs, g.ys, g.depth)
+        return BedView(detections, g.felt, g.dist, g.share, g.candidates, self.scale)
+
+    def felt_model(self) -> tuple[np.ndarray, np.ndarray]:
+        """The felt's (median hue, saturation, value) and tolerances as last measured."""
+        return self._felt_ref[0].copy(), self._felt_ref[1].copy()
+
+    def felt_lightness(self) -> float:
+        return self._felt_lightness
+
+    def inner_lab(self, bed: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        """(n, 3) mean 8-bit Lab (a, b centred on 0) of each disk of 0.6 radius around the
+        bed positions ``xs``, ``ys`` (pixels)."""
+        r = self.r_px
+        yy, xx = self._patch
+        h, w = bed.shape[:2]
+        cx, cy = np.round(xs).astype(np.intp), np.round(ys).astype(np.intp)
+        py = np.clip(cy[:, None, None] + yy[None], 0, h - 1)
+        px = np.clip(cx[:, None, None] + xx[None], 0, w - 1)
+        inner = ((xx * xx + yy * yy) <= (0.6 * r) ** 2)[None]
+        count = max(1, int(inner.sum()))
+        mean = (bed[py, px] * inner[..., None]).sum(axis=(1, 2)) / count
+        lab = cv2.cvtColor(mean.clip(0, 255).astype(np.uint8)[:, None], cv2.COLOR_BGR2Lab)
+        return lab[:, 0].astype(np.float64) - (0.0, 128.0, 128.0)
 
     def _on_ridge(self, dist: np.ndarray, xs: np.ndarray, ys: np.ndarray, depth: np.ndarray
                   ) -> np.ndarray:
@@ -343,8 +405,12 @@ class BallDetector:
         for i in range(n):
             if count[i] == 0 or not inside[i]:
                 continue
-            kind = self.kind_of(float(lab[i, 0]), float(lab[i, 1]) - 128,
-                                float(lab[i, 2]) - 128, self._felt_lightness)
+            if self.appearance is not None:
+                kind = self.appearance.kind_of(float(lab[i, 0]), float(lab[i, 1]) - 128,
+                                               float(lab[i, 2]) - 128, self._felt_lightness)
+            else:
+                kind = self.kind_of(float(lab[i, 0]), float(lab[i, 1]) - 128,
+                                    float(lab[i, 2]) - 128, self._felt_lightness)
             if kind is None:
                 continue  # skin, a cue, a sleeve: not a ball
             confidence = min(1.0, float(fill[i])) * (

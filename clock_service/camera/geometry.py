@@ -19,7 +19,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from clock_service.camera.appearance import Appearance
 
 __all__ = [
     "TABLE_MM", "BALL_MM", "BED_PX_PER_MM", "POCKET_MM", "Calibration", "CalibrationError",
@@ -34,6 +37,7 @@ POCKET_MM = 60.0  # radius of a pocket's mouth zone on the bed, around its centr
 # a ball is about 10 px across: enough for its centre to a millimetre or two, and small
 # enough for a Raspberry Pi to look at 30 frames a second).
 BED_PX_PER_MM = 512.0 / TABLE_MM[0]
+FILE_VERSION = 2  # 1: corners and sizes; 2: and the learned ``appearance``
 
 
 class CalibrationError(ValueError):
@@ -55,6 +59,9 @@ class Calibration:
     frame_size: tuple[int, int]
     table_mm: tuple[float, float] = TABLE_MM
     ball_mm: float = BALL_MM
+    # what the table and its balls look like, learned at calibration (appearance.py);
+    # None: a version-1 file or corners only, and the detector's built-in defaults
+    appearance: Appearance | None = None
 
     def __post_init__(self) -> None:
         corners = tuple((float(x), float(y)) for x, y in self.corners)
@@ -107,12 +114,19 @@ class Calibration:
         sx = frame_size[0] / self.frame_size[0]
         sy = frame_size[1] / self.frame_size[1]
         return Calibration(tuple((x * sx, y * sy) for x, y in self.corners), frame_size,
-                           self.table_mm, self.ball_mm)
+                           self.table_mm, self.ball_mm, self.appearance)
 
     # -- the file ----------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {"corners": [list(c) for c in self.corners], "frame_size": list(self.frame_size),
-                "table_mm": list(self.table_mm), "ball_mm": self.ball_mm}
+        """The file's content. Version 2 adds ``appearance`` (absent: not learned);
+        version 1 files (no ``version``) still load."""
+        out: dict[str, Any] = {
+            "version": FILE_VERSION, "corners": [list(c) for c in self.corners],
+            "frame_size": list(self.frame_size), "table_mm": list(self.table_mm),
+            "ball_mm": self.ball_mm}
+        if self.appearance is not None:
+            out["appearance"] = self.appearance.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: Any) -> Calibration:
@@ -124,11 +138,22 @@ class Calibration:
             table = data.get("table_mm", TABLE_MM)
             tw, th = float(table[0]), float(table[1])
             ball = float(data.get("ball_mm", BALL_MM))
+            version = int(data.get("version", 1))
         except (KeyError, TypeError, ValueError) as exc:
             raise CalibrationError(f"bad calibration: {exc!r}") from None
+        if version > FILE_VERSION:
+            raise CalibrationError(f"calibration file version {version} is newer than this "
+                                   f"service reads ({FILE_VERSION})")
+        appearance = None
+        if data.get("appearance") is not None:
+            from clock_service.camera.appearance import Appearance
+            try:
+                appearance = Appearance.from_dict(data["appearance"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CalibrationError(f"bad appearance in calibration: {exc}") from None
         if not (500 <= tw <= 5000 and 250 <= th <= 3000 and 30 <= ball <= 120):
             raise CalibrationError(f"implausible table {tw:g}x{th:g} mm or ball {ball:g} mm")
-        return cls(corners, (fw, fh), (tw, th), ball)
+        return cls(corners, (fw, fh), (tw, th), ball, appearance)
 
     def save(self, path: str | Path) -> None:
         target = Path(path)
