@@ -21,8 +21,10 @@ Pure computation on one frame (numpy + OpenCV); no I/O.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from clock_service.camera.looks import Appearance, AppearanceError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,92 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Appearance", "AppearanceError", "learn_appearance"]
 
-
-def fallback(lightness: float, a: float, b: float, felt_lightness: float) -> str | None:
-    from clock_service.camera.detect import BallDetector
-
-    return BallDetector.kind_of(lightness, a, b, felt_lightness)
-
-VERSION = 1  # of the appearance object inside the calibration file
 MIN_BALLS = 2  # fewer balls than this on the calibration frame: nothing learned
 DEPTH_WIDE = (0.6, 2.5)  # the depths (radii) looked at when learning
-
-
-class AppearanceError(ValueError):
-    """The frame does not show enough of the table or its balls to learn from."""
-
-
-@dataclass(frozen=True)
-class Appearance:
-    felt_hsv: tuple[float, float, float]  # OpenCV HSV (hue 0-179), medians on the bed
-    felt_tol: tuple[float, float, float]  # the felt's tolerances in hue, saturation, value
-    felt_lightness: float  # Lab L (0-255) of the felt
-    ball_radius_mm: float  # a ball's radius as the bed image shows it (mm of the bed)
-    white_lab: tuple[float, float, float] | None  # L, a, b (a, b centred on 0) of the whites
-    white_spread: float  # the whites' spread in (a, b)
-    colours: tuple[tuple[float, float, float], ...]  # each coloured ball's L, a, b
-    balls: int  # balls the calibration frame showed
-    depth_max: float = 1.5  # a ball's centre lies at most this deep in the foreground (radii)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"version": VERSION, "felt_hsv": [round(v, 2) for v in self.felt_hsv],
-                "felt_tol": [round(v, 2) for v in self.felt_tol],
-                "felt_lightness": round(self.felt_lightness, 2),
-                "ball_radius_mm": round(self.ball_radius_mm, 2),
-                "white_lab": None if self.white_lab is None
-                else [round(v, 2) for v in self.white_lab],
-                "white_spread": round(self.white_spread, 2),
-                "colours": [[round(v, 2) for v in c] for c in self.colours],
-                "balls": self.balls, "depth_max": round(self.depth_max, 3)}
-
-    @classmethod
-    def from_dict(cls, data: Any) -> Appearance:
-        if not isinstance(data, dict):
-            raise ValueError("appearance must be an object")
-
-        def three(v: Any) -> tuple[float, float, float]:
-            a, b, c = (float(x) for x in v)
-            return (a, b, c)
-
-        radius = float(data["ball_radius_mm"])
-        if not 10 <= radius <= 80:
-            raise ValueError(f"implausible ball radius {radius:g} mm")
-        white = data.get("white_lab")
-        return cls(three(data["felt_hsv"]), three(data["felt_tol"]),
-                   float(data["felt_lightness"]), radius,
-                   None if white is None else three(white), float(data.get("white_spread", 0)),
-                   tuple(three(c) for c in data.get("colours", [])), int(data.get("balls", 0)),
-                   min(2.5, max(1.0, float(data.get("depth_max", 1.5)))))
-
-    def summary(self) -> dict[str, Any]:
-        return self.to_dict()
-
-    # -- telling balls apart --------------------------------------------------------------
-    def kind_of(self, lightness: float, a: float, b: float, felt_lightness: float
-                ) -> str | None:
-        """``white``, ``colour`` or None (not a ball) from a disk's mean Lab, against the
-        colours learned. The lightness is taken relative to the felt's now (the hall's
-        light and the camera's gain change; the felt changes with them). A kind the
-        calibration frame did not show (no coloured ball on it, say) is told by the
-        detector's built-in limits (``fallback``)."""
-        if self.white_lab is not None:
-            wl, wa, wb = self.white_lab
-            gap = wl - self.felt_lightness  # how much lighter than the felt a white was
-            tol = max(9.0, 3.0 * self.white_spread + 5.0)
-            if math.hypot(a - wa, b - wb) <= tol and \
-                    lightness - felt_lightness >= max(20.0, 0.45 * gap):
-                return "white"
-        for cl, ca, cb in self.colours:
-            chroma = math.hypot(ca, cb)
-            if math.hypot(a - ca, b - cb) <= max(14.0, 0.4 * chroma) and \
-                    abs(lightness - cl) <= 70:
-                return "colour"
-        kind = fallback(lightness, a, b, felt_lightness)
-        if kind == "white" and self.white_lab is not None:
-            return None  # the whites are known: one unlike them is not a white
-        if kind == "colour" and self.colours:
-            return None
-        return kind
 
 
 def learn_appearance(calibration: Calibration, frame: np.ndarray) -> Calibration:

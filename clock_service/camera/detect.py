@@ -29,6 +29,7 @@ import numpy as np
 
 from clock_service.camera.core import Detection
 from clock_service.camera.geometry import BED_PX_PER_MM, TABLE_MM, Calibration, pockets_mm
+from clock_service.camera.looks import builtin_kind
 
 __all__ = ["BallDetector", "BedView", "Geometry", "find_table_corners"]
 
@@ -38,13 +39,6 @@ __all__ = ["BallDetector", "BedView", "Geometry", "find_table_corners"]
 DEPTH = (0.6, 1.5)
 # On a ridge (a cue, an arm) the depth 3/4 radius away on both sides drops by less than this.
 RIDGE_DROP = 0.4
-# The ball's kind from its inner disk (Lab): the coloured ball is saturated and warm (red,
-# orange, yellow: chroma 45-75 on a camera, less only when a hand or a cue covers it), a
-# white one is pale and far above the felt's lightness (a hand's edge over a blue felt
-# mixes to a pale grey, well darker than a ball). Skin (chroma about 25), a cue's
-# maple or dark butt, sleeves of any colour but white are neither: not a ball.
-COLOUR_CHROMA = 36.0
-COLOUR_WARM = 10.0  # and warm (Lab b above this): a blue or a purple sleeve is not the ball
 FELT_HUE_MIN = 4.0  # the felt's tolerances (HSV, 8 bits) are never tighter than these
 FELT_SAT_MIN = 20.0
 FELT_GREY = 90.0  # a felt less saturated than this (of 255) is told without its hue
@@ -52,8 +46,6 @@ DEPTH_STEPS = 16.0  # depth maxima are compared in 1/16 pixel steps
 FELT_EVERY = 10  # frames between two measurements of the felt's hue and saturation
 CHROMA_WEIGHT = 0.35  # colour counts less than value at a ball's edge (a codec smears it)
 DISK = 1.25  # a ball's centre is the mean over this many radii around it (soft edge, shadow)
-WHITE_CHROMA = 18.0
-WHITE_ABOVE_FELT = 75.0
 # A ball's centre is at least a radius from the cushion; with some slack for the corners
 # clicked a little off, anything closer (a hand or a sleeve coming over the rail, cut by
 # the bed's edge) is not a ball.
@@ -421,14 +413,9 @@ class BallDetector:
 
     @staticmethod
     def kind_of(lightness: float, a: float, b: float, felt_lightness: float) -> str | None:
-        """``colour``, ``white`` or None (not a ball) from a ball's inner disk's mean colour
-        (OpenCV's 8-bit Lab, a and b centred on 0) and the felt's lightness."""
-        chroma = math.hypot(a, b)
-        if chroma >= COLOUR_CHROMA and b >= COLOUR_WARM:
-            return "colour"
-        if chroma < WHITE_CHROMA and lightness >= felt_lightness + WHITE_ABOVE_FELT:
-            return "white"
-        return None
+        """``colour``, ``white`` or None (not a ball) by the built-in limits
+        (``looks.builtin_kind``), for a calibration that learned no appearance."""
+        return builtin_kind(lightness, a, b, felt_lightness)
 
 
 def find_table_corners(frame: np.ndarray) -> list[tuple[float, float]] | None:

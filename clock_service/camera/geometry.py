@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clock_service.camera.appearance import Appearance
+    from clock_service.camera.looks import Appearance
 
 __all__ = [
     "TABLE_MM", "BALL_MM", "BED_PX_PER_MM", "POCKET_MM", "Calibration", "CalibrationError",
@@ -146,7 +146,7 @@ class Calibration:
                                    f"service reads ({FILE_VERSION})")
         appearance = None
         if data.get("appearance") is not None:
-            from clock_service.camera.appearance import Appearance
+            from clock_service.camera.looks import Appearance
             try:
                 appearance = Appearance.from_dict(data["appearance"])
             except (KeyError, TypeError, ValueError) as exc:
