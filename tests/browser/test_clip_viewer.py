@@ -90,6 +90,12 @@ def test_the_referee_steps_through_a_clip_beside_the_clocks_times(
     page.set_viewport_size(viewport)
     page.goto(server.url + "/referee?table=1")
     page.wait_for_function("!document.getElementById('clips-btn').classList.contains('hidden')")
+    # the Video button fits in the console's bar beside the others
+    for sel in ("#clips-btn", "#keys-btn", "#token-btn", "#lang"):
+        box = page.locator(sel).bounding_box()
+        assert box["x"] + box["width"] <= viewport["width"] and box["height"] >= 44, (sel, box)
+    assert page.locator("#table-id").bounding_box()["width"] > 0  # the table's name stays
+    shoot(page, f"console-video-button-{name}")
     page.click("#clips-btn")
     view = "document.getElementById('clip-view')"
     page.wait_for_function(f"{view}.dataset.state === 'ready'")
