@@ -9,7 +9,8 @@ camera thread runs frames as they come, so this is the decision's latency when i
 up), the camera_not_sure periods, and a verdict: ``meets`` the targets (0 missed, 0 false,
 every rest decided within 400 ms, strikes within one frame, decisions < 150 ms),
 ``not_sure`` (it missed or was late only while it said camera_not_sure and never started or
-stopped wrongly), or ``WRONG``.
+stopped wrongly), ``MISSES`` (a target missed without saying so, no wrong start or stop) or
+``WRONG`` (a false strike, or a rest decided while balls rolled).
 
 The tuning and the held-out conditions are reported apart. The held-out ones are never
 used to change the detector. Calibration as a referee does it: the four corners as

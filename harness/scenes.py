@@ -793,17 +793,21 @@ class Judged:
     def verdict(self, *, rest_ms: float = 400.0, frames: int = 1,
                 latency_ms: float = 150.0) -> str:
         """``meets`` the targets; ``not_sure`` (it missed or was late only while it said
-        camera_not_sure, and never started or stopped wrongly); ``WRONG`` otherwise."""
-        wrong = bool(self.false_strikes or self.wrong_rests)
+        camera_not_sure, and never started or stopped wrongly); ``MISSES`` (a target
+        missed without saying camera_not_sure, but no wrong start or stop: the referee's
+        buttons are needed and nothing told the referee so); ``WRONG`` (a strike that was
+        not, or a rest while balls rolled: the clock started or stopped wrongly)."""
+        if self.false_strikes or self.wrong_rests:
+            return "WRONG"
         late = [d for d in self.rest_delays if d > rest_ms]
         bad_frames = [e for e in self.strike_frame_errors if abs(e) > frames]
         fails = len(self.missed_strikes) + len(self.missed_rests) + len(late) + len(bad_frames)
         slow = any(v >= latency_ms for v in self.latencies)
-        if not wrong and fails == 0 and not slow:
+        if fails == 0 and not slow:
             return "meets"
-        if not wrong and fails <= self.covered and not bad_frames:
+        if fails <= self.covered and not slow and self.unsure:
             return "not_sure"
-        return "WRONG"
+        return "MISSES"
 
     def row(self) -> dict[str, Any]:
         def p(values: list[float], q: float) -> float | None:

@@ -70,7 +70,9 @@ def test_judge_tells_a_wrong_stop_from_a_declared_miss() -> None:
     wrong_start = good + [("rest", 2600.0, 2900.0, 5.0)]
     assert judge(truth, wrong_start).verdict() == "WRONG"
     silent_miss = [("rest", 0.0, 300.0, 5.0), ("rest", 3900.0, 4300.0, 5.0)]
-    assert judge(truth, silent_miss).verdict() == "WRONG"
+    assert judge(truth, silent_miss).verdict() == "MISSES"
+    slow = [(kind, at, decided, 200.0) for kind, at, decided, _ in good]
+    assert judge(truth, slow).verdict() == "MISSES"
 
 
 @pytest.mark.parametrize("name", ["t_green_white_spot", "t_blue_ivory_bar3_mjpeg",
