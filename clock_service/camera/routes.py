@@ -28,6 +28,10 @@ class CalibrationBody(BaseModel):
         description="the playing area's corners inside the cushions, in frame pixels, going "
         "round the table; the first is the bed's origin")
     frame_size: tuple[int, int] = Field(description="width and height of the frame clicked on")
+    learn: bool = Field(True, description="learn the balls' and the felt's look from the "
+                        "camera's latest frame (issue 21 point 3a; the balls at rest, apart, "
+                        "nothing over the table); when it cannot, the corners are saved "
+                        "alone and ``warning`` says why")
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -169,9 +173,25 @@ def camera_router(adapter_of: Callable[[Request], CameraAdapter | None],
             calibration = Calibration(tuple(body.corners), body.frame_size)
         except CalibrationError as exc:
             return _error(422, "invalid_calibration", str(exc))
+        warning = None
+        frame = adapter.last_frame
+        if body.learn and frame is not None:
+            from clock_service.camera.appearance import AppearanceError, learn_appearance
+
+            try:  # off the loop: it runs the detector over the frame
+                calibration = await asyncio.to_thread(learn_appearance, calibration, frame)
+            except AppearanceError as exc:
+                warning = {"code": "appearance_not_learned", "message": str(exc)}
+        elif body.learn:
+            warning = {"code": "appearance_not_learned",
+                       "message": "the camera has not given a frame yet"}
         await asyncio.to_thread(calibration.save, adapter.calibration_path)
         adapter.calibrate(calibration)
-        return {"calibration": calibration.to_dict()}
+        out: dict[str, Any] = {"calibration": calibration.to_dict(),
+                               "learned": calibration.appearance is not None}
+        if warning is not None:
+            out["warning"] = warning
+        return out
 
     outer = APIRouter()
     outer.include_router(router)

@@ -140,3 +140,36 @@ def test_the_page_shows_live_what_the_detector_sees(
         assert live["refused"] == 0 and live["encodes"] >= 1
     finally:
         server.stop()
+
+
+def test_saving_learns_the_balls_look_and_the_page_then_shows_them(
+        context: Any, tmp_path: Path, resting_table: tuple[Path, Path]) -> None:
+    import json
+
+    video, given = resting_table
+    truth = json.loads(given.read_text())
+    cal_path = tmp_path / "calibration.json"  # none yet: the page is where it is made
+    server = ServerProcess(tmp_path / "shotclock.db", env={
+        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal_path)}).start()
+    try:
+        page = context.new_page()
+        page.set_viewport_size({"width": 800, "height": 480})
+        page.goto(server.url + "/calibrate")
+        page.wait_for_function("document.getElementById('ready').dataset.state === 'not-ready'")
+        assert "click the table's four corners" in page.inner_text("#ready")
+        page.wait_for_function("document.getElementById('marks').width > 1")
+        box = page.locator("#marks").bounding_box()
+        w, h = truth["frame_size"]
+        for x, y in truth["corners"]:
+            page.mouse.click(box["x"] + x * box["width"] / w, box["y"] + y * box["height"] / h)
+        page.click("#save")
+        page.wait_for_function("document.getElementById('msg').dataset.learned === 'true'")
+        assert "It learned the balls' and the cloth's look from" in page.inner_text("#msg")
+        saved = json.loads(cal_path.read_text())
+        assert saved["appearance"]["balls"] >= 7
+        # the same frame looked at again with the calibration just saved (the file ended)
+        page.wait_for_function("document.getElementById('ready').dataset.state === 'ready'")
+        assert 7 <= int(page.evaluate("document.getElementById('ready').dataset.balls")) <= 8
+        shoot(page, "calibrate-learned-small")
+    finally:
+        server.stop()

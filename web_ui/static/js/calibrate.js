@@ -26,6 +26,7 @@ addStrings({
     "cal.why.not_sure": "the camera is not sure what it sees",
     "cal.why.no_balls": "no balls found: check the corners and the light",
     "cal.ended": "(the video has ended: last frame)",
+    "cal.learned": "It learned the balls' and the cloth's look from {n} balls.",
   },
   ru: {
     "cal.title": "Камера: углы стола",
@@ -42,6 +43,7 @@ addStrings({
     "cal.why.not_sure": "камера не уверена в том, что видит",
     "cal.why.no_balls": "шары не найдены: проверьте углы и свет",
     "cal.ended": "(видео закончилось: последний кадр)",
+    "cal.learned": "Вид шаров и сукна изучен по {n} шарам.",
   },
 });
 applyI18n();
@@ -191,8 +193,12 @@ feltButton.addEventListener("click", () => {
 save.addEventListener("click", async () => {
   const result = await requestJson("PUT", "/api/camera/calibration",
     { corners, frame_size: frameSize });
-  msg.textContent = result.ok ? t("cal.saved")
-    : errorText((result.body && result.body.error) || { code: "error" }).text;
+  msg.textContent = !result.ok
+    ? errorText((result.body && result.body.error) || { code: "error" }).text
+    : result.body.learned
+      ? `${t("cal.saved")} ${t("cal.learned", { n: result.body.calibration.appearance.balls })}`
+      : `${t("cal.saved")} ${errorText(result.body.warning || { code: "appearance_not_learned" }).text}`;
+  msg.dataset.learned = result.ok ? String(Boolean(result.body.learned)) : "";
   if (result.ok) {
     savedCal = result.body.calibration;
     status = { ...status, calibrated: true };

@@ -702,6 +702,7 @@ const ERRORS = {
     no_frame: "the camera has not given a frame yet",
     camera_busy: "the camera's live view is busy: it asks again",
     camera_off: "camera off: too little CPU for it here; use the buttons",
+    appearance_not_learned: "the balls' look was not learned (the corners are saved): put the balls on the table apart, clear it of hands and cues, and save again",
     invalid_calibration: "those corners do not describe the table: click its four corners in order",
     // The strict call (7.1, the call command): rules helper, issue 12.
     call_after_shot: "the shot was already played: give its call in the shot result",
@@ -880,6 +881,7 @@ const ERRORS = {
     no_frame: "камера ещё не дала ни одного кадра",
     camera_busy: "живая картинка камеры занята: запрос повторится",
     camera_off: "камера выключена: ей не хватает процессора; пользуйтесь кнопками",
+    appearance_not_learned: "вид шаров не изучен (углы сохранены): расставьте шары на столе порознь, уберите руки и кий и сохраните ещё раз",
     invalid_calibration: "эти углы не описывают стол: отметьте четыре угла по порядку",
     call_after_shot: "удар уже сыгран: укажите заказ в результате удара",
     call_on_break: "разбой играется без заказа (4.4)",
