@@ -63,7 +63,7 @@ node-deps:
 test: venv test-deps node-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy clock_service firmware_bridge web_ui
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m harness.suite
 
 # The inner loop: the pure cores and the unit tests, no servers, no browser, no broker
 # (pytest --fast, tests/conftest.py); under a minute. `make test` runs everything.

@@ -1,0 +1,96 @@
+"""`make test`: the whole suite in two pytest runs at once, on a 2-core machine in 8 minutes.
+
+Most of the suite's wall time is spent waiting, not computing: a `serial` test (marked in
+tests/conftest.py) measures against the wall clock, so it waits out real timeouts, expiries
+and restarts, one test at a time. The other tests fill those waits:
+
+- the serial run: ``pytest -m serial``, one process, at normal priority, printed live;
+- the rest: ``pytest -n 2 --dist loadfile -m "not serial"`` at a lower CPU priority (nice 10,
+  ``SHOTCLOCK_TEST_NICE``), so that when both want the CPU the serial tests (and the servers,
+  brokers and browsers they start, which inherit their priority) get about nine tenths of it
+  and their timing holds.
+
+Each line is printed as it comes, prefixed with its run (``serial |`` or ``rest   |``); the
+run fails if either fails, and each run's failures and random-order seed are printed again at
+the end. Arguments go to both runs (``PYTEST_ADDOPTS`` too).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import IO
+
+__all__ = ["main"]
+
+RUNS = {
+    "serial": ["-m", "serial"],
+    "rest": ["-n", "2", "--dist", "loadfile", "-m", "not serial"],
+}
+
+
+def _pump(name: str, stream: IO[str], lock: threading.Lock, tail: list[str]) -> None:
+    for line in stream:
+        with lock:
+            sys.stdout.write(f"{name:<6} | {line}")
+            sys.stdout.flush()
+        tail.append(line)
+        if len(tail) > 200:
+            del tail[:100]
+
+
+def main(argv: list[str]) -> int:
+    nice = int(os.environ.get("SHOTCLOCK_TEST_NICE", "10"))
+    lock = threading.Lock()
+    started = time.monotonic()
+    procs: dict[str, subprocess.Popen[str]] = {}
+    pumps: list[threading.Thread] = []
+    tails: dict[str, list[str]] = {}
+    for name, args in RUNS.items():
+        command = [sys.executable, "-m", "pytest", "-q", *args, *argv]
+        if name == "rest" and nice:
+            command = ["nice", "-n", str(nice), *command]
+        procs[name] = subprocess.Popen(command, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True, bufsize=1)
+        tails[name] = []
+        assert procs[name].stdout is not None
+        pump = threading.Thread(target=_pump, args=(name, procs[name].stdout, lock, tails[name]),
+                                daemon=True)
+        pump.start()
+        pumps.append(pump)
+    ended: dict[str, tuple[int, float]] = {}
+    try:
+        while len(ended) < len(procs):
+            for name, proc in procs.items():
+                if name not in ended and proc.poll() is not None:
+                    ended[name] = (proc.returncode, time.monotonic() - started)
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        for proc in procs.values():
+            proc.terminate()
+        for proc in procs.values():
+            proc.wait()
+        return 130
+    for pump in pumps:
+        pump.join(timeout=5)
+    print()
+    for name, (code, seconds) in ended.items():
+        summary = [line.rstrip() for line in tails[name]
+                   if line.startswith(("FAILED", "ERROR", "random order"))
+                   or " passed" in line or " failed" in line]
+        print(f"{name}: exit {code} after {seconds:.0f} s")
+        for line in summary[-12:]:
+            print(f"  {line}")
+    # pytest's exit 5 is "no tests collected": a filter that selects nothing in one run
+    # (-k, a path) is not a failure of the suite.
+    bad = {name: code for name, (code, _) in ended.items() if code not in (0, 5)}
+    total = time.monotonic() - started
+    print(f"suite: {'FAILED ' + ', '.join(bad) if bad else 'passed'} in {total:.0f} s")
+    return 1 if bad or all(code == 5 for code, _ in ended.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
