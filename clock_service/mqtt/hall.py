@@ -563,8 +563,12 @@ class HallRuntime(ServedTables[MirroredTable]):
     # -- the hall's store ---------------------------------------------------------------------
     def _append(self, table_id: str, items: list[tuple[str, dict[str, Any]]]) -> None:
         wires = [event for _, event in items]
-        texts = [text for text, _ in items]  # as received: live ones with their state
-        lean = [lean_text(event) if "state" in event else text for text, event in items]
+        # As received: live ones with their state; a catch-up's without its ``batch``
+        # (kept in the store's column, so the match's digest is the table's own).
+        lean = [lean_text(event) if "state" in event or "batch" in event else text
+                for text, event in items]
+        texts = [text if "state" in event else plain
+                 for (text, event), plain in zip(items, lean, strict=True)]
         state = wires[-1].get("state")
         if not isinstance(state, dict):
             # Sent again from the table's store (a catch-up): replayed events carry no

@@ -228,11 +228,12 @@ class TablePublisher:
         async def load() -> None:
             store = self.owner.runtime.store
             count = read.last - read.first + 1
+            # With each event's batch (Store.with_batch): a hall stores what the table did.
             rows = await asyncio.to_thread(store.event_texts, self.store_id, read.first - 1,
-                                           read.last, count)
+                                           read.last, count, batch=True)
             if not rows and self.store_id != self.table_id:  # renamed while we asked
                 rows = await asyncio.to_thread(store.event_texts, self.table_id,
-                                               read.first - 1, read.last, count)
+                                               read.first - 1, read.last, count, batch=True)
             self.feed.loaded(read, rows)
             self.pump()
 

@@ -59,7 +59,7 @@ from clock_service.storage.index import REFRESH_TYPES, ensure_index, index_ops, 
 from clock_service.storage.schema import migrate
 
 __all__ = ["Store", "StoredTable", "ArchivedTable", "ARCHIVE_SEP", "UndoChange", "lean_text",
-           "quick_check"]
+           "with_batch", "quick_check"]
 
 log = logging.getLogger(__name__)
 
@@ -168,8 +168,17 @@ Row = tuple[str, int, str, int, str, int | None, str | None]
 
 
 def lean_text(event: dict[str, Any]) -> str:
-    """An event as the store keeps and replays it: without the table's state."""
-    return json.dumps({k: v for k, v in event.items() if k != "state"}, separators=(",", ":"))
+    """An event as the store keeps and replays it: without the table's state (nor the
+    ``batch`` an MQTT catch-up adds in its place: the store keeps that in its column)."""
+    return json.dumps({k: v for k, v in event.items() if k not in ("state", "batch")},
+                      separators=(",", ":"))
+
+
+def with_batch(body: str, batch: int | None) -> str:
+    """A stored event's text with ``"batch": N`` spliced in when it was not the last event
+    of its commit (``batch`` column not NULL): what the MQTT catch-up sends, so a hall
+    that stores it keeps the same ``batch`` as the table, and the same match digest."""
+    return body if batch is None else f'{body[:-1]},"batch":{int(batch)}}}'
 
 
 def _encode(table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | None,
@@ -180,7 +189,8 @@ def _encode(table_id: str, events: list[dict[str, Any]], core: dict[str, Any] | 
     for event, body in zip(events, bodies, strict=True):
         seq = int(event["seq"])
         state = event.get("state")
-        batch = state.get("seq") if isinstance(state, dict) else None
+        # The live event's state.seq, or what a catch-up carries in its place (with_batch).
+        batch = state.get("seq") if isinstance(state, dict) else event.get("batch")
         proj = projection(event) if event["type"] in REFRESH_TYPES else None
         rows.append((table_id, seq, event["type"], int(event["at"]), body,
                      None if batch == seq else batch,
@@ -786,14 +796,15 @@ class Store:
         }
 
     def _with_archived(self, table_id: str, since: int, upper: int, limit: int,
-                       rows: list[tuple[int, str]]) -> list[tuple[int, str]]:
+                       rows: list[tuple[int, str]], batch: bool = False
+                       ) -> list[tuple[int, str]]:
         """``rows`` (seq, body) of the store, with the archived matches' events of that
         range read from their files: a table's log has no gap after archiving."""
         ranges = archived_ranges(self._reader(), table_id, since + 1,
                                  min(upper, rows[-1][0]) if len(rows) == limit else upper)
         if not ranges:
             return rows
-        extra = [(row[0], row[3]) for row in
+        extra = [(row[0], with_batch(row[3], row[4]) if batch else row[3]) for row in
                  archived_event_rows(self.path, ranges, since + 1, upper)]
         return sorted([*rows, *extra])[:limit]
 
@@ -846,17 +857,20 @@ class Store:
         return [json.loads(text) for _, text in self.event_texts(table_id, since, until, limit)]
 
     def event_texts(self, table_id: str, since: int, until: int | None = None,
-                    limit: int = 1000) -> list[tuple[int, str]]:
+                    limit: int = 1000, *, batch: bool = False) -> list[tuple[int, str]]:
         """(seq, stored JSON) of a table's events with ``since < seq <= until``, in order:
-        sent to clients as they are (no decode, no encode)."""
+        sent to clients as they are (no decode, no encode). ``batch``: with ``"batch"``
+        spliced in where it is not the event's own seq (the MQTT catch-up: with_batch)."""
         upper = until if until is not None else 2**62
         rows = self._reader().execute(
-            "SELECT seq, body FROM events WHERE table_id = ? AND seq > ? AND seq <= ? "
+            "SELECT seq, body, batch FROM events WHERE table_id = ? AND seq > ? AND seq <= ? "
             "ORDER BY seq LIMIT ?",
             (table_id, since, upper, limit),
         ).fetchall()
-        return self._with_archived(table_id, since, upper, limit,
-                                   [(int(r[0]), str(r[1])) for r in rows])
+        return self._with_archived(
+            table_id, since, upper, limit,
+            [(int(r[0]), with_batch(str(r[1]), r[2]) if batch else str(r[1])) for r in rows],
+            batch)
 
     def events_json(self, table_id: str, since: int, limit: int) -> bytes:
         """A page of events as one JSON array, built from the stored text."""

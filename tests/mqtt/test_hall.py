@@ -406,3 +406,25 @@ def test_the_hall_store_is_where_serve_keeps_its_own_whatever_the_cwd(
         holder.close()
     assert run.returncode == EXIT_STORE_LOCKED, run.stderr
     assert str(expected) in run.stderr
+
+
+def test_a_match_caught_up_by_the_hall_has_the_tables_digest(hall: Hall) -> None:
+    # Events sent again from the table's store (a catch-up) carry no state; the hall stores
+    # each event's batch (the last seq of the commit it came in) from the "batch" the
+    # catch-up splices in, so the match's digest (log_sha256) is the table's own. A turn
+    # while the clock runs commits two events (clock.stopped, turn): the first one's batch
+    # is not its own seq.
+    hall.hall.kill()
+    for name in ("start", "turn", "start", "pause", "resume", "turn"):
+        status, body = hall.table.command("7", name, token=TOKEN)
+        assert status == 200, body
+    hall.broker.kill()  # its session's queue for the hall is lost: the hall must ask
+    hall.broker.start()
+    poll(lambda: hall.table.get("/api/health")["faults"] == [], "the table to reconnect")
+    hall.hall.start()
+    poll(lambda: logs_equal(hall), "the hall to catch up")
+    assert hall.hall.get("/api/health")["components"]["mqtt"]["asks"] >= 1
+    mine = hall.table.get("/api/matches/7.1")
+    assert mine["log_sha256"]
+    poll(lambda: hall.hall.get("/api/matches/7.1")["log_sha256"] == mine["log_sha256"],
+         "the hall's digest of match 7.1 to be the table's")
