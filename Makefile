@@ -83,6 +83,7 @@ bench: venv
 	$(BIN)/python bench/feeds_bench.py
 	$(BIN)/python bench/hardware_faults.py -n 5
 	$(BIN)/python bench/store_bench.py
+	$(BIN)/python bench/store_soak.py
 
 clean:
 	rm -rf $(VENV) var build dist *.egg-info
