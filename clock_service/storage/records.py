@@ -20,6 +20,7 @@ from clock_service.storage.schema import (
     LEGACY_BODY_SQL,
     LEGACY_PROJ_SQL,
     SCHEMA_VERSION,
+    has_column,
 )
 
 __all__ = ["load_events", "last_seq", "open_read_only", "StoreMissing"]
@@ -118,9 +119,17 @@ def open_read_only(path: str) -> sqlite3.Connection:
     conn.close()
     memory = sqlite3.connect(":memory:")
     memory.execute("ATTACH DATABASE ? AS log", (uri,))
-    events = ("SELECT * FROM log.events" if not legacy else
-              f"SELECT table_id, seq, type, at, {LEGACY_BODY_SQL} AS body, "
-              f"{LEGACY_BATCH_SQL} AS batch, {LEGACY_PROJ_SQL} AS proj FROM log.events")
+    if not legacy:
+        events = "SELECT * FROM log.events"
+    elif has_column(memory, "events", "batch", schema="log"):
+        # A migration stopped midway (schema.py: in chunks): the rows done have their
+        # batch and proj, the others still their state.
+        events = (f"SELECT table_id, seq, type, at, {LEGACY_BODY_SQL} AS body, "
+                  f"coalesce(batch, {LEGACY_BATCH_SQL}) AS batch, "
+                  f"coalesce(proj, {LEGACY_PROJ_SQL}) AS proj FROM log.events")
+    else:
+        events = (f"SELECT table_id, seq, type, at, {LEGACY_BODY_SQL} AS body, "
+                  f"{LEGACY_BATCH_SQL} AS batch, {LEGACY_PROJ_SQL} AS proj FROM log.events")
     memory.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
                          f"CREATE TEMP VIEW events AS {events};" + SCHEMA)
     rebuild_index(memory)

@@ -20,7 +20,11 @@ taken out of every event (``batch`` and ``proj`` keep what was read of it, so ev
 digest computed before still verifies), the undo history moves out of ``tables.core``,
 and the file is vacuumed once into incremental mode. That takes a while on a large store
 (a log line says when it starts and ends) and needs free space about the size of the
-file; it runs once.
+file; it runs once. The events are migrated in chunks (``CHUNK_EVENTS`` a transaction,
+the last key done kept in ``meta``), so a migration killed midway (a power cut, systemd)
+loses at most one chunk's work and goes on where it was at the next open; the schema
+version is set only when every event and the undo history are done, and a VACUUM killed
+midway is done again (a store of schema 2 not in incremental mode).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import json
 import logging
 import sqlite3
 import time
+from collections.abc import Callable
 
 from clock_service.sdnotify import notify
 from clock_service.storage.archive import ARCHIVE_SCHEMA
@@ -40,6 +45,10 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = "2"
 EXTEND_US = 30_000_000  # what each EXTEND_TIMEOUT_USEC asks systemd for during a migration
+# Events migrated per transaction: a kill loses at most one chunk's work (it is rolled
+# back), and the WAL of one transaction stays about CHUNK_EVENTS x 5 KB (10 MB), not the
+# size of the whole log.
+CHUNK_EVENTS = 2000
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS tables (
@@ -106,8 +115,10 @@ LEGACY_BATCH_SQL = "nullif(json_extract(body, '$.state.seq'), seq)"
 LEGACY_BODY_SQL = "json_remove(body, '$.state')"
 
 
-def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
-    return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
+def has_column(conn: sqlite3.Connection, table: str, column: str,
+               schema: str = "main") -> bool:
+    return any(row[1] == column
+               for row in conn.execute(f"PRAGMA {schema}.table_info({table})"))
 
 
 def _version(conn: sqlite3.Connection) -> str | None:
@@ -118,7 +129,8 @@ def _version(conn: sqlite3.Connection) -> str | None:
 
 
 def migrate(conn: sqlite3.Connection, indexed_types: frozenset[str], *,
-            tell_every_s: float = 5.0) -> bool:
+            tell_every_s: float = 5.0, chunk: int = CHUNK_EVENTS,
+            after_chunk: Callable[[int], None] | None = None) -> bool:
     """Create the tables, or bring a store of an older schema up to this one (in place).
     Returns whether a migration ran. ``indexed_types``: the events the match index reads
     a projection of (index.REFRESH_TYPES). Runs before the writer starts.
@@ -137,6 +149,11 @@ def migrate(conn: sqlite3.Connection, indexed_types: frozenset[str], *,
     version = _version(conn)
     if version == SCHEMA_VERSION:
         conn.executescript(SCHEMA)  # tables added since (the tournament's draw, outbox)
+        if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 0:
+            # A migration killed in its final VACUUM (every store of schema 2 is made or
+            # migrated into incremental mode): finish it.
+            log.warning("finishing the event store's migration (its VACUUM)")
+            _vacuum_into_incremental(conn)
         return False
     if version not in (None, "1"):
         raise sqlite3.DatabaseError(
@@ -158,7 +175,7 @@ def migrate(conn: sqlite3.Connection, indexed_types: frozenset[str], *,
     keep_systemd_waiting()  # at once, then every tell_every_s while SQLite works
     conn.set_progress_handler(keep_systemd_waiting, 50_000)
     try:
-        moved = _migrate_v1(conn, indexed_types)
+        moved = _migrate_v1(conn, indexed_types, chunk, after_chunk)
     finally:
         conn.set_progress_handler(None, 0)
     log.warning("event store migrated to schema %s in %.1f s (%d undo checkpoints moved)",
@@ -166,18 +183,63 @@ def migrate(conn: sqlite3.Connection, indexed_types: frozenset[str], *,
     return True
 
 
-def _migrate_v1(conn: sqlite3.Connection, indexed_types: frozenset[str]) -> int:
+def _migrate_events(conn: sqlite3.Connection, indexed_types: frozenset[str],
+                    chunk: int, after_chunk: Callable[[int], None] | None) -> int:
+    """Take the state out of every event, ``chunk`` events (in key order) a transaction.
+    Resumable: a row still holding its state is one not done yet (every UPDATE keeps what
+    it read of it in ``batch`` and ``proj``, in the same statement: SQLite evaluates the
+    SET expressions on the old row), and the last key done is kept in ``meta`` with it, so
+    a migration killed midway goes on from there when the store opens again."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'migration_cursor'").fetchone()
+    cursor: tuple[str, int] = ("", -1)
+    if row:
+        table_id, seq = json.loads(row[0])
+        cursor = (str(table_id), int(seq))
+    marks = ",".join("?" * len(indexed_types))
+    types = sorted(indexed_types)
+    chunks = 0
+    while True:
+        last = conn.execute(
+            "SELECT table_id, seq FROM events WHERE (table_id, seq) > (?, ?) "
+            "ORDER BY table_id, seq LIMIT 1 OFFSET ?", (*cursor, chunk - 1)).fetchone()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            upto = "" if last is None else "AND (table_id, seq) <= (?, ?) "
+            conn.execute(
+                f"UPDATE events SET proj = CASE WHEN type IN ({marks}) THEN "
+                f"{LEGACY_PROJ_SQL} ELSE proj END, batch = {LEGACY_BATCH_SQL}, "
+                f"body = {LEGACY_BODY_SQL} WHERE (table_id, seq) > (?, ?) {upto}"
+                "AND json_type(body, '$.state') IS NOT NULL",
+                (*types, *cursor, *(() if last is None else tuple(last))))
+            if last is not None:
+                cursor = (str(last[0]), int(last[1]))
+                conn.execute("INSERT INTO meta (key, value) VALUES ('migration_cursor', ?) "
+                             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                             (json.dumps(list(cursor)),))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        chunks += 1
+        if after_chunk is not None:
+            after_chunk(chunks)
+        if last is None:
+            return chunks
+
+
+def _migrate_v1(conn: sqlite3.Connection, indexed_types: frozenset[str],
+                chunk: int = CHUNK_EVENTS,
+                after_chunk: Callable[[int], None] | None = None) -> int:
     conn.executescript(SCHEMA)  # the tables it lacks (undo); the old ones stay as they are
+    if not has_column(conn, "events", "batch"):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ALTER TABLE events ADD COLUMN batch INTEGER")
+        conn.execute("ALTER TABLE events ADD COLUMN proj TEXT")
+        conn.execute("COMMIT")
+    chunks = _migrate_events(conn, indexed_types, chunk, after_chunk)
+    log.info("event store migration: the events done in %d transactions", chunks)
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if not has_column(conn, "events", "batch"):
-            conn.execute("ALTER TABLE events ADD COLUMN batch INTEGER")
-            conn.execute("ALTER TABLE events ADD COLUMN proj TEXT")
-        marks = ",".join("?" * len(indexed_types))
-        conn.execute(f"UPDATE events SET proj = {LEGACY_PROJ_SQL} WHERE type IN ({marks}) "
-                     "AND json_type(body, '$.state') IS NOT NULL", sorted(indexed_types))
-        conn.execute(f"UPDATE events SET batch = {LEGACY_BATCH_SQL}, body = {LEGACY_BODY_SQL} "
-                     "WHERE json_type(body, '$.state') IS NOT NULL")
         moved = 0
         for table_id, core_text in conn.execute("SELECT id, core FROM tables").fetchall():
             core = json.loads(core_text)
@@ -194,15 +256,22 @@ def _migrate_v1(conn: sqlite3.Connection, indexed_types: frozenset[str]) -> int:
                 moved += 1
             conn.execute("UPDATE tables SET core = ? WHERE id = ?",
                          (json.dumps(core), table_id))
+        conn.execute("DELETE FROM meta WHERE key = 'migration_cursor'")
         _set_version(conn)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    # Give the freed pages back and switch to incremental vacuum (one full VACUUM).
+    _vacuum_into_incremental(conn)
+    return moved
+
+
+def _vacuum_into_incremental(conn: sqlite3.Connection) -> None:
+    """Give the freed pages back and switch to incremental vacuum: one full VACUUM (all or
+    nothing: a kill leaves the file as it was, still in auto_vacuum NONE, and the next open
+    of the store does it, see migrate)."""
     conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
     conn.execute("VACUUM")
-    return moved
 
 
 def _set_version(conn: sqlite3.Connection) -> None:

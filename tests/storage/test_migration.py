@@ -16,7 +16,7 @@ import pytest
 from clock_service.commands import Undo
 from clock_service.runtime import Runtime
 from clock_service.storage import Store
-from clock_service.storage.index import list_matches
+from clock_service.storage.index import REFRESH_TYPES, list_matches
 from clock_service.storage.records import load_events, open_read_only
 from clock_service.timesource import FakeTime
 
@@ -135,3 +135,93 @@ def test_a_migration_asks_systemd_to_wait_for_it(v1_db: Path, tmp_path: Path,
         store.close()
         listener.close()
     assert message.startswith("EXTEND_TIMEOUT_USEC=30000000\nSTATUS=migrating the event store")
+
+
+# Migrates the store in chunks of 20 events and is killed (SIGKILL) inside the third
+# chunk's transaction, from SQLite's progress handler: a kill at any moment of a chunk.
+KILLED_MIDWAY = """
+import os, signal, sqlite3, sys
+from clock_service.storage.index import REFRESH_TYPES
+from clock_service.storage.schema import migrate
+
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA journal_mode=WAL")
+conn.execute("PRAGMA synchronous=FULL")
+
+def after_chunk(n):
+    if n == 2:
+        conn.set_progress_handler(
+            lambda: os.kill(os.getpid(), signal.SIGKILL) if conn.in_transaction else 0, 1)
+
+migrate(conn, REFRESH_TYPES, chunk=20, after_chunk=after_chunk)
+print("not killed")
+"""
+
+
+async def test_a_migration_killed_midway_goes_on_when_the_store_opens_again(
+        v1_db: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", KILLED_MIDWAY, str(v1_db)], cwd=root,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == -signal.SIGKILL, done.stdout + done.stderr
+    conn = sqlite3.connect(v1_db)
+    # Two chunks of 20 committed; the third rolled back; not yet schema 2.
+    left = conn.execute("SELECT count(*) FROM events WHERE json_type(body, '$.state') "
+                        "IS NOT NULL").fetchone()[0]
+    assert left == 78 - 40
+    assert json.loads(conn.execute("SELECT value FROM meta WHERE key = 'migration_cursor'"
+                                   ).fetchone()[0])
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() is None
+    conn.close()
+    # Half migrated, it still reads as it was (shotclock report, read-only).
+    reader = open_read_only(str(v1_db))
+    assert digests(reader) == {k: v["digest"] for k, v in EXPECTED["matches"].items()}
+    reader.close()
+    # Opened by the service: the migration goes on and finishes.
+    rt = Runtime(Store(v1_db), FakeTime(STOPPED_AT + 60_000))
+    await rt.start(default_table=None)
+    try:
+        assert rt.store.migrated
+        for table_id, count in EXPECTED["events"].items():
+            replay = rt.store.events_since(table_id, 0)[:count]
+            assert [e["seq"] for e in replay] == list(range(1, count + 1))
+            assert not [e for e in replay if "state" in e]
+        conn = sqlite3.connect(v1_db)
+        assert digests(conn) == {k: v["digest"] for k, v in EXPECTED["matches"].items()}
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "2"
+        assert conn.execute("SELECT value FROM meta WHERE key = 'migration_cursor'"
+                            ).fetchone() is None
+        assert conn.execute("SELECT count(*) FROM undo").fetchone()[0] == 4
+        assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental
+        conn.close()
+    finally:
+        await rt.stop()
+
+
+def test_a_migration_killed_in_its_vacuum_finishes_it_at_the_next_open(v1_db: Path) -> None:
+    # The events and the undo history are done (schema 2) but the VACUUM into incremental
+    # mode did not happen (killed in it: all or nothing): the next open does it.
+    conn = sqlite3.connect(v1_db, isolation_level=None)
+    from clock_service.storage import schema
+
+    real = schema._vacuum_into_incremental  # noqa: SLF001
+    schema._vacuum_into_incremental = lambda conn: None  # noqa: SLF001
+    try:
+        schema.migrate(conn, REFRESH_TYPES)
+    finally:
+        schema._vacuum_into_incremental = real  # noqa: SLF001
+    assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 0
+    conn.close()
+    store = Store(v1_db)
+    store.open()
+    try:
+        assert not store.migrated
+        check = sqlite3.connect(v1_db)
+        assert check.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
+        check.close()
+    finally:
+        store.close()
