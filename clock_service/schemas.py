@@ -839,6 +839,11 @@ class _EventMessage(_Closed):
         "live events only: the table state after the command that made it (for every event "
         "of one command, the state after the last of them). Events replayed from the store "
         "(?since=) carry none: the snapshot before them has the state they lead to"))
+    batch: int | None = Field(None, description=(
+        "MQTT catch-up only (events sent again from the table's store on its events "
+        "topic): the seq of the last event of the commit it was made in, when that is not "
+        "its own (what a live event's state.seq says); a hall stores it, so its match "
+        "digests are the table's. Never on the WebSocket"))
 
 
 ShotClockOnData = _payload(

@@ -9,7 +9,6 @@ the warning, and the copy is what the next start finds. Fake clock, real SQLite 
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,19 +20,11 @@ from clock_service.hub import Hub
 from clock_service.runtime import Runtime
 from clock_service.storage import Store
 from clock_service.timesource import FakeTime
+from tests.waiting import settle
 
 SHORT = {"shot_ms": 30000, "floor_ms": 20000, "step_ms": 500, "extension_ms": 2000,
          "warnings_ms": [2000, 1000]}
 FILES = ("", "-wal")
-
-
-async def settle(runtime: Runtime) -> None:
-    for _ in range(5000):
-        if all(t.published_seq == t.seq for t in runtime.tables.values()) \
-                and runtime.store.pending == 0:
-            return
-        await asyncio.sleep(0.001)
-    raise AssertionError("the store did not catch up")
 
 
 def copy_files(db: Path, to: Path) -> None:
