@@ -170,6 +170,13 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
         if bare is not None and bare.poll() is None:
             bare.kill()
         server.stop()
+        if bare is not None:
+            bare.wait(timeout=10)
+        for cgroup in (service_cg, bare_cg):  # empty once its processes have ended
+            try:
+                cgroup.rmdir()
+            except OSError as exc:
+                print(f"pi_budget: {cgroup} left: {exc}", file=sys.stderr)
     late = [float(e["data"]["late_ms"]) for e in events if e["type"] == "clock.expired"]
     decisions = camera.get("decisions", [])
     latency = [d["decided_at"] - d["at"] for d in decisions]
