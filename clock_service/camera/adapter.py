@@ -116,6 +116,9 @@ class CameraAdapter:
         self.shedder = budget.Shedder(cores if cores is not None else budget.cpu_budget(),
                                       budget_settings)
         self._cores_given = cores is not None
+        # the camera thread's CPU in any 100 ms kept under a share of the cgroup's quota
+        # (issue 21 point 7: a burst must not use up a quota period the loop needs)
+        self.pacer = budget.Pacer(self._pace_cap(budget.cpu_quota()))
         self.shed_level = budget.FULL
         self.niced = False
         self.not_looked = 0  # frames read but not looked at: work shed for the budget
@@ -232,12 +235,24 @@ class CameraAdapter:
                 pipeline.warm_up()
             behind = 0  # frames left out in a row while behind real time
             window = (time.monotonic(), time.process_time(), budget.throttled_count())
+            pacer = self.pacer
+            pacer.note(time.monotonic(), time.thread_time(), work=False)
             try:
                 while not self._stop.is_set():
                     window = self._measure(window)
                     level = shedder.level
                     if level == budget.OFF:
                         break
+                    pacer.note(time.monotonic(), time.thread_time())  # the last frame's
+                    wait = pacer.delay(time.monotonic())
+                    while wait > 0 and not self._stop.is_set():
+                        # the next frame would overrun the window's cap: it waits (the
+                        # source drops the frames it falls behind on: skipped)
+                        pacer.waited(wait)
+                        self._stop.wait(wait)
+                        now = time.monotonic()
+                        pacer.note(now, time.thread_time(), work=False)
+                        wait = pacer.delay(now)
                     frame, at = source.read()
                     self.origin = source.origin
                     dropped = getattr(source, "dropped", ())
@@ -324,6 +339,7 @@ class CameraAdapter:
         throttled_now = budget.throttled_count()
         if not self._cores_given:  # a quota set (or the process moved into one) since
             self.shedder.cores = max(0.01, budget.cpu_budget())
+        self.pacer.cap_s = self._pace_cap(budget.cpu_quota())
         # held back by the cgroup in a good part of the window's quota periods (100 ms,
         # the kernel's default): the quota is the limit, whatever the share measured
         held = (throttled is not None and throttled_now is not None
@@ -333,6 +349,14 @@ class CameraAdapter:
             self.shed_level = level
             self._hop(self._on_shed, level)
         return now, cpu_now, throttled_now
+
+    def _pace_cap(self, quota: float | None) -> float | None:
+        """The camera thread's CPU allowed in any ``PACE_WINDOW_S``: ``pace_share`` of the
+        cgroup's quota for it; None (no cap) without a quota or with pacing off."""
+        share = self.shedder.settings.pace_share
+        if quota is None or share <= 0:
+            return None
+        return share * quota * budget.PACE_WINDOW_S
 
     def _on_shed(self, level: int) -> None:
         """Loop thread: the budget level's faults (issue 21 point 7)."""
@@ -589,6 +613,11 @@ class CameraAdapter:
                        "limit": round(self.shedder.limit, 3),
                        "use": round(self.shedder.last_use, 3), "niced": self.niced,
                        "not_looked": self.not_looked, "changes": self.shedder.changes,
+                       "paced": {"cap_ms": (None if self.pacer.cap_s is None
+                                            else round(self.pacer.cap_s * 1000, 2)),
+                                 "waits": self.pacer.waits,
+                                 "waited_s": round(self.pacer.waited_s, 2),
+                                 "frame_ms": round(self.pacer.expected * 1000, 2)},
                        "off": self.off_count},
             "evidence": ({**self.evidence.status(), "shed": self.evidence_shed}
                          if self.evidence is not None else None),

@@ -27,23 +27,37 @@ share the loop's timers take the CPU first.
 
 ``Shedder`` is pure (fed the measurements); ``cpu_budget`` and ``throttled_count`` read
 the cgroup (v1 or v2) once a window.
+
+The shedder works on 1 s averages. Under a cgroup the kernel counts the quota per 100 ms
+period: a burst of frame work that uses up one period's quota just before an expiry falls
+due makes the whole process wait for the next period, the loop's timer with it (measured:
+an expiry 110 ms late at a quarter of a core, the bare loop's max 15). So ``Pacer`` also
+bounds the camera thread's own CPU time (``time.thread_time``) in any sliding
+``PACE_WINDOW_S`` (the cgroup's default period): before a frame is read and looked at, the
+CPU it used in the last 100 ms plus the frame's expected cost (p90 of recent frames) must
+stay under ``pace_share`` of the quota's 100 ms, else it waits until it does (the source
+drops the frames it falls behind on, counted as skipped). A frame dearer than the cap
+alone is let through only when the window is empty (one frame per 100 ms at most). No
+quota, no cap: the machine's own cores are the limit.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LEVELS", "STRIDE", "BudgetSettings", "Shedder", "cpu_budget", "throttled_count",
-           "lower_priority"]
+__all__ = ["LEVELS", "PACE_WINDOW_S", "STRIDE", "BudgetSettings", "Pacer", "Shedder",
+           "cpu_budget", "cpu_quota", "lower_priority", "throttled_count"]
 
 LEVELS = ("full", "no_ring", "light", "not_sure", "off")
 FULL, NO_RING, LIGHT, NOT_SURE, OFF = range(5)
 STRIDE = (1, 1, 2, 6, 0)  # 1 frame in this many is looked at, per level
 CAMERA_NICE = 10
 THROTTLED_SHARE = 0.3  # held back in this share of a window's quota periods: over budget
+PACE_WINDOW_S = 0.1  # the pacer's sliding window: the cgroup's default quota period
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,9 @@ class BudgetSettings:
     up_after: int = 2
     down_after: int = 10
     off_retry_s: float = 30.0
+    # the camera thread's CPU in any PACE_WINDOW_S kept under this share of the quota's
+    # (0: no pacing); the rest of each quota period is left to the loop
+    pace_share: float = 0.5
 
 
 class Shedder:
@@ -107,6 +124,90 @@ class Shedder:
         return level
 
 
+class Pacer:
+    """The camera thread's CPU time in a sliding window (pure: fed wall and CPU clocks).
+
+    ``note(wall, cpu, work)`` at each step closes the span since the last note (``work``:
+    it was a frame's work, whose CPU cost feeds the estimate). ``delay(wall)`` is how long
+    to wait before the next frame so that the CPU used in the window ending then, plus
+    the expected cost, is at most ``cap_s`` (0: go now). ``cap_s`` None: no cap."""
+
+    def __init__(self, cap_s: float | None, window_s: float = PACE_WINDOW_S,
+                 keep: int = 30, quantile: float = 0.9) -> None:
+        self.cap_s = cap_s
+        self.window_s = window_s
+        self.quantile = quantile
+        self._costs: collections.deque[float] = collections.deque(maxlen=keep)
+        self._spans: collections.deque[tuple[float, float, float]] = collections.deque()
+        self._last: tuple[float, float] | None = None
+        self.waits = 0  # frames that waited for the window
+        self.waited_s = 0.0
+
+    def note(self, wall: float, cpu: float, work: bool = True) -> None:
+        if self._last is not None:
+            start, cpu_start = self._last
+            used = max(0.0, cpu - cpu_start)
+            if wall > start:
+                self._spans.append((start, wall, used))
+            if work:
+                self._costs.append(used)
+        self._last = (wall, cpu)
+        while self._spans and self._spans[0][1] <= wall - self.window_s:
+            self._spans.popleft()
+
+    @property
+    def expected(self) -> float:
+        """A frame's expected CPU cost: the ``quantile`` of the recent ones (0 before any)."""
+        if not self._costs:
+            return 0.0
+        ordered = sorted(self._costs)
+        return ordered[min(len(ordered) - 1, int(self.quantile * len(ordered)))]
+
+    def used(self, wall: float) -> float:
+        """CPU used in the window ending at ``wall``, at most: a span's CPU counted as
+        late in its span as it can be (never less than the truth)."""
+        since = wall - self.window_s
+        return sum(min(cpu, max(0.0, end - max(start, since))) for start, end, cpu
+                   in self._spans)
+
+    def delay(self, wall: float) -> float:
+        """Seconds to wait before the next frame fits (0: now)."""
+        if self.cap_s is None:
+            return 0.0
+        need = self.cap_s - self.expected
+        candidates = [wall] + [end + self.window_s for _, end, _ in self._spans]
+        for at in sorted(c for c in candidates if c >= wall):
+            used = self.used(at)
+            if used <= need or used <= 0.0:  # a frame dearer than the cap: alone
+                return at - wall
+        return self.window_s  # unreachable: the window is empty by then
+
+    def waited(self, seconds: float) -> None:
+        self.waits += 1
+        self.waited_s += seconds
+
+
+def cpu_quota() -> float | None:
+    """The process's cgroup CPU quota in cores (v1 or v2), None without one."""
+    cores: float | None = None
+    for d in _cgroup_dirs():
+        with contextlib.suppress(OSError, ValueError):
+            quota = d / "cpu.cfs_quota_us"
+            if quota.exists():
+                q = int(quota.read_text())
+                p = int((d / "cpu.cfs_period_us").read_text())
+                if q > 0 and p > 0:
+                    cores = q / p if cores is None else min(cores, q / p)
+                continue
+            limit = d / "cpu.max"
+            if limit.exists():
+                q_text, p_text = limit.read_text().split()[:2]
+                if q_text != "max":
+                    q2 = int(q_text) / int(p_text)
+                    cores = q2 if cores is None else min(cores, q2)
+    return cores
+
+
 def _cgroup_dirs() -> list[Path]:
     """The process's cpu cgroup directories (v1 ``cpu`` controller, or v2)."""
     out = []
@@ -130,21 +231,8 @@ def cpu_budget() -> float:
         cores = float(len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         cores = float(os.cpu_count() or 1)
-    for d in _cgroup_dirs():
-        with contextlib.suppress(OSError, ValueError):
-            quota = d / "cpu.cfs_quota_us"
-            if quota.exists():
-                q = int(quota.read_text())
-                p = int((d / "cpu.cfs_period_us").read_text())
-                if q > 0 and p > 0:
-                    cores = min(cores, q / p)
-                continue
-            limit = d / "cpu.max"
-            if limit.exists():
-                q_text, p_text = limit.read_text().split()[:2]
-                if q_text != "max":
-                    cores = min(cores, int(q_text) / int(p_text))
-    return cores
+    quota = cpu_quota()
+    return cores if quota is None else min(cores, quota)
 
 
 def throttled_count() -> int | None:

@@ -1,0 +1,121 @@
+"""Issue 21 point 7: the camera thread paces its own CPU time in a sliding 100 ms window
+(the cgroup's quota period), so a burst of frame work cannot use up the period's quota
+the clock's loop needs. Pure: a fake wall clock and a fake thread CPU clock."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from clock_service.camera import budget
+from clock_service.camera.adapter import CameraAdapter
+from clock_service.camera.budget import BudgetSettings, Pacer, Shedder
+
+MS = 0.001
+
+
+@pytest.mark.parametrize(("cap_ms", "steps", "delay_ms"), [
+    # steps: (wall ms, thread CPU ms, was it a frame's work) notes, then delay at the last
+    (None, [(0, 0, False), (30, 30, True)], 0.0),           # no quota: never waits
+    (10, [(0, 0, False), (10, 8, True)], 100.0),            # 8 used + 8 expected > 10: wait
+    # until the frame's span has left the window
+    (10, [(0, 0, False), (10, 2, True)], 0.0),              # 2 used + 2 expected: fits
+    (10, [(0, 0, False), (10, 4, True), (20, 8, True)], 90.0),  # 8 + 4 > 10: the first span
+    # leaves at 110 (4 + 4 <= 10)
+    (10, [(0, 0, False), (10, 8, True), (150, 8, False)], 0.0),  # the window is empty again
+    # a frame dearer than the cap goes alone, once the window is empty
+    (5, [(0, 0, False), (8, 8, True)], 100.0),
+    (5, [(0, 0, False), (8, 8, True), (108, 8, False)], 0.0),
+    # a span's CPU is counted as late in it as it can be: 10 ms of CPU in a 200 ms span
+    # (sleeps in it) can all be in its last 10 ms, so it counts until 100 ms after its end
+    (12, [(0, 0, False), (200, 10, True)], 100.0),
+])
+def test_delay_before_the_next_frame(cap_ms: float | None, steps: list[tuple[float, float, bool]],
+                                     delay_ms: float) -> None:
+    pacer = Pacer(None if cap_ms is None else cap_ms * MS)
+    for wall, cpu, work in steps:
+        pacer.note(wall * MS, cpu * MS, work)
+    assert pacer.delay(steps[-1][0] * MS) == pytest.approx(delay_ms * MS)
+
+
+def test_expected_cost_is_the_p90_of_recent_frames() -> None:
+    pacer = Pacer(0.01, keep=10)
+    assert pacer.expected == 0.0
+    wall = cpu = 0.0
+    pacer.note(wall, cpu, False)
+    for cost in [1, 1, 1, 1, 1, 1, 1, 1, 1, 9]:  # one dear frame in ten
+        wall += 0.05
+        cpu += cost * MS
+        pacer.note(wall, cpu, True)
+    assert pacer.expected == pytest.approx(9 * MS)
+    for _ in range(10):  # forgotten after `keep` frames
+        wall += 0.05
+        cpu += 2 * MS
+        pacer.note(wall, cpu, True)
+    assert pacer.expected == pytest.approx(2 * MS)
+
+
+def simulate(cap_ms: float | None, cost_ms: float, period_ms: float, seconds: float = 2.0
+             ) -> tuple[int, float, int]:
+    """A camera thread on fake clocks: frames due every ``period_ms`` (a file plays in real
+    time: the ones it falls behind on are dropped), each costing ``cost_ms`` of CPU run in
+    one piece. Returns frames done, the most CPU in any 100 ms (ms), frames dropped."""
+    pacer = Pacer(None if cap_ms is None else cap_ms * MS)
+    wall = cpu = 0.0
+    work: list[tuple[float, float]] = []  # the CPU's busy intervals (wall)
+    pacer.note(wall, cpu, False)
+    index = done = dropped = 0
+    while wall < seconds:
+        pacer.note(wall, cpu, True)
+        wait = pacer.delay(wall)
+        while wait > 0:
+            wall += wait
+            pacer.note(wall, cpu, False)
+            wait = pacer.delay(wall)
+        due = index * period_ms * MS
+        if wall < due:  # the source waits for the frame (no CPU)
+            wall = due
+        newest = int(wall / (period_ms * MS) + 1e-9)  # frames due by now: the newest read
+        dropped += max(0, newest - index)
+        index = newest + 1
+        work.append((wall, wall + cost_ms * MS))
+        wall += cost_ms * MS
+        cpu += cost_ms * MS
+        done += 1
+    most = 0.0
+    for t in [i * 0.5 * MS for i in range(int(seconds / (0.5 * MS)) + 1)]:
+        used = sum(max(0.0, min(e, t) - max(s, t - 0.1)) for s, e in work)
+        most = max(most, used)
+    return done, most / MS, dropped
+
+
+@pytest.mark.parametrize(("cap_ms", "cost_ms", "most_ms", "frames"), [
+    # 720p at 30 fps (60 frames in 2 s); the cap is half the quota's 100 ms (pace_share 0.5)
+    (None, 8.0, 24.0, 61),     # no quota: every frame, 3 of them (24 ms) in some 100 ms
+    (12.5, 8.0, 8.0, 20),      # a quarter of a core: 8 used + 8 expected > 12.5, so one
+    # frame per 100 ms (10 fps), the others dropped
+    (12.5, 3.0, 9.0, 61),      # cheap frames: every one, at most 3 (9 ms) in a 100 ms
+    (6.25, 8.0, 8.0, 20),      # an eighth: a frame dearer than the cap goes alone
+    (25.0, 8.0, 24.0, 57),     # half a core: 3 frames in 100 ms fit, a 4th waits
+])
+def test_the_camera_cpu_in_any_100_ms_stays_under_the_cap(
+        cap_ms: float | None, cost_ms: float, most_ms: float, frames: int) -> None:
+    done, most, dropped = simulate(cap_ms, cost_ms, 1000 / 30)
+    assert most == pytest.approx(most_ms)
+    if cap_ms is not None:
+        assert most <= max(cap_ms, cost_ms) + 1e-9
+    assert done == frames
+    assert done + dropped >= 60  # every frame of the 2 s is done or counted as dropped
+
+
+def test_the_cap_is_a_share_of_the_quota() -> None:
+    def cap(quota: float | None, share: float = 0.5) -> float | None:
+        fake = SimpleNamespace(shedder=Shedder(1.0, BudgetSettings(pace_share=share)))
+        return CameraAdapter._pace_cap(fake, quota)  # type: ignore[arg-type]
+
+    assert cap(0.25) == pytest.approx(12.5 * MS)
+    assert cap(0.125) == pytest.approx(6.25 * MS)
+    assert cap(None) is None                  # no quota: no cap
+    assert cap(0.25, share=0.0) is None       # pacing off
+    assert budget.PACE_WINDOW_S == 0.1
