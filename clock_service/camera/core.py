@@ -107,6 +107,15 @@ class WatchSettings:
     sure_ms: float = 1000.0  # good quality this long again: sure
     early_ms: float = 4.0  # the extrapolated start is taken this much earlier (its error)
     balls: int = 8  # balls on the table at a frame's start (7 whites and the coloured one)
+    # The self-check (issue 21 point 2: a view it cannot trust says camera_not_sure and
+    # decides nothing). Balls the calibration frame showed (None: not known, no check
+    # before the first rest); fewer than ``count_low`` of the balls there should be (the
+    # calibration's, then the last rest's) is a view that misses balls (a learned look that
+    # does not fit, balls merged into one blob); ``count_high`` or more balls over what the
+    # table can have is balls parting from a blob that was counted as one, or clutter.
+    calibrated: int | None = None
+    count_low: float = 0.5
+    count_high: int = 2
 
 
 @dataclass
@@ -170,6 +179,7 @@ class Watcher:
         self._history: deque[Observation] = deque(maxlen=45)
         self._quality_since: float | None = None  # since when quality is on the other side
         self._low = False
+        self.doubt: str | None = None  # why the last frame's count cannot be trusted
 
     @property
     def radius(self) -> float:
@@ -188,8 +198,8 @@ class Watcher:
             out.append(change)
             if isinstance(change, Unsure):
                 self._reset()
-        if not self.sure:
-            return out
+        if not self.sure or self.doubt is not None:
+            return out  # a view not trusted, even for a frame, decides nothing
         if self.state == "moving":
             rest = self._watch_for_rest(obs)
             if rest is not None:
@@ -213,16 +223,35 @@ class Watcher:
         self._newcomers = []
 
     # -- sure or not ------------------------------------------------------------------------
+    def _doubt(self, obs: Observation) -> str | None:
+        """Why the balls seen in ``obs`` cannot be trusted, or None. A frame not looked at
+        (``skip``) says nothing."""
+        s = self.settings
+        if not obs.looked:
+            return self.doubt
+        n = len(obs.balls)
+        ref = self.expected if self.expected is not None else s.calibrated
+        if ref is not None and n < s.count_low * ref:
+            return (f"{n} balls seen where there should be {ref}: the camera does not see "
+                    "the balls (merged into one blob, or their look not learned)")
+        if n >= self.known + s.count_high:
+            return (f"{n} balls seen where the table has {self.known}: balls parting from "
+                    "a blob, or clutter")
+        return None
+
     def _judge_quality(self, obs: Observation) -> Decision | None:
         s = self.settings
-        low = obs.quality < s.quality_low
+        self.doubt = self._doubt(obs)
+        low = obs.quality < s.quality_low or self.doubt is not None
         if low != self._low:
             self._low = low
             self._quality_since = obs.at
         since = self._quality_since if self._quality_since is not None else obs.at
         if self.sure and low and obs.at - since >= s.unsure_ms:
             self.sure = False
-            return Unsure(obs.at, "the bed is not seen well enough (covered, dark or cluttered)")
+            return Unsure(obs.at, self.doubt if self.doubt is not None and
+                          obs.quality >= s.quality_low
+                          else "the bed is not seen well enough (covered, dark or cluttered)")
         if not self.sure and not low and obs.at - since >= s.sure_ms:
             self.sure = True
             return Sure(obs.at)

@@ -57,7 +57,10 @@ class FramePipeline:
                  settings: WatchSettings | None = None) -> None:
         self.frame_size: tuple[int, int] = (int(frame_size[0]), int(frame_size[1]))
         self.detector = BallDetector(calibration, frame_size=frame_size)
-        settings = settings or WatchSettings(ball_mm=calibration.ball_mm)
+        appearance = getattr(calibration, "appearance", None)
+        settings = settings or WatchSettings(
+            ball_mm=calibration.ball_mm,
+            calibrated=appearance.balls if appearance is not None else None)
         self.watcher = Watcher(settings)
 
     def warm_up(self) -> None:
