@@ -171,7 +171,8 @@ class Watcher:
         self.expected: int | None = None  # balls seen at the last rest
         # how many balls there can be: a ball hidden at a rest joins only while fewer are on
         # their spots (so a hand that lies still is never taken for a hidden ball)
-        self.known = self.settings.balls
+        # (a table calibrated with more balls than ``balls``, 16 say: all of them)
+        self.known = max(self.settings.balls, self.settings.calibrated or 0)
         self._anchor: list[_Anchor] = []
         self._spots: dict[int, _Spot] = {}
         self._newcomers: list[_Anchor] = []

@@ -17,7 +17,7 @@ from clock_service.camera.core import (
 )
 
 FRAME = 1000 / 30
-PLACES = [(300.0 + 350.0 * i, 400.0 + 120.0 * (i % 3)) for i in range(12)]
+PLACES = [(300.0 + 170.0 * i, 400.0 + 300.0 * (i % 3)) for i in range(18)]
 
 
 def frame(at: float, n: int, moved: float = 0.0) -> Observation:
@@ -62,9 +62,23 @@ def test_too_few_balls_for_the_calibration_is_not_sure(calibrated: int | None, s
     (9, ["rest"]),            # a hand or a cue tip taken for a ball: not a doubt
     (10, ["unsure"]),         # two more than the table has: balls parting from a blob
     (12, ["unsure"]),
+    (16, ["unsure"]),
 ])
 def test_more_balls_than_the_table_has_is_not_sure(seen: int, want: list[str]) -> None:
     w = Watcher(WatchSettings(balls=8, calibrated=8))
+    got = feed(w, [seen] * 40)
+    assert names(got) == want
+
+
+@pytest.mark.parametrize(("calibrated", "seen", "want"), [
+    (16, 16, ["rest"]),       # a table calibrated with 16 balls apart has 16
+    (16, 17, ["rest"]),
+    (16, 18, ["unsure"]),
+    (12, 16, ["unsure"]),
+])
+def test_a_table_calibrated_with_more_balls_has_them(calibrated: int, seen: int,
+                                                     want: list[str]) -> None:
+    w = Watcher(WatchSettings(balls=8, calibrated=calibrated))
     got = feed(w, [seen] * 40)
     assert names(got) == want
 
