@@ -37,7 +37,8 @@ bounds the camera thread's own CPU time (``time.thread_time``) in any sliding
 CPU it used in the last 100 ms plus the frame's expected cost (p90 of recent frames) must
 stay under ``pace_share`` of the quota's 100 ms, else it waits until it does (the source
 drops the frames it falls behind on, counted as skipped). A frame dearer than the cap
-alone is let through only when the window is empty (one frame per 100 ms at most). No
+alone is let through only when the window is empty but for the thread's idle
+bookkeeping (under ``IDLE_SHARE`` of the cap): one frame per 100 ms at most. No
 quota, no cap: the machine's own cores are the limit.
 """
 
@@ -58,6 +59,7 @@ STRIDE = (1, 1, 2, 6, 0)  # 1 frame in this many is looked at, per level
 CAMERA_NICE = 10
 THROTTLED_SHARE = 0.3  # held back in this share of a window's quota periods: over budget
 PACE_WINDOW_S = 0.1  # the pacer's sliding window: the cgroup's default quota period
+IDLE_SHARE = 0.1  # a window with at most this share of the cap used counts as empty
 
 
 @dataclass(frozen=True)
@@ -176,9 +178,12 @@ class Pacer:
             return 0.0
         need = self.cap_s - self.expected
         candidates = [wall] + [end + self.window_s for _, end, _ in self._spans]
+        # a frame dearer than the cap goes alone: in a window with no more than the
+        # thread's idle bookkeeping in it (its waits cost some microseconds each)
+        alone = IDLE_SHARE * self.cap_s
         for at in sorted(c for c in candidates if c >= wall):
             used = self.used(at)
-            if used <= need or used <= 0.0:  # a frame dearer than the cap: alone
+            if used <= need or used <= alone:
                 return at - wall
         return self.window_s  # unreachable: the window is empty by then
 
