@@ -68,7 +68,7 @@ test: venv test-deps node-deps
 # The inner loop: the pure cores and the unit tests, no servers, no browser, no broker
 # (pytest --fast, tests/conftest.py); under a minute. `make test` runs everything.
 test-fast: venv
-	$(BIN)/python -m pytest -q --fast
+	$(BIN)/python -m pytest -q --fast -n 2
 
 lint: venv
 	$(BIN)/ruff check .

@@ -8,7 +8,9 @@ and restarts, one test at a time. The other tests fill those waits:
 - the rest: ``pytest -n 2 --dist loadfile -m "not serial"`` at a lower CPU priority (nice 10,
   ``SHOTCLOCK_TEST_NICE``), so that when both want the CPU the serial tests (and the servers,
   brokers and browsers they start, which inherit their priority) get about nine tenths of it
-  and their timing holds.
+  and their timing holds;
+- then, once both have ended, the tests marked ``alone`` (a camera in real time, whose thread
+  runs below the loop's priority), with the machine to themselves.
 
 Each line is printed as it comes, prefixed with its run (``serial |`` or ``rest   |``); the
 run fails if either fails, and each run's failures and random-order seed are printed again at
@@ -27,9 +29,10 @@ from typing import IO
 __all__ = ["main"]
 
 RUNS = {
-    "serial": ["-m", "serial"],
+    "serial": ["-m", "serial and not alone"],
     "rest": ["-n", "2", "--dist", "loadfile", "-m", "not serial"],
 }
+AFTER = {"alone": ["-m", "alone"]}
 
 
 def _pump(name: str, stream: IO[str], lock: threading.Lock, tail: list[str]) -> None:
@@ -42,54 +45,69 @@ def _pump(name: str, stream: IO[str], lock: threading.Lock, tail: list[str]) -> 
             del tail[:100]
 
 
+def _run(runs: dict[str, list[str]], argv: list[str], nice: int, lock: threading.Lock,
+         started: float) -> dict[str, tuple[int, float, list[str]]]:
+    """Run these pytest runs at once; each one's exit code, seconds since ``started`` and
+    the last lines it printed."""
+    procs: dict[str, subprocess.Popen[str]] = {}
+    pumps: list[threading.Thread] = []
+    tails: dict[str, list[str]] = {}
+    try:
+        for name, args in runs.items():
+            command = [sys.executable, "-m", "pytest", "-q", *args, *argv]
+            if name == "rest" and nice:
+                command = ["nice", "-n", str(nice), *command]
+            procs[name] = proc = subprocess.Popen(command, stdout=subprocess.PIPE,
+                                                  stderr=subprocess.STDOUT, text=True,
+                                                  bufsize=1)
+            tails[name] = []
+            assert proc.stdout is not None
+            pump = threading.Thread(target=_pump, args=(name, proc.stdout, lock, tails[name]),
+                                    daemon=True)
+            pump.start()
+            pumps.append(pump)
+        ended: dict[str, tuple[int, float, list[str]]] = {}
+        while len(ended) < len(procs):
+            for name, proc in procs.items():
+                if name not in ended and proc.poll() is not None:
+                    ended[name] = (proc.returncode, time.monotonic() - started, tails[name])
+            time.sleep(0.2)
+    finally:  # Ctrl-C, or anything else: no pytest left running
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs.values():
+            proc.wait()
+    for pump in pumps:
+        pump.join(timeout=5)
+    return ended
+
+
 def main(argv: list[str]) -> int:
     nice = int(os.environ.get("SHOTCLOCK_TEST_NICE", "10"))
     lock = threading.Lock()
     started = time.monotonic()
-    procs: dict[str, subprocess.Popen[str]] = {}
-    pumps: list[threading.Thread] = []
-    tails: dict[str, list[str]] = {}
-    for name, args in RUNS.items():
-        command = [sys.executable, "-m", "pytest", "-q", *args, *argv]
-        if name == "rest" and nice:
-            command = ["nice", "-n", str(nice), *command]
-        procs[name] = subprocess.Popen(command, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, text=True, bufsize=1)
-        tails[name] = []
-        assert procs[name].stdout is not None
-        pump = threading.Thread(target=_pump, args=(name, procs[name].stdout, lock, tails[name]),
-                                daemon=True)
-        pump.start()
-        pumps.append(pump)
-    ended: dict[str, tuple[int, float]] = {}
     try:
-        while len(ended) < len(procs):
-            for name, proc in procs.items():
-                if name not in ended and proc.poll() is not None:
-                    ended[name] = (proc.returncode, time.monotonic() - started)
-            time.sleep(0.2)
+        ended = _run(RUNS, argv, nice, lock, started)
+        ended |= _run(AFTER, argv, nice, lock, started)
     except KeyboardInterrupt:
-        for proc in procs.values():
-            proc.terminate()
-        for proc in procs.values():
-            proc.wait()
         return 130
-    for pump in pumps:
-        pump.join(timeout=5)
     print()
-    for name, (code, seconds) in ended.items():
-        summary = [line.rstrip() for line in tails[name]
+    for name, (code, seconds, tail) in ended.items():
+        summary = [line.rstrip() for line in tail
                    if line.startswith(("FAILED", "ERROR", "random order"))
                    or " passed" in line or " failed" in line]
-        print(f"{name}: exit {code} after {seconds:.0f} s")
-        for line in summary[-12:]:
+        print(f"{name}: exit {code} at {seconds:.0f} s")
+        for line in list(dict.fromkeys(summary))[-12:]:
             print(f"  {line}")
     # pytest's exit 5 is "no tests collected": a filter that selects nothing in one run
-    # (-k, a path) is not a failure of the suite.
-    bad = {name: code for name, (code, _) in ended.items() if code not in (0, 5)}
+    # (-k, a path) is not a failure of the suite, unless no run collected anything.
+    bad = [name for name, (code, _, _) in ended.items() if code not in (0, 5)]
+    nothing = all(code == 5 for code, _, _ in ended.values())
     total = time.monotonic() - started
-    print(f"suite: {'FAILED ' + ', '.join(bad) if bad else 'passed'} in {total:.0f} s")
-    return 1 if bad or all(code == 5 for code, _ in ended.values()) else 0
+    verdict = f"FAILED {', '.join(bad)}" if bad else "nothing collected" if nothing else "passed"
+    print(f"suite: {verdict} in {total:.0f} s")
+    return 1 if bad or nothing else 0
 
 
 if __name__ == "__main__":

@@ -358,6 +358,11 @@ class Store:
             self.check()
         try:
             conn = _connect(self.path)
+            # Before WAL: switching a new, empty file to WAL writes its header, and from then
+            # on auto_vacuum only changes with a VACUUM (schema.migrate sets it for a new
+            # store, and would otherwise VACUUM it at its second open).
+            if not conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone():
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             conn.execute("PRAGMA journal_mode=WAL")
             # FULL: a commit is on disk before it returns, so an event told to a client
             # survives a power cut (WAL + NORMAL can lose the last commits). See README.

@@ -203,3 +203,18 @@ async def test_a_killed_service_gives_back_no_time_from_its_proof_of_life(
     finally:
         await second.stop()
     assert not alive_path.exists()  # a clean stop removes it
+
+
+def test_a_new_store_is_made_in_incremental_vacuum_mode_and_reopens_without_a_vacuum(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """auto_vacuum must be set before the file is switched to WAL (which writes its header):
+    a new store made in NONE mode was VACUUMed at its second open, reading every page."""
+    path = tmp_path / "new.db"
+    for _ in range(2):
+        store = Store(path)
+        store.open()
+        store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # INCREMENTAL
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert "finishing the event store's migration" not in caplog.text
