@@ -116,6 +116,7 @@ class WatchSettings:
     calibrated: int | None = None
     count_low: float = 0.5
     count_high: int = 2
+    count_gone: int = 3  # and at least this many missing (3 balls left, 2 potted: no doubt)
 
 
 @dataclass
@@ -232,7 +233,7 @@ class Watcher:
             return self.doubt
         n = len(obs.balls)
         ref = self.expected if self.expected is not None else s.calibrated
-        if ref is not None and n < s.count_low * ref:
+        if ref is not None and n < s.count_low * ref and ref - n >= s.count_gone:
             return (f"{n} balls seen where there should be {ref}: the camera does not see "
                     "the balls (merged into one blob, or their look not learned)")
         if n >= self.known + s.count_high:

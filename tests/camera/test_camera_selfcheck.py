@@ -46,6 +46,8 @@ def feed(w: Watcher, counts: list[int], start: float = 0.0) -> list[object]:
     (8, 3, ["unsure"]),       # fewer than half: the camera does not see the balls
     (8, 1, ["unsure"]),       # a learned look that finds 1 ball of 8
     (2, 2, ["rest"]),
+    (4, 1, ["unsure"]),       # 3 of 4 missing: doubted
+    (3, 1, ["rest"]),         # 3 balls left, 2 potted: the end of a frame, not a doubt
 ])
 def test_too_few_balls_for_the_calibration_is_not_sure(calibrated: int | None, seen: int,
                                                         want: list[str]) -> None:
