@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import make_table, wait_past
 from tests.server import ServerProcess
+from tests.waiting import until
 
 DRAW = ("number,player1,player2,race_to,event,round,table\n"
         "1,Ivanov,Petrov,1,City cup,Round 1,1\n"
@@ -101,11 +102,16 @@ def test_draw_imported_played_through_two_tables_next_started_from_the_console(
     expect(console2.locator("#p0 .name")).to_have_text("Popov")
 
     # The hall: each table playing its draw match, nothing left for the next free table.
+    # The service's answer first (both matches playing), then the page, which reads
+    # GET /api/draw every 5 s: one period and its request's time under load.
+    until(lambda: [m["status"] for m in server.get("/api/draw")["matches"]][2:] == [
+        "playing", "playing"], 15, 0.1, "matches 3 and 4 playing on the service")
     expect(hall.locator('.draw-queue[data-table="1"] li.playing')).to_contain_text(
-        "3. Smirnov – Kuznetsov", timeout=10_000)
+        "3. Smirnov – Kuznetsov", timeout=15_000)
     expect(hall.locator('.draw-queue[data-table="2"] li.playing')).to_contain_text(
-        "4. Popov – Vasiliev")
-    expect(hall.locator('.draw-queue[data-table=""] li')).to_have_text(["no match"])
+        "4. Popov – Vasiliev", timeout=15_000)
+    expect(hall.locator('.draw-queue[data-table=""] li')).to_have_text(["no match"],
+                                                                       timeout=15_000)
     view = server.get("/api/draw")
     assert [(m["number"], m["status"], m["playing_on"]) for m in view["matches"]] == [
         (1, "done", "1"), (2, "done", "2"), (3, "playing", "1"), (4, "playing", "2")]
