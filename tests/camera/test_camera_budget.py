@@ -4,7 +4,6 @@ camera_off) and comes back when it can; its thread runs below the loop's priorit
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import time
@@ -20,6 +19,7 @@ from clock_service.camera.evidence import ClipStore, Evidence
 from clock_service.camera.source import SourceSpec
 from clock_service.runtime import Runtime
 from tests.camera.test_camera_adapter import rt  # noqa: F401
+from tests.waiting import until_async
 
 np = pytest.importorskip("numpy")
 
@@ -90,13 +90,6 @@ class BusyFile:
         pass
 
 
-async def until(condition: Any, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)
-
-
 async def test_short_of_cpu_the_camera_sheds_says_so_and_turns_off(
         rt: Runtime, tmp_path: Path) -> None:  # noqa: F811
     sources: list[BusyFile] = []
@@ -122,16 +115,16 @@ async def test_short_of_cpu_the_camera_sheds_says_so_and_turns_off(
     cam._on_shed = record  # type: ignore[method-assign]
     cam.attach()
     try:
-        await until(lambda: budget.OFF in levels)
+        await until_async(lambda: budget.OFF in levels, 20.0)
         assert levels[:4] == [budget.NO_RING, budget.LIGHT, budget.NOT_SURE, budget.OFF]
         codes = {f["code"] for f in rt.health.faults()}
         assert "camera_off" in codes and "camera_not_sure" in codes
         assert cam.status()["budget"]["name"] == "off"
         # off says why; the status round does not call it "gives no frames"
-        await until(lambda: "camera_disconnected" not in {
-            f["code"] for f in rt.health.faults()})
+        await until_async(lambda: "camera_disconnected" not in {
+            f["code"] for f in rt.health.faults()}, 20.0)
         # it tries again (watching, not deciding) after off_retry_s
-        await until(lambda: len(sources) >= 2 and levels[-1] == budget.NOT_SURE)
+        await until_async(lambda: len(sources) >= 2 and levels[-1] == budget.NOT_SURE, 20.0)
         # the ring was shed from the first level on
         assert cam.evidence_shed > 0
         # its thread runs below the loop's priority
@@ -155,7 +148,7 @@ async def test_with_cpu_to_spare_nothing_is_shed(rt: Runtime, tmp_path: Path) ->
                         budget_settings=settings, cores=1000.0)
     cam.attach()
     try:
-        await until(lambda: cam.shedder.changes == 0 and cam.frames > 40)
+        await until_async(lambda: cam.shedder.changes == 0 and cam.frames > 40, 20.0)
         assert cam.shed_level == budget.FULL and cam.not_looked == 0
     finally:
         cam.close()
