@@ -60,10 +60,13 @@ node-deps:
 	  cd integrations/companion && npm ci --prefer-offline --no-audit --no-fund --loglevel=error; \
 	else echo "missing: node and npm (apt-get install nodejs npm): the Companion module's tests are skipped"; fi
 
+# mypy (a cold run takes a while) checks beside the tests; the run fails if either fails.
 test: venv test-deps node-deps
 	$(BIN)/ruff check .
-	$(BIN)/mypy clock_service firmware_bridge web_ui
-	$(BIN)/python -m harness.suite
+	@$(BIN)/mypy clock_service firmware_bridge web_ui > .mypy.out 2>&1 & mypy=$$!; \
+	  $(BIN)/python -m harness.suite; tests=$$?; \
+	  wait $$mypy; typed=$$?; echo "mypy clock_service firmware_bridge web_ui:"; cat .mypy.out; \
+	  rm -f .mypy.out; [ $$tests = 0 ] && [ $$typed = 0 ]
 
 # The inner loop: the pure cores and the unit tests, no servers, no browser, no broker
 # (pytest --fast, tests/conftest.py); under a minute. `make test` runs everything.

@@ -5,7 +5,8 @@ tests/conftest.py) measures against the wall clock, so it waits out real timeout
 and restarts, one test at a time. The other tests fill those waits:
 
 - the serial run: ``pytest -m serial``, one process, at normal priority, printed live;
-- the rest: ``pytest -n 2 --dist loadfile -m "not serial"`` at a lower CPU priority (nice 10,
+- the rest: ``pytest -n 3 --dist loadfile -m "not serial"`` (three workers on two cores:
+  they wait too, for servers, browsers and brokers) at a lower CPU priority (nice 10,
   ``SHOTCLOCK_TEST_NICE``), so that when both want the CPU the serial tests (and the servers,
   brokers and browsers they start, which inherit their priority) get about nine tenths of it
   and their timing holds;
@@ -30,7 +31,7 @@ __all__ = ["main"]
 
 RUNS = {
     "serial": ["-m", "serial and not alone"],
-    "rest": ["-n", "2", "--dist", "loadfile", "-m", "not serial"],
+    "rest": ["-n", "3", "--dist", "loadfile", "-m", "not serial"],
 }
 AFTER = {"alone": ["-m", "alone"]}
 
