@@ -5,17 +5,17 @@ tests/conftest.py) measures against the wall clock, so it waits out real timeout
 and restarts, one test at a time. The other tests fill those waits:
 
 - the serial run: ``pytest -m serial``, one process, at normal priority, printed live;
-- the rest: ``pytest -n 3 --dist loadfile -m "not serial"`` (three workers on two cores:
-  they wait too, for servers, browsers and brokers) at a lower CPU priority (nice 10,
+- the rest: ``pytest -n 2 --dist loadfile -m "not serial"`` at a lower CPU priority (nice 10,
   ``SHOTCLOCK_TEST_NICE``), so that when both want the CPU the serial tests (and the servers,
   brokers and browsers they start, which inherit their priority) get about nine tenths of it
   and their timing holds;
 - then, once both have ended, the tests marked ``alone`` (a camera in real time, whose thread
   runs below the loop's priority), with the machine to themselves.
 
-Each line is printed as it comes, prefixed with its run (``serial |`` or ``rest   |``); the
-run fails if either fails, and each run's failures and random-order seed are printed again at
-the end. Arguments go to both runs (``PYTEST_ADDOPTS`` too).
+Which tests are serial or alone: harness/groups.py. Each line is printed as it comes,
+prefixed with its run (``serial |``, ``rest   |``, ``alone  |``); the run fails if any run
+fails, and each run's failures and random-order seed are printed again at the end.
+Arguments go to every run (``PYTEST_ADDOPTS`` too).
 """
 
 from __future__ import annotations
@@ -25,15 +25,23 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import IO
+
+from harness.groups import ALONE, SERIAL
 
 __all__ = ["main"]
 
-RUNS = {
-    "serial": ["-m", "serial and not alone"],
-    "rest": ["-n", "3", "--dist", "loadfile", "-m", "not serial"],
-}
-AFTER = {"alone": ["-m", "alone"]}
+def _runs(argv: list[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The runs at once, and the run after them. Unless the arguments name paths, each run
+    collects only its own files (a collection of the whole suite costs seconds of CPU)."""
+    paths = any(not a.startswith("-") and Path(a.split("::")[0]).exists() for a in argv)
+    serial = [] if paths else list(SERIAL)
+    ignore = [] if paths else [f"--ignore={p}" for p in SERIAL]
+    alone = [] if paths else list(ALONE)
+    return ({"serial": ["-m", "serial and not alone", *serial],
+             "rest": ["-n", "2", "--dist", "loadfile", "-m", "not serial", *ignore]},
+            {"alone": ["-m", "alone", *alone]})
 
 
 def _pump(name: str, stream: IO[str], lock: threading.Lock, tail: list[str]) -> None:
@@ -89,8 +97,9 @@ def main(argv: list[str]) -> int:
     lock = threading.Lock()
     started = time.monotonic()
     try:
-        ended = _run(RUNS, argv, nice, lock, started)
-        ended |= _run(AFTER, argv, nice, lock, started)
+        runs, after = _runs(argv)
+        ended = _run(runs, argv, nice, lock, started)
+        ended |= _run(after, argv, nice, lock, started)
     except KeyboardInterrupt:
         return 130
     print()

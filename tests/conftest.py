@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from harness.groups import ALONE, SERIAL
 from tests.server import ServerProcess
 
 # `make test-fast` (pytest --fast): the pure cores and the unit tests, for the inner loop.
@@ -41,36 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 LEFTOVER_GRACE_S = 10.0
 
-# Tests that measure time against the wall clock (expiry lateness, latencies, timeouts, real
-# gpiozero hold times, a live camera): never run them beside other tests. `make test` runs
-# everything in one process; `pytest -n 2 -m "not serial"` then `pytest -m serial` splits a
-# run for speed (pytest-xdist is in the test extra).
-SERIAL = (
-    "tests/faults/",
-    "tests/mqtt/",
-    "tests/camera/test_e2e_camera.py",
-    "tests/reports/test_reports_e2e.py",
-    "tests/hardware/test_buttons.py",
-    "tests/hardware/test_gpio.py",
-    "tests/hardware/test_remote.py",
-    "tests/hardware/test_serial_display.py",
-    "tests/hardware/test_serve_faults.py",
-    "tests/hardware/test_serve_serial.py",
-    "tests/browser/test_overlay.py",
-    "tests/browser/test_display.py",
-    "tests/test_e2e.py",
-    "tests/test_client.py",
-    "tests/test_press_time.py",
-)
-
-
-# Tests that need the whole machine to themselves, not just their own turn: a camera that
-# must look at 80% of a 30 fps file in real time while its thread runs at a lower priority
-# than the loop (issue 21 point 7). `make test` (harness/suite.py) runs them after the
-# serial run and the rest have ended; they are `serial` too.
-ALONE = (
-    "tests/camera/test_e2e_camera.py",
-)
+# SERIAL and ALONE (harness/groups.py): how `make test` runs which tests; marked here.
 
 
 @pytest.fixture

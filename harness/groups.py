@@ -1,0 +1,36 @@
+"""Which tests `make test` runs how (harness/suite.py; tests/conftest.py marks them).
+
+SERIAL: tests that measure time against the wall clock (expiry lateness, latencies,
+timeouts, real gpiozero hold times, a live camera): one at a time, at normal priority,
+while the rest run beside them at a lower one.
+
+ALONE: tests that need the whole machine to themselves, not just their own turn: a camera
+that must look at 80% of a 30 fps file in real time while its thread runs at a lower
+priority than the loop (issue 21 point 7). They run after everything else; they are
+`serial` too."""
+
+from __future__ import annotations
+
+__all__ = ["SERIAL", "ALONE"]
+
+SERIAL = (
+    "tests/faults/",
+    "tests/mqtt/",
+    "tests/camera/test_e2e_camera.py",
+    "tests/reports/test_reports_e2e.py",
+    "tests/hardware/test_buttons.py",
+    "tests/hardware/test_gpio.py",
+    "tests/hardware/test_remote.py",
+    "tests/hardware/test_serial_display.py",
+    "tests/hardware/test_serve_faults.py",
+    "tests/hardware/test_serve_serial.py",
+    "tests/browser/test_overlay.py",
+    "tests/browser/test_display.py",
+    "tests/test_e2e.py",
+    "tests/test_client.py",
+    "tests/test_press_time.py",
+)
+
+ALONE = (
+    "tests/camera/test_e2e_camera.py",
+)
