@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import websockets
 
+from harness.bare_loop import BareLoop
 from tests.faults.conftest import RawWebSocket, all_events, create_table, decode, start_server
 from tests.server import ServerProcess
 from tests.waiting import until_async
@@ -113,23 +114,34 @@ async def expiry_on_time(server: ServerProcess, table_id: str) -> tuple[Reader, 
     return watcher, before + state["remaining_ms"] / 1000.0
 
 
-async def check_expiry(watcher: Reader, expected_at: float) -> None:
+async def check_expiry(watcher: Reader, expected_at: float,
+                       bare: BareLoop | None = None) -> None:
+    """The expiry prompt: under 50 ms late by the core's own measure, or, when the machine
+    itself was slower than that around the deadline (a bare loop in its own process, over
+    the same moments: harness/bare_loop.py), within the bare loop's worst + 10 ms; and a
+    client saw it within 250 ms (plus the same allowance)."""
     expired = await until_async(
         lambda: [e for e in watcher.events if e["type"] == "clock.expired"], 3.0, 0.05,
         "an expiry")
-    # The core's own measure of lateness, and what a client saw: both prompt.
-    assert expired[0]["data"]["late_ms"] < 50, expired[0]["data"]
-    assert watcher.arrived[expired[0]["seq"]] - expected_at < 0.25
+    data = expired[0]["data"]
+    allowance = 0.0
+    if bare is not None:
+        at = expired[0]["at"]  # unix ms
+        allowance = bare.max_late(at - data["late_ms"] - 1000, at + 250)
+    assert data["late_ms"] < max(50.0, allowance + 10), (data, allowance)
+    assert watcher.arrived[expired[0]["seq"]] - expected_at < 0.25 + allowance / 1000, allowance
 
 
 async def test_stalled_client_is_cut_off_by_its_queue_and_resumes_without_a_gap(
         tmp_path: Path) -> None:
     server = start_server(tmp_path, SHOTCLOCK_WS_QUEUE="256", SHOTCLOCK_WS_SEND_TIMEOUT_S="30")
+    bare: BareLoop | None = None
     try:
         create_table(server, "busy")
         create_table(server, "quiet")
         slow = RawWebSocket(server, "/ws/tables/busy")
         healthy = await reader(server, "busy")
+        bare = BareLoop()  # the machine's own wake-up error meanwhile (check_expiry)
         clock_watcher, expected_at = await expiry_on_time(server, "quiet")
         assert health(server)["clients"] == 3
 
@@ -142,7 +154,7 @@ async def test_stalled_client_is_cut_off_by_its_queue_and_resumes_without_a_gap(
                           10, 0.05, "the healthy client's last event")
         seqs = [e["seq"] for e in healthy.events]
         assert seqs == list(range(seqs[0], last_acked + 1))
-        await check_expiry(clock_watcher, expected_at)
+        await check_expiry(clock_watcher, expected_at, bare)
 
         # The slow client reads again: what was buffered, then the close with the reason.
         got, code, reason = await asyncio.to_thread(slow.read_until_closed)
@@ -173,4 +185,6 @@ async def test_stalled_client_is_cut_off_by_its_queue_and_resumes_without_a_gap(
         for client in (healthy, clock_watcher, resumed):
             await client.close()
     finally:
+        if bare is not None:
+            bare.stop()
         server.stop()
