@@ -113,7 +113,8 @@ function draw() {
 async function refreshView() {
   if (document.visibilityState !== "hidden") {
     try {
-      const response = await fetch(`/api/camera/view.jpg?felt=${felt ? 1 : 0}`, { cache: "no-store" });
+      const asked = felt; // the image says what was asked for, even if the button moved since
+      const response = await fetch(`/api/camera/view.jpg?felt=${asked ? 1 : 0}`, { cache: "no-store" });
       if (response.ok) {
         const size = (response.headers.get("x-camera-size") || "").split("x").map(Number);
         const blob = await response.blob();
@@ -127,7 +128,7 @@ async function refreshView() {
         shownUrl = url;
         balls = Number(response.headers.get("x-camera-balls"));
         img.dataset.frame = response.headers.get("x-camera-frame") || "";
-        img.dataset.felt = felt ? "1" : "0";
+        img.dataset.felt = asked ? "1" : "0";
         if (size.length === 2 && size[0] > 0 && (!frameSize || size[0] !== frameSize[0])) {
           const first = !frameSize;
           frameSize = size;
