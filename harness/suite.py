@@ -1,10 +1,11 @@
 """`make test`: the whole suite in two pytest runs at once, on a 2-core machine in 8 minutes.
 
-Most of the suite's wall time is spent waiting, not computing: a `serial` test (marked in
-tests/conftest.py) measures against the wall clock, so it waits out real timeouts, expiries
+Most of the suite's wall time is spent waiting, not computing: a `serial` test (listed in
+harness/groups.py) measures against the wall clock, so it waits out real timeouts, expiries
 and restarts, one test at a time. The other tests fill those waits:
 
-- the serial run: ``pytest -m serial``, one process, at normal priority, printed live;
+- the serial run: ``pytest -m "serial and not alone"``, one process, at normal priority,
+  printed live;
 - the rest: ``pytest -n 2 --dist loadfile -m "not serial"`` at a lower CPU priority (nice 10,
   ``SHOTCLOCK_TEST_NICE``), so that when both want the CPU the serial tests (and the servers,
   brokers and browsers they start, which inherit their priority) get about nine tenths of it
@@ -31,6 +32,7 @@ from typing import IO
 from harness.groups import ALONE, SERIAL
 
 __all__ = ["main"]
+
 
 def _runs(argv: list[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """The runs at once, and the run after them. Unless the arguments name paths, each run
