@@ -73,10 +73,22 @@ async def test_only_referees_command_and_nobody_else_speaks_for_a_table(
         # Another client cannot read the referee's replies (each reads only its own).
         with login(broker, "referee", client_id="spy") as spy:
             spy.subscribe("shotclock/v1/hall/replies/desk")
+            spy.subscribe("shotclock/v1/hall/replies/spy")  # its own: it may read that
             referee.publish(f"{ROOT}/commands", json.dumps({"command": "pause", "token": "tok"}),
                             response_topic="shotclock/v1/hall/replies/desk", correlation=b"2")
             await until_async(lambda: sum(m.topic.endswith("/desk") for m in referee.messages) == 2)
-            assert spy.messages == []
+            # Proof that the desk's reply would have reached the spy by now: the table
+            # answers on one connection, in order, and the broker queues to each client in
+            # the order it routed; so a reply to the spy's own request, asked after the
+            # desk's reply was out, comes after anything of the desk's it was sent.
+            spy.publish(f"{ROOT}/commands", json.dumps({"command": "fly", "token": "tok"}),
+                        response_topic="shotclock/v1/hall/replies/spy", correlation=b"3")
+            got = await until_async(lambda: [m for m in list(spy.messages)
+                                             if m.topic.endswith("/replies/spy")],
+                                    what="the spy's own reply")
+            assert got[0].correlation == b"3" and got[0].json()["error"]["code"] == \
+                "unknown_command", got[0]
+            assert [m.topic for m in spy.messages] == ["shotclock/v1/hall/replies/spy"]
     finally:
         for client in (overlay, referee, hall):
             client.close()
