@@ -58,10 +58,15 @@ def test_latest_frame_wins_and_heartbeats_do_not_repeat_lines(
         for n in range(60, 30, -1):  # a burst faster than the port: only the last must show
             display.show(DisplayFrame(str(n), "running", 0, (1, 1)))
         assert emulator.wait_line("DISPLAY 31 running p0 ext=1,1 fouls=0,0")
-        shown = len([line for line in emulator.lines if line.startswith("DISPLAY")])
+        shown = len(emulator.lines)
         before = display.heartbeats_sent
         assert wait_until(lambda: display.heartbeats_sent >= before + 3)
-        assert len([line for line in emulator.lines if line.startswith("DISPLAY")]) == shown
+        # Sent is not yet read: the controller takes the port's bytes in order, so a frame
+        # sent after the heartbeats, once drawn, proves it has taken them (and what they drew).
+        display.show(F34)
+        assert emulator.wait_line(LINE_34, start=shown)
+        assert [line for line in emulator.lines[shown:] if line.startswith("DISPLAY")] == [
+            LINE_34]
         assert display.last_ack_seq is not None  # the controller acknowledges
     finally:
         display.close()
@@ -80,6 +85,10 @@ def test_buzzer_sounds_once_per_request_despite_resends(
         assert emulator.wait_line("BUZZER long")
         heartbeats = display.heartbeats_sent
         assert wait_until(lambda: display.heartbeats_sent >= heartbeats + 3)
+        # The resends were sent; a frame sent after them, once drawn, proves the controller
+        # has read them too (it takes the port's bytes in order).
+        display.show(F34)
+        assert emulator.wait_line(LINE_34)
         assert emulator.buzzes == ["beep", "long"]
     finally:
         display.close()
