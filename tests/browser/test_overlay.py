@@ -68,6 +68,7 @@ def test_each_event_has_its_own_look_and_the_frame_end_is_held(
     post(shared_server, "air", "extension")
     on_air("extension", "extension", BLUE, "Extension: Ivanov")
     post(shared_server, "air", "start")
+    expect(third).to_have_attribute("data-stage", "running")  # the look read is running's
     texts.append(third.inner_text())  # running
     post(shared_server, "air", "set_time", remaining_ms=2400)
     on_air("warning", "warning", AMBER, "2 seconds")
