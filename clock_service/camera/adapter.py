@@ -123,6 +123,11 @@ class CameraAdapter:
         self.niced = False
         self.not_looked = 0  # frames read but not looked at: work shed for the budget
         self.off_count = 0
+        self.looked = 0  # frames looked at (the pipeline run on them)
+        self.source_fps: float | None = None
+        # the budget's recent steps (service ms, level name, why): a referee's "why did the
+        # camera stop deciding" and the bench's scoring of decisions made while deciding
+        self.budget_log: collections.deque[dict[str, Any]] = collections.deque(maxlen=32)
         # on the loop
         self.last_rest: Rest | None = None
         self.last_strike: Strike | None = None
@@ -210,7 +215,8 @@ class CameraAdapter:
                 self._stop.wait(shedder.settings.off_retry_s)
                 if self._stop.is_set():
                     return
-                self._hop(self._on_shed, shedder.retry())
+                self.pacer.forget()  # measured again, at not_sure
+                self._hop(self._on_shed, shedder.retry(), "tried again after being off")
             source = self._source_factory(self.spec)
             try:
                 source.open()
@@ -225,6 +231,8 @@ class CameraAdapter:
             attempt = 0
             self.connected = True
             self.frame_size = source.size
+            fps = getattr(source, "fps", None)
+            self.source_fps = float(fps) if isinstance(fps, (int, float)) and fps > 0 else None
             pipeline: FramePipeline | None = None
             with self._lock:
                 calibration = self._calibration
@@ -234,26 +242,22 @@ class CameraAdapter:
                 pipeline = FramePipeline(calibration, source.size)
                 pipeline.warm_up()
             behind = 0  # frames left out in a row while behind real time
-            window = (time.monotonic(), time.process_time(), budget.throttled_count())
+            window = (time.monotonic(), time.process_time(), budget.throttled_count(),
+                      self.looked)
             pacer = self.pacer
             pacer.note(time.monotonic(), time.thread_time(), work=False)
             try:
                 while not self._stop.is_set():
-                    window = self._measure(window)
+                    window = self._measure(window, calibration is not None)
                     level = shedder.level
                     if level == budget.OFF:
                         break
-                    pacer.note(time.monotonic(), time.thread_time())  # the last frame's
-                    wait = pacer.delay(time.monotonic())
-                    while wait > 0 and not self._stop.is_set():
-                        # the next frame would overrun the window's cap: it waits (the
-                        # source drops the frames it falls behind on: skipped)
-                        pacer.waited(wait)
-                        self._stop.wait(wait)
-                        now = time.monotonic()
-                        pacer.note(now, time.thread_time(), work=False)
-                        wait = pacer.delay(now)
+                    # a frame's work in pieces (read and decode it, keep it in the ring,
+                    # look at it), each waiting until it fits the window's cap (the source
+                    # drops the frames it falls behind on: skipped)
+                    self._pace("read", first=True)
                     frame, at = source.read()
+                    pacer.note(time.monotonic(), time.thread_time(), "read")
                     self.origin = source.origin
                     dropped = getattr(source, "dropped", ())
                     self.drained = getattr(source, "drained", 0)
@@ -266,7 +270,9 @@ class CameraAdapter:
                     lag = self.runtime.time.now_ms() - at
                     if self.evidence is not None:
                         if lag <= BEHIND_MS and level == budget.FULL:
+                            self._pace("ring")
                             self.evidence.on_frame(frame, at)  # encoded here, off the loop
+                            pacer.note(time.monotonic(), time.thread_time(), "ring")
                         else:  # behind real time: the ring is shed before the decisions
                             self.evidence_shed += 1
                             self.evidence.cut(at)
@@ -295,7 +301,10 @@ class CameraAdapter:
                         pipeline.skip(at)
                         continue
                     behind = 0
+                    self._pace("look")
                     result = pipeline.process(frame, at)
+                    pacer.note(time.monotonic(), time.thread_time(), "look")
+                    self.looked += 1
                     self.cost_ms.append((time.perf_counter() - started) * 1000)
                     self.confidence = result.observation.quality
                     self.balls = len(result.view.detections)
@@ -327,11 +336,29 @@ class CameraAdapter:
             finally:
                 source.close()
 
-    def _measure(self, window: tuple[float, float, int | None]) -> tuple[float, float,
-                                                                          int | None]:
-        """Camera thread: every ``window_s``, the process's CPU use fed to the shedder;
-        a new level is told to the loop. Returns the window now open."""
-        started, cpu, throttled = window
+    def _pace(self, kind: str, first: bool = False) -> None:
+        """Camera thread: wait until a piece of work of ``kind`` fits the pacer's cap
+        (``first``: a frame's first piece, evenly spaced from the last frame's)."""
+        pacer = self.pacer
+        now = time.monotonic()
+        pacer.note(now, time.thread_time(), work=False)  # the bookkeeping since the last
+        wait = pacer.delay(now, kind, first)
+        while wait > 0 and not self._stop.is_set():
+            pacer.waited(wait)
+            self._stop.wait(wait)
+            now = time.monotonic()
+            pacer.note(now, time.thread_time(), work=False)
+            wait = pacer.delay(now, kind, first)
+        if first:
+            pacer.begin(now)
+
+    def _measure(self, window: tuple[float, float, int | None, int], calibrated: bool = True
+                 ) -> tuple[float, float, int | None, int]:
+        """Camera thread: every ``window_s``, the process's CPU use, the frames looked at
+        and the frames the pacer lets it look at fed to the budget's policy (one policy:
+        ``budget.Shedder``); a new level is told to the loop. Returns the window now open.
+        ``calibrated`` False: no frame is to be looked at (not counted as too few)."""
+        started, cpu, throttled, looked = window
         now = time.monotonic()
         if now - started < self.shedder.settings.window_s:
             return window
@@ -344,41 +371,44 @@ class CameraAdapter:
         # the kernel's default): the quota is the limit, whatever the share measured
         held = (throttled is not None and throttled_now is not None
                 and throttled_now - throttled >= budget.THROTTLED_SHARE * (now - started) / 0.1)
-        level = self.shedder.feed(cpu_now - cpu, now - started, held)
+        pacer = self.pacer
+        capacity = pacer.capacity(self.source_fps)
+        lean = pacer.capacity(self.source_fps, leave_out=("ring",))
+        level = self.shedder.feed(cpu_now - cpu, now - started, held,
+                                  looked=self.looked - looked if calibrated else None,
+                                  capacity=capacity, lean=lean)
         if level is not None:
             self.shed_level = level
-            self._hop(self._on_shed, level)
-        return now, cpu_now, throttled_now
+            self._hop(self._on_shed, level, self.shedder.reason)
+        return now, cpu_now, throttled_now, self.looked
 
     def _pace_cap(self, quota: float | None) -> float | None:
         """The camera thread's CPU allowed in any ``PACE_WINDOW_S``: ``pace_share`` of the
         cgroup's quota for it; None (no cap) without a quota or with pacing off."""
-        share = self.shedder.settings.pace_share
-        if quota is None or share <= 0:
-            return None
-        return share * quota * budget.PACE_WINDOW_S
+        return budget.pace_cap(quota, self.shedder.settings)
 
-    def _on_shed(self, level: int) -> None:
+    def _on_shed(self, level: int, why: str = "") -> None:
         """Loop thread: the budget level's faults (issue 21 point 7)."""
         self.shed_level = level
         health = self.runtime.health
         shedder = self.shedder
         use = f"{shedder.last_use:.2f} of {shedder.limit:.2f} cores"
-        log.warning("camera: CPU budget level %s (%s; the service used %s)",
-                    budget.LEVELS[level], level, use)
+        why = why or f"short of CPU (the service used {use})"
+        self.budget_log.append({"at": round(self.runtime.time.now_ms()),
+                                "name": budget.LEVELS[level], "why": why})
+        log.warning("camera: CPU budget level %s (%s): %s", budget.LEVELS[level], level, why)
         if level == budget.OFF:
             self.off_count += 1
             health.fault(self._key("off"), component="camera", code="camera_off",
-                         message=f"camera off: this machine has too little CPU for it "
-                         f"(the service used {use}); use the buttons; it tries again in "
+                         message=f"camera off: {why}; use the buttons; it tries again in "
                          f"{shedder.settings.off_retry_s:.0f} s", table=self.table_id)
         else:
             health.clear(self._key("off"))
         if level >= budget.NOT_SURE:
             self._pending_rest = None
             health.fault(self._key("budget"), component="camera", code="camera_not_sure",
-                         message=f"camera not sure: short of CPU (the service used {use}), "
-                         "it decides nothing; use the buttons", table=self.table_id)
+                         message=f"camera not sure: {why}; it decides nothing; use the "
+                         "buttons", table=self.table_id)
         else:
             health.clear(self._key("budget"))
 
@@ -613,6 +643,12 @@ class CameraAdapter:
                        "limit": round(self.shedder.limit, 3),
                        "use": round(self.shedder.last_use, 3), "niced": self.niced,
                        "not_looked": self.not_looked, "changes": self.shedder.changes,
+                       "why": self.shedder.reason, "looked": self.looked,
+                       "looked_fps": (None if self.shedder.last_rate is None
+                                      else round(self.shedder.last_rate, 1)),
+                       "capacity_fps": (None if self.shedder.last_capacity is None
+                                        else round(self.shedder.last_capacity, 1)),
+                       "log": list(self.budget_log),
                        "paced": {"cap_ms": (None if self.pacer.cap_s is None
                                             else round(self.pacer.cap_s * 1000, 2)),
                                  "waits": self.pacer.waits,

@@ -21,9 +21,29 @@ lvl   name         what the camera does
 
 One level up after ``up_after`` windows in a row over the limit (or held back by the
 cgroup in ``THROTTLED_SHARE`` of the window's quota periods); one level down after
-``down_after`` windows in a row under a third of it. The camera's thread also runs at
-a lower priority (10 steps nicer) than the loop, so within its
-share the loop's timers take the CPU first.
+``down_after`` windows in a row under a third of it.
+
+Too few frames looked at is the same policy's other input (the pacer below and the
+shedder are one): a rest is decided ``rest_ms`` (300) after the balls stopped, at the
+first frame looked at after that, so a rest within 400 ms needs a frame looked at about
+every 100 ms, and timing a strike from a ball's run needs frames as close. So, besides the
+CPU steps, each window:
+
+- the frames a second the pacer lets the camera look at within its CPU cap
+  (``Pacer.capacity``: the cap over a frame's expected cost, at most the source's rate)
+  under ``decide_fps`` (12): ``no_ring`` at once when dropping the clips' ring (its JPEG
+  encodes) gives enough, else ``not_sure`` at once (decides nothing, ``camera_not_sure``);
+- under ``watch_fps`` (3), or a piece of a frame's work too dear to be run without
+  risking the loop's quota period (more than ``ALONE_MAX`` times the cap): ``off`` at once
+  (``camera_off``; tried again at ``not_sure`` after ``off_retry_s``);
+- the frames a second actually looked at (measured; a machine too busy to give the camera
+  even its share) under half of ``decide_fps`` for ``up_after`` windows: ``not_sure``;
+- back to deciding after ``down_after`` windows in a row with the capacity at least
+  ``back_margin`` times ``decide_fps``.
+
+The level is the higher of the CPU step and the frames' verdict; ``reason`` says which.
+The camera's thread also runs at a lower priority (10 steps nicer) than the loop, so
+within its share the loop's timers take the CPU first.
 
 ``Shedder`` is pure (fed the measurements); ``cpu_budget`` and ``throttled_count`` read
 the cgroup (v1 or v2) once a window.
@@ -33,13 +53,14 @@ period: a burst of frame work that uses up one period's quota just before an exp
 due makes the whole process wait for the next period, the loop's timer with it (measured:
 an expiry 110 ms late at a quarter of a core, the bare loop's max 15). So ``Pacer`` also
 bounds the camera thread's own CPU time (``time.thread_time``) in any sliding
-``PACE_WINDOW_S`` (the cgroup's default period): before a frame is read and looked at, the
-CPU it used in the last 100 ms plus the frame's expected cost (p90 of recent frames) must
-stay under ``pace_share`` of the quota's 100 ms, else it waits until it does (the source
-drops the frames it falls behind on, counted as skipped). A frame dearer than the cap
-alone is let through only when the window is empty but for the thread's idle
-bookkeeping (under ``IDLE_SHARE`` of the cap): one frame per 100 ms at most. No
-quota, no cap: the machine's own cores are the limit.
+``PACE_WINDOW_S`` (the cgroup's default period): a frame's work is done in pieces
+(reading and decoding it, encoding it into the clips' ring, looking at it), and before
+each the CPU used in the last 100 ms plus the piece's expected cost (p90 of recent pieces
+of its kind) must stay under ``pace_share`` of the quota's 100 ms, else it waits until it
+does (the source drops the frames it falls behind on, counted as skipped). A piece dearer
+than the cap alone is let through only when the window is empty but for the thread's idle
+bookkeeping (under ``IDLE_SHARE`` of the cap, or ``IDLE_MIN_S``). No quota, no cap: the
+machine's own cores are the limit.
 """
 
 from __future__ import annotations
@@ -50,8 +71,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LEVELS", "PACE_WINDOW_S", "STRIDE", "BudgetSettings", "Pacer", "Shedder",
-           "cpu_budget", "cpu_quota", "lower_priority", "throttled_count"]
+__all__ = ["ALONE_MAX", "LEVELS", "PACE_WINDOW_S", "STRIDE", "BudgetSettings", "Pacer", "Shedder",
+           "cpu_budget", "cpu_quota", "lower_priority", "pace_cap", "throttled_count"]
 
 LEVELS = ("full", "no_ring", "light", "not_sure", "off")
 FULL, NO_RING, LIGHT, NOT_SURE, OFF = range(5)
@@ -60,6 +81,10 @@ CAMERA_NICE = 10
 THROTTLED_SHARE = 0.3  # held back in this share of a window's quota periods: over budget
 PACE_WINDOW_S = 0.1  # the pacer's sliding window: the cgroup's default quota period
 IDLE_SHARE = 0.1  # a window with at most this share of the cap used counts as empty
+IDLE_MIN_S = 0.0005  # ... or this much CPU (under a tiny cap its own waits cost more)
+# a piece of frame work dearer than this many caps would, run alone, leave the loop too
+# little of the quota period (the cap is half of it): the camera cannot run, it goes off
+ALONE_MAX = 1.5
 
 
 @dataclass(frozen=True)
@@ -73,20 +98,49 @@ class BudgetSettings:
     down_after: int = 10
     off_retry_s: float = 30.0
     # the camera thread's CPU in any PACE_WINDOW_S kept under this share of the quota's
-    # (0: no pacing); the rest of each quota period is left to the loop
-    pace_share: float = 0.5
+    # (0: no pacing), and under the quota's less ``loop_reserve_ms``: the rest of each
+    # quota period is the loop's (a command, a broadcast cost the same whatever the quota).
+    # Measured (bench/README.md): at a quarter of a core 0.5 left about 13 frames a
+    # second looked at, unevenly (rests decided up to 467 ms late), 0.65 leaves two
+    # frames of 8 ms in a period
+    pace_share: float = 0.65
+    loop_reserve_ms: float = 6.0
+    # frames looked at a second needed to decide (rest_ms 300 + a frame every ~83 ms: a
+    # rest within 400 ms), and to be worth watching at all
+    decide_fps: float = 12.0
+    watch_fps: float = 3.0
+    back_margin: float = 1.25  # the capacity needed to decide again, in decide_fps
+
+
+def pace_cap(quota: float | None, settings: BudgetSettings) -> float | None:
+    """The camera thread's CPU allowed in any ``PACE_WINDOW_S``, in seconds: ``pace_share``
+    of the quota's, at most the quota's less ``loop_reserve_ms`` (0 when that leaves
+    nothing: the camera cannot run); None (no cap) without a quota or with pacing off."""
+    if quota is None or settings.pace_share <= 0:
+        return None
+    period = quota * PACE_WINDOW_S
+    return max(0.0, min(settings.pace_share * period,
+                        period - settings.loop_reserve_ms / 1000))
 
 
 class Shedder:
-    """The level from the measured CPU use, window by window (pure: no clock, no I/O)."""
+    """The level from the measured CPU use and the frames the camera can look at, window
+    by window (pure: no clock, no I/O)."""
 
     def __init__(self, cores: float, settings: BudgetSettings | None = None) -> None:
         self.settings = settings or BudgetSettings()
         self.cores = max(0.01, cores)
         self.level = FULL
+        self.cpu_level = FULL  # the CPU steps (no_ring, light, not_sure, off)
+        self.frames_level = FULL  # too few frames: not_sure or off
         self._over = 0
         self._under = 0
+        self._slow = 0
+        self._fast = 0
         self.last_use = 0.0  # the last window's CPU use, in cores
+        self.last_rate: float | None = None  # frames looked at a second in the last window
+        self.last_capacity: float | None = None  # frames a second the pacer allows
+        self.reason = ""
         self.changes = 0
 
     @property
@@ -94,11 +148,17 @@ class Shedder:
         """The service's CPU use allowed, in cores."""
         return self.settings.share * self.cores
 
-    def feed(self, cpu_s: float, wall_s: float, throttled: bool = False) -> int | None:
+    def feed(self, cpu_s: float, wall_s: float, throttled: bool = False,
+             looked: int | None = None, capacity: float | None = None,
+             lean: float | None = None) -> int | None:
         """One window: ``cpu_s`` of CPU used in ``wall_s`` of time, ``throttled`` when the
-        cgroup held the process back. The new level when it changes, else None."""
+        cgroup held the process back, ``looked`` frames looked at (None: none were to be,
+        e.g. no calibration), ``capacity`` the frames a second the pacer allows (None: not
+        known), ``lean`` the same without the clips' ring (None: as ``capacity``). The new
+        level when it changes, else None."""
         if wall_s <= 0:
             return None
+        s = self.settings
         use = cpu_s / wall_s
         self.last_use = use
         if throttled or use > self.limit:
@@ -109,19 +169,91 @@ class Shedder:
             self._over = 0
         else:
             self._over = self._under = 0
-        if self._over >= self.settings.up_after and self.level < OFF:
-            return self._set(self.level + 1)
-        if self._under >= self.settings.down_after and self.level > FULL:
-            return self._set(self.level - 1)
-        return None
+        if self._over >= s.up_after and self.cpu_level < OFF:
+            self.cpu_level += 1
+            self._over = self._under = 0
+        elif self._under >= s.down_after and self.cpu_level > FULL:
+            self.cpu_level -= 1
+            self._over = self._under = 0
+        self._frames(None if looked is None else looked / wall_s, capacity, lean)
+        level = max(self.cpu_level, self.frames_level)
+        if self.frames_level >= self.cpu_level and self.frames_level > NO_RING:
+            self.reason = self._frames_reason()
+        elif self.frames_level == NO_RING and self.cpu_level == FULL:
+            self.reason = ("the clips' ring dropped to keep enough frames looked at "
+                           f"({self.last_capacity:.1f} a second without it)")
+        elif self.cpu_level > FULL:
+            self.reason = (f"short of CPU (the service used {use:.2f} of "
+                           f"{self.limit:.2f} cores)")
+        else:
+            self.reason = ""
+        return None if level == self.level else self._set(level)
+
+    def _verdict(self, capacity: float | None, lean: float | None, k: float) -> int:
+        """What the capacities say (``k``: the thresholds' factor, more to come back)."""
+        s = self.settings
+        if lean is not None and lean < s.watch_fps:
+            return OFF
+        if lean is not None and lean < s.decide_fps * k:
+            return NOT_SURE
+        if capacity is not None and capacity < s.decide_fps * k:
+            return NO_RING  # the clips' ring shed to keep the frames
+        return FULL
+
+    def _frames(self, rate: float | None, capacity: float | None,
+                lean: float | None) -> None:
+        """The frames' verdict: FULL, NO_RING (the ring's cost would leave too few frames),
+        NOT_SURE (too few even without it) or OFF."""
+        s = self.settings
+        self.last_rate = rate
+        self.last_capacity = capacity if lean is None else lean
+        lean = capacity if lean is None else lean
+        now = self._verdict(capacity, lean, 1.0)
+        if now > self.frames_level:
+            self.frames_level = now
+            self._slow = self._fast = 0
+            return
+        deciding = max(self.cpu_level, self.frames_level) < NOT_SURE
+        if deciding and rate is not None and rate < s.decide_fps / 2:
+            self._slow += 1
+            self._fast = 0
+            if self._slow >= s.up_after:
+                self.frames_level = NOT_SURE
+                self._slow = 0
+            return
+        self._slow = 0
+        back = self._verdict(capacity, lean, s.back_margin)
+        if back < self.frames_level < OFF:  # off is left by ``retry`` only
+            self._fast += 1
+            if self._fast >= s.down_after:
+                self.frames_level = back
+                self._fast = 0
+        else:
+            self._fast = 0
+
+    def _frames_reason(self) -> str:
+        s = self.settings
+        cap = self.last_capacity
+        if self.frames_level == OFF:
+            return (f"too little CPU to look at frames ({cap:.1f} a second within its share, "
+                    f"{s.watch_fps:g} needed to watch)" if cap is not None and cap > 0 else
+                    "too little CPU for one frame's work within its share of the quota")
+        if cap is not None and cap < s.decide_fps:
+            return (f"too few frames: {cap:.1f} a second within its CPU share, "
+                    f"{s.decide_fps:g} needed to decide")
+        rate = self.last_rate
+        return (f"too few frames looked at ({rate:.1f} a second; {s.decide_fps:g} needed to "
+                "decide)" if rate is not None else "too few frames looked at")
 
     def retry(self) -> int:
         """After ``off_retry_s`` off: back at ``not_sure`` (watching, deciding nothing)."""
+        self.cpu_level = min(self.cpu_level, NOT_SURE)
+        self.frames_level = min(self.frames_level, NOT_SURE)
+        self._slow = self._fast = self._over = self._under = 0
         return self._set(NOT_SURE)
 
     def _set(self, level: int) -> int:
         self.level = level
-        self._over = self._under = 0
         self.changes += 1
         return level
 
@@ -130,40 +262,76 @@ class Pacer:
     """The camera thread's CPU time in a sliding window (pure: fed wall and CPU clocks).
 
     ``note(wall, cpu, work)`` at each step closes the span since the last note (``work``:
-    it was a frame's work, whose CPU cost feeds the estimate). ``delay(wall)`` is how long
-    to wait before the next frame so that the CPU used in the window ending then, plus
-    the expected cost, is at most ``cap_s`` (0: go now). ``cap_s`` None: no cap."""
+    the kind of work it was, e.g. ``"read"`` or ``"look"``, whose CPU cost feeds that
+    kind's estimate; True is ``"frame"``; False: bookkeeping, counted in the window but in
+    no estimate). ``delay(wall, kind)`` is how long to wait before a piece of work of that
+    kind so that the CPU used in the window ending then, plus its expected cost, is at
+    most ``cap_s`` (0: go now). ``cap_s`` None: no cap. A frame's work is paced in pieces
+    (reading it, looking at it), so no one piece is dearer than the cap where the frame as
+    a whole would be."""
 
     def __init__(self, cap_s: float | None, window_s: float = PACE_WINDOW_S,
                  keep: int = 30, quantile: float = 0.9) -> None:
         self.cap_s = cap_s
         self.window_s = window_s
+        self.keep = keep
         self.quantile = quantile
-        self._costs: collections.deque[float] = collections.deque(maxlen=keep)
+        self._costs: dict[str, collections.deque[float]] = {}
         self._spans: collections.deque[tuple[float, float, float]] = collections.deque()
         self._last: tuple[float, float] | None = None
-        self.waits = 0  # frames that waited for the window
+        self._began: float | None = None  # when the last frame's first piece began
+        self.waits = 0  # pieces of work that waited for the window
         self.waited_s = 0.0
 
-    def note(self, wall: float, cpu: float, work: bool = True) -> None:
+    def note(self, wall: float, cpu: float, work: bool | str = True) -> None:
+        kind = "frame" if work is True else (work or None)
         if self._last is not None:
             start, cpu_start = self._last
             used = max(0.0, cpu - cpu_start)
             if wall > start:
                 self._spans.append((start, wall, used))
-            if work:
-                self._costs.append(used)
+            if kind is not None:
+                self._costs.setdefault(kind, collections.deque(maxlen=self.keep)).append(used)
         self._last = (wall, cpu)
         while self._spans and self._spans[0][1] <= wall - self.window_s:
             self._spans.popleft()
 
+    def expect(self, kind: str = "frame") -> float:
+        """A piece of work's expected CPU cost: the ``quantile`` of the recent ones of its
+        kind (0 before any)."""
+        costs = self._costs.get(kind)
+        if not costs:
+            return 0.0
+        ordered = sorted(costs)
+        return ordered[min(len(ordered) - 1, int(self.quantile * len(ordered)))]
+
     @property
     def expected(self) -> float:
-        """A frame's expected CPU cost: the ``quantile`` of the recent ones (0 before any)."""
-        if not self._costs:
+        """A frame's expected CPU cost: its pieces' together."""
+        return sum(self.expect(kind) for kind in self._costs)
+
+    def forget(self) -> None:
+        """The costs measured so far forgotten (the camera starts again after a pause)."""
+        self._costs.clear()
+
+    def capacity(self, source_fps: float | None = None, leave_out: tuple[str, ...] = ()
+                 ) -> float | None:
+        """Frames a second the cap lets the camera do, each with all its pieces (at most
+        ``source_fps``): a piece within the cap takes its share of the window's cap, one
+        dearer goes alone (a window of its own). 0: a piece is dearer than ``ALONE_MAX``
+        caps, too dear to run at all. None: no cap and no source rate, or nothing measured
+        yet. ``leave_out``: kinds of work not counted (what it would be without them)."""
+        if self.cap_s is None:
+            return source_fps
+        costs = [self.expect(kind) for kind in self._costs if kind not in leave_out]
+        if not costs or sum(costs) <= 0:
+            return source_fps
+        if max(costs) > ALONE_MAX * self.cap_s:
             return 0.0
-        ordered = sorted(self._costs)
-        return ordered[min(len(ordered) - 1, int(self.quantile * len(ordered)))]
+        seconds = sum(self.window_s * c / self.cap_s if c <= self.cap_s else self.window_s + c
+                      for c in costs)
+        fps = 1.0 / seconds
+        return fps if source_fps is None else min(source_fps, fps)
 
     def used(self, wall: float) -> float:
         """CPU used in the window ending at ``wall``, at most: a span's CPU counted as
@@ -172,20 +340,37 @@ class Pacer:
         return sum(min(cpu, max(0.0, end - max(start, since))) for start, end, cpu
                    in self._spans)
 
-    def delay(self, wall: float) -> float:
-        """Seconds to wait before the next frame fits (0: now)."""
+    def spacing(self) -> float:
+        """Seconds between frames at the even pace the cap allows (a frame's expected
+        cost spread over the window's cap), so that the frames looked at are evenly spread
+        rather than in bursts with a long gap after each (a rest is decided at the first
+        frame looked at after its ``rest_ms``: the gaps are its lateness)."""
+        if not self.cap_s:
+            return 0.0
+        return self.window_s * self.expected / self.cap_s
+
+    def begin(self, wall: float) -> None:
+        """A frame's first piece begins now (see ``delay(first=True)``)."""
+        self._began = wall
+
+    def delay(self, wall: float, kind: str = "frame", first: bool = False) -> float:
+        """Seconds to wait before the next piece of ``kind`` fits (0: now); ``first``: it
+        is a frame's first piece, which also waits for ``spacing`` since the last one's."""
         if self.cap_s is None:
             return 0.0
-        need = self.cap_s - self.expected
-        candidates = [wall] + [end + self.window_s for _, end, _ in self._spans]
-        # a frame dearer than the cap goes alone: in a window with no more than the
+        earliest = wall
+        if first and self._began is not None:
+            earliest = max(wall, self._began + self.spacing())
+        need = self.cap_s - self.expect(kind)
+        candidates = [earliest] + [end + self.window_s for _, end, _ in self._spans]
+        # a piece dearer than the cap goes alone: in a window with no more than the
         # thread's idle bookkeeping in it (its waits cost some microseconds each)
-        alone = IDLE_SHARE * self.cap_s
-        for at in sorted(c for c in candidates if c >= wall):
+        alone = max(IDLE_SHARE * self.cap_s, IDLE_MIN_S)
+        for at in sorted(c for c in candidates if c >= earliest):
             used = self.used(at)
             if used <= need or used <= alone:
                 return at - wall
-        return self.window_s  # unreachable: the window is empty by then
+        return earliest - wall + self.window_s  # unreachable: the window is empty by then
 
     def waited(self, seconds: float) -> None:
         self.waits += 1

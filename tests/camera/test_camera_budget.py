@@ -108,9 +108,9 @@ async def test_short_of_cpu_the_camera_sheds_says_so_and_turns_off(
     levels: list[int] = []
     told = cam._on_shed
 
-    def record(level: int) -> None:
+    def record(level: int, why: str = "") -> None:
         levels.append(level)
-        told(level)
+        told(level, why)
 
     cam._on_shed = record  # type: ignore[method-assign]
     cam.attach()
@@ -150,5 +150,96 @@ async def test_with_cpu_to_spare_nothing_is_shed(rt: Runtime, tmp_path: Path) ->
     try:
         await until_async(lambda: cam.shedder.changes == 0 and cam.frames > 40, 20.0)
         assert cam.shed_level == budget.FULL and cam.not_looked == 0
+    finally:
+        cam.close()
+
+
+F = BudgetSettings(share=0.9, window_s=1.0, up_after=2, down_after=3, decide_fps=12.0,
+                   watch_fps=3.0, back_margin=1.25)
+
+
+@pytest.mark.parametrize(("windows", "levels"), [
+    # (frames looked at in a 1 s window, frames a second the pacer allows, the same
+    # without the clips' ring) -> the level after each window; CPU use always low
+    ([(15, 20.0, 25.0)] * 3, [0, 0, 0]),                    # enough frames: full
+    ([(8, 8.0, 8.0)], [3]),                                  # the cap allows 8 a second:
+    # not sure at once, before a decision on too few frames
+    ([(10, 10.0, 14.0)], [1]),                               # the ring's cost is the
+    # difference: the ring shed first, the camera still decides
+    ([(2, 2.0, 2.0)], [4]),                                  # too few to watch: off
+    ([(0, 0.0, 0.0)], [4]),                                  # a piece too dear to run
+    ([(5, 20.0, 20.0)] * 2, [0, 3]),                         # allowed 20, looked at 5
+    # (a machine too busy to give the camera its share): not sure after two windows
+    ([(5, 20.0, 20.0), (15, 20.0, 20.0), (5, 20.0, 20.0)], [0, 0, 0]),  # not in a row
+    ([(8, 8.0, 8.0)] * 2 + [(16, 16.0, 16.0)] * 3, [3, 3, 3, 3, 0]),  # back after three
+    # windows with the capacity at least 1.25 x 12
+    ([(8, 8.0, 8.0)] + [(14, 14.0, 14.0)] * 4, [3, 3, 3, 3, 3]),  # 14 is not 15: stays
+    # at not_sure it looks at 1 frame in 6 (2 a second): that is not "too few" there
+    ([(8, 8.0, 8.0)] + [(2, 16.0, 16.0)] * 3, [3, 3, 3, 0]),
+    ([(None, None, None)] * 3, [0, 0, 0]),                   # nothing to look at (not
+    # calibrated) and no cap: nothing known, nothing shed
+])
+def test_too_few_frames_looked_at_is_not_sure_then_off(
+        windows: list[tuple[int | None, float | None, float | None]],
+        levels: list[int]) -> None:
+    shedder = Shedder(0.25, F)
+    seen = []
+    for looked, capacity, lean in windows:
+        shedder.feed(0.01, 1.0, False, looked=looked, capacity=capacity, lean=lean)
+        seen.append(shedder.level)
+    assert seen == levels
+
+
+def test_the_policy_says_why_and_off_comes_back_at_not_sure() -> None:
+    shedder = Shedder(0.25, F)
+    assert shedder.feed(0.01, 1.0, looked=8, capacity=8.0) == budget.NOT_SURE
+    assert shedder.reason == "too few frames: 8.0 a second within its CPU share, 12 needed " \
+        "to decide"
+    assert shedder.feed(0.01, 1.0, looked=1, capacity=0.0) == budget.OFF
+    assert "too little CPU for one frame's work" in shedder.reason
+    assert shedder.retry() == budget.NOT_SURE
+    for _ in range(2):
+        assert shedder.feed(0.01, 1.0, looked=3, capacity=20.0) is None
+    assert shedder.feed(0.01, 1.0, looked=3, capacity=20.0) == budget.FULL
+    assert shedder.reason == ""
+    # the CPU steps still count: over the limit for two windows, one step up, said so
+    shedder.feed(0.3, 1.0, looked=15, capacity=20.0)
+    assert shedder.feed(0.3, 1.0, looked=15, capacity=20.0) == budget.NO_RING
+    assert shedder.reason.startswith("short of CPU")
+
+
+@pytest.mark.parametrize(("quota", "level", "code"), [
+    # the read (2 ms of CPU) in a cap of half the quota's 100 ms: 1.6 ms allows 8 frames a
+    # second (not sure); 0.25 ms is less than a read (off)
+    (0.032, budget.NOT_SURE, "camera_not_sure"),
+    (0.005, budget.OFF, "camera_off"),
+])
+async def test_the_pacers_frames_reach_the_faults(
+        rt: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+        quota: float, level: int, code: str) -> None:
+    monkeypatch.setattr(budget, "cpu_quota", lambda: quota)
+    settings = BudgetSettings(window_s=0.1, up_after=2, down_after=50, off_retry_s=30.0,
+                              pace_share=0.5, loop_reserve_ms=0.0)
+    cam = CameraAdapter(rt, "1", SourceSpec("file", "x.mp4"), "x.mp4", mode="auto",
+                        calibration_path=tmp_path / "none.json",
+                        source_factory=lambda spec: BusyFile(spec, rt.time.now_ms),
+                        budget_settings=settings, cores=1000.0)
+    levels: list[int] = []
+    told = cam._on_shed
+
+    def record(new: int, why: str = "") -> None:
+        levels.append(new)
+        told(new, why)
+
+    cam._on_shed = record  # type: ignore[method-assign]
+    cam.attach()
+    try:
+        await until_async(lambda: level in levels, 20.0)
+        assert levels[0] == level  # straight there: no decision on too few frames first
+        faults = {f["code"]: f["message"] for f in rt.health.faults()}
+        assert code in faults and "too" in faults[code]
+        status = cam.status()["budget"]
+        assert status["name"] == budget.LEVELS[level] and status["log"][0]["why"]
+        assert status["paced"]["cap_ms"] == pytest.approx(quota * 50)
     finally:
         cam.close()

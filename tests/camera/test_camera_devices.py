@@ -271,3 +271,33 @@ def test_picamera2_is_imported_only_when_the_pi_camera_is_opened(
         source.open()
     assert isinstance(make_source(SourceSpec("device", 0), lambda: 0.0), FrameSource)
     assert source_module.V4L2_SIZE == (1280, 720)
+
+
+@pytest.mark.parametrize("fourcc", ["MJPG", "mp4v"])
+def test_a_file_drops_frames_behind_real_time_and_an_mjpeg_one_decodes_only_those_handed_over(
+        tmp_path: Any, fourcc: str) -> None:
+    """Issue 21 point 7: a dropped MJPEG frame is not decoded (as a webcam's is not); the
+    frames handed over are the right ones, decoded as OpenCV's reader decodes them."""
+    path = tmp_path / ("v.avi" if fourcc == "MJPG" else "v.mp4")
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), 10.0, (64, 48))
+    for k in range(8):
+        writer.write(np.full((48, 64, 3), 20 * k, np.uint8))
+    writer.release()
+    clock = [1000.0]
+
+    def sleep(seconds: float) -> None:
+        clock[0] += seconds * 1000
+
+    source = FrameSource(SourceSpec("file", str(path)), lambda: clock[0], sleep)
+    source.open()
+    try:
+        assert source.packets == (fourcc == "MJPG")
+        frame, at = source.read()
+        assert frame.shape == (48, 64, 3) and at == 1000.0
+        assert abs(float(frame.mean()) - 0) < 4
+        clock[0] += 450.0  # 4.5 frames later: frames 1-3 dropped, frame 4 handed over
+        frame, at = source.read()
+        assert source.dropped == [1100.0, 1200.0, 1300.0] and at == 1400.0
+        assert abs(float(frame.mean()) - 80) < 4
+    finally:
+        source.close()

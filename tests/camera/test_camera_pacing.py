@@ -124,3 +124,73 @@ def test_the_cap_is_a_share_of_the_quota() -> None:
     assert cap(None) is None                  # no quota: no cap
     assert cap(0.25, share=0.0) is None       # pacing off
     assert budget.PACE_WINDOW_S == 0.1
+
+
+def test_each_piece_of_a_frame_waits_for_its_own_expected_cost() -> None:
+    # a read (2 ms) and a look (7 ms) in the last 100 ms: 9 used of a 10 ms cap
+    pacer = Pacer(10 * MS)
+    for wall, cpu, kind in [(0, 0, False), (5, 2, "read"), (15, 9, "look")]:
+        pacer.note(wall * MS, cpu * MS, kind)
+    assert pacer.expect("read") == pytest.approx(2 * MS)
+    assert pacer.expect("look") == pytest.approx(7 * MS)
+    assert pacer.expected == pytest.approx(9 * MS)  # a frame: its pieces together
+    # a read fits once the first read has left the window (7 + 2 <= 10) ...
+    assert pacer.delay(15 * MS, "read") == pytest.approx(90 * MS)
+    # ... a look only once the last look has too (7 + 7 > 10)
+    assert pacer.delay(15 * MS, "look") == pytest.approx(100 * MS)
+
+
+@pytest.mark.parametrize(("cap_ms", "costs_ms", "source_fps", "leave_out", "fps"), [
+    (None, {"read": 3, "look": 5}, 30.0, (), 30.0),          # no quota: the source's rate
+    (None, {"read": 3}, None, (), None),                     # ... not known
+    (12.5, {}, 30.0, (), 30.0),                              # nothing measured yet
+    # a quarter of a core: pieces of 8 ms a frame in a 12.5 ms cap per 100 ms
+    (12.5, {"read": 2.5, "ring": 1.5, "look": 4}, 30.0, (), 1 / (0.1 * 8 / 12.5)),
+    (12.5, {"read": 2.5, "ring": 1.5, "look": 4}, 30.0, ("ring",), 1 / (0.1 * 6.5 / 12.5)),
+    (12.5, {"read": 0.5, "look": 1.5}, 30.0, (), 30.0),      # cheap: the source's rate
+    # an eighth: the look (8 ms) is dearer than the cap (6.25): alone, a window of its own
+    (6.25, {"read": 2.5, "look": 8}, 30.0, (), 1 / (0.1 + 0.008 + 0.1 * 2.5 / 6.25)),
+    # a sixteenth: an 8 ms look is more than 1.5 caps (4.7 ms): too dear to run at all
+    (3.125, {"read": 2.5, "look": 8}, 30.0, (), 0.0),
+])
+def test_the_frames_a_second_the_cap_allows(
+        cap_ms: float | None, costs_ms: dict[str, float], source_fps: float | None,
+        leave_out: tuple[str, ...], fps: float | None) -> None:
+    pacer = Pacer(None if cap_ms is None else cap_ms * MS)
+    wall = cpu = 0.0
+    pacer.note(wall, cpu, False)
+    for kind, cost in costs_ms.items():
+        wall += 0.05
+        cpu += cost * MS
+        pacer.note(wall, cpu, kind)
+    got = pacer.capacity(source_fps, leave_out)
+    assert got == (None if fps is None else pytest.approx(fps))
+    pacer.forget()
+    assert pacer.capacity(source_fps) == source_fps  # forgotten: nothing measured
+
+
+@pytest.mark.parametrize(("quota", "cap_ms"), [
+    # the defaults: 0.65 of the quota's 100 ms, at most the quota's less 6 ms for the loop
+    (0.25, 16.25),      # a quarter of a core
+    (0.125, 6.5),       # an eighth: the loop's 6 ms is the limit
+    (0.0625, 0.25),     # a sixteenth: a quarter of a millisecond, no frame fits (off)
+    (0.05, 0.0),        # less than the loop's reserve: nothing
+    (None, None),
+])
+def test_the_loop_keeps_its_reserve_of_every_quota_period(quota: float | None,
+                                                          cap_ms: float | None) -> None:
+    cap = budget.pace_cap(quota, BudgetSettings())
+    assert cap == (None if cap_ms is None else pytest.approx(cap_ms * MS))
+
+
+def test_frames_are_spread_evenly_at_the_pace_the_cap_allows() -> None:
+    pacer = Pacer(16 * MS)
+    pacer.note(0.0, 0.0, False)
+    pacer.begin(0.0)
+    pacer.note(2 * MS, 2 * MS, "read")
+    pacer.note(8 * MS, 8 * MS, "look")
+    assert pacer.spacing() == pytest.approx(50 * MS)  # 8 ms a frame in 16 ms per 100 ms
+    # the next frame's read would fit the window now (8 + 2 <= 16), but is spaced
+    assert pacer.delay(10 * MS, "read", first=True) == pytest.approx(40 * MS)
+    assert pacer.delay(10 * MS, "read") == 0.0  # not a frame's first piece: no spacing
+    assert Pacer(None).spacing() == 0.0
