@@ -27,7 +27,9 @@ pytestmark = pytest.mark.mqtt
 TOKEN = "tok"
 ROOT = "shotclock/v1/hall/tables/c"
 REPLIES = "shotclock/v1/hall/replies/desk"
-SHORT = {"shot_ms": 600, "full_rounds": 1, "step_ms": 100, "floor_ms": 400,
+# A minute's shot: each press is answered over the broker long before the clock could run
+# out on a loaded machine; the shot that must run out is set to 0.4 s (set_time) instead.
+SHORT = {"shot_ms": 60_000, "full_rounds": 1, "step_ms": 100, "floor_ms": 30_000,
          "extension_ms": 300, "warnings_ms": [300, 150]}
 
 
@@ -69,6 +71,7 @@ async def test_every_mqtt_message_of_a_frame_matches_the_document(
         await ok("foul", reason="touched a ball")
         await ok("hand_back")
         await ok("start")
+        await ok("set_time", remaining_ms=400)
         # Petrov runs out: his second foul of the frame, a technical loss (10.5).
         await until_async(lambda: any(m.json()["type"] == "frame.ended"
                                       for m in desk.on(f"{ROOT}/events")), 5)
