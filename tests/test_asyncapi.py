@@ -37,8 +37,10 @@ from clock_service.events import EVENT_TYPES
 from tests.server import ServerProcess
 
 TOKEN = "t0ken"
-# A short profile: 600 ms shots, warnings at 300 and 150 ms.
-SHORT = {"shot_ms": 600, "full_rounds": 1, "step_ms": 100, "floor_ms": 400,
+# A minute's shot, warnings at 300 and 150 ms left: each command gets exactly its own events
+# however slowly a loaded machine answers (with 600 ms shots a warning came between a start
+# and the next press). The shot that must run out is set to 400 ms (set_time).
+SHORT = {"shot_ms": 60_000, "full_rounds": 1, "step_ms": 100, "floor_ms": 30_000,
          "extension_ms": 300, "warnings_ms": [300, 150]}
 ENVELOPE = {"type", *ENVELOPE_FIELDS}  # the rest (at, by, source) is on Command itself
 
