@@ -44,7 +44,16 @@ sys.path.insert(0, str(ROOT))
 from clock_service.camera.core import Rest, Strike, Sure, Unsure  # noqa: E402
 from clock_service.camera.geometry import Calibration  # noqa: E402
 from clock_service.camera.pipeline import FramePipeline  # noqa: E402
-from harness.scenes import HELD_OUT, TUNING, Condition, Scene, describe, encode_frames, judge  # noqa: E402
+from harness.scenes import (  # noqa: E402
+    HELD_OUT,
+    TUNING,
+    TUNING_MORE,
+    Condition,
+    Scene,
+    describe,
+    encode_frames,
+    judge,
+)
 
 RESULTS = ROOT / "bench" / "results"
 
@@ -135,7 +144,8 @@ def show(rows: list[dict[str, Any]], title: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--set", choices=("tuning", "held-out", "all"), default="all")
+    parser.add_argument("--set", default="all",
+                        choices=("tuning", "tuning-more", "held-out", "all"))
     parser.add_argument("--only", action="append", default=[])
     parser.add_argument("--shots", type=int, default=None, help="shots per clip (fewer: faster)")
     parser.add_argument("--no-learn", action="store_true",
@@ -143,8 +153,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     cv2.setNumThreads(1)
-    sets = {"tuning": TUNING, "held-out": HELD_OUT}
-    chosen = ["tuning", "held-out"] if args.set == "all" else [args.set]
+    sets = {"tuning": TUNING, "tuning-more": TUNING_MORE, "held-out": HELD_OUT}
+    chosen = list(sets) if args.set == "all" else [args.set]
     results: dict[str, Any] = {"machine": platform.processor() or platform.machine(),
                                "opencv": cv2.__version__, "bare_loop_ms_before": bare_loop_ms()}
     for name in chosen:

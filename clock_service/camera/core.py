@@ -117,6 +117,13 @@ class WatchSettings:
     count_low: float = 0.5
     count_high: int = 2
     count_gone: int = 3  # and at least this many missing (3 balls left, 2 potted: no doubt)
+    # Noise: the balls' positions as measured jump from frame to frame (sensor noise, a
+    # low resolution, a codec). The median jump of each ball from where the nearest ball
+    # of its kind was in the frame before (jumps under ``3 * still_mm`` only: still balls
+    # and slow ones) over the last ``jitter_window_ms``; above ``jitter_mm`` the still test
+    # (``still_mm``) is noise against noise: rests and strikes cannot be told apart from it.
+    jitter_mm: float = 1.5
+    jitter_window_ms: float = 1000.0
 
 
 @dataclass
@@ -159,6 +166,7 @@ FORGET_MS = 500.0  # a place where nothing was seen for this long is forgotten
 AGAIN = 3  # a place seen this many times (frames) or more is seen "again and again"
 NEAR_KEPT = 16  # sightings nearby kept per place
 SEEN_MS = 100.0  # a ball missed by the detector for up to this long is still counted
+STEADY = 0.7  # a ball at rest is seen in this share of the frames at least
 ON_SPOT_MM = 1.0  # a ball this close to its spot has not been struck (yet)
 
 
@@ -181,7 +189,14 @@ class Watcher:
         self._history: deque[Observation] = deque(maxlen=45)
         self._quality_since: float | None = None  # since when quality is on the other side
         self._low = False
+        # Nothing decided yet from a trusted view (the service has just started, or the
+        # camera came back): a doubt then says camera_not_sure at once, not after unsure_ms,
+        # so the frame's opening rest is never missed without saying so.
+        self.trusted = False
         self.doubt: str | None = None  # why the last frame's count cannot be trusted
+        self._steps: deque[tuple[float, float]] = deque()  # (at, jump mm) for ``jitter``
+        self._previous: tuple[Detection, ...] | None = None  # the last frame looked at
+        self.jitter = 0.0  # median jump over the window (mm)
 
     @property
     def radius(self) -> float:
@@ -200,6 +215,7 @@ class Watcher:
             out.append(change)
             if isinstance(change, Unsure):
                 self._reset()
+                self.trusted = False
         if not self.sure or self.doubt is not None:
             return out  # a view not trusted, even for a frame, decides nothing
         if self.state == "moving":
@@ -231,7 +247,23 @@ class Watcher:
         s = self.settings
         if not obs.looked:
             return self.doubt
+        jitter = self._jitter(obs)
+        if jitter is not None and jitter > s.jitter_mm:
+            return (f"the balls' positions jump {jitter:.1f} mm from frame to frame (noise): "
+                    "a ball at rest cannot be told from one that rolls")
         n = len(obs.balls)
+        if self.expected is None and s.calibrated is not None:
+            # The opening (no rest decided yet): every ball the calibration frame showed
+            # must be seen, in one frame at least, over the time a rest takes. A ball the
+            # camera never sees is a ball whose strike it cannot see (a wide lens, a look
+            # not learned): not a rest to decide with the balls it does see.
+            start = obs.at - s.rest_ms
+            seen = [len(o.balls) for o in self._history if o.looked and o.at >= start]
+            first = next((o.at for o in self._history if o.looked), obs.at)
+            if first <= start and max(seen, default=0) < s.calibrated:
+                return (f"at most {max(seen, default=0)} balls seen where the calibration "
+                        f"showed {s.calibrated}: a ball the camera does not see (calibrate "
+                        "again with the balls on the table if some were potted)")
         ref = self.expected if self.expected is not None else s.calibrated
         if ref is not None and n < s.count_low * ref and ref - n >= s.count_gone:
             return (f"{n} balls seen where there should be {ref}: the camera does not see "
@@ -241,6 +273,26 @@ class Watcher:
                     "a blob, or clutter")
         return None
 
+    def _jitter(self, obs: Observation) -> float | None:
+        """The median jump (mm) of the balls from frame to frame over the last
+        ``jitter_window_ms``; None while fewer than 10 jumps are known."""
+        s = self.settings
+        reach = 3 * s.still_mm
+        if self._previous is not None:
+            for b in obs.balls:
+                d = min((math.hypot(b.x - a.x, b.y - a.y) for a in self._previous
+                         if a.kind == b.kind), default=math.inf)
+                if d < reach:
+                    self._steps.append((obs.at, d))
+        self._previous = obs.balls
+        while self._steps and self._steps[0][0] < obs.at - s.jitter_window_ms:
+            self._steps.popleft()
+        if len(self._steps) < 10:
+            return None
+        jumps = sorted(d for _, d in self._steps)
+        self.jitter = jumps[(len(jumps) - 1) // 2]  # the lower median
+        return self.jitter
+
     def _judge_quality(self, obs: Observation) -> Decision | None:
         s = self.settings
         self.doubt = self._doubt(obs)
@@ -249,7 +301,7 @@ class Watcher:
             self._low = low
             self._quality_since = obs.at
         since = self._quality_since if self._quality_since is not None else obs.at
-        if self.sure and low and obs.at - since >= s.unsure_ms:
+        if self.sure and low and (obs.at - since >= s.unsure_ms or not self.trusted):
             self.sure = False
             return Unsure(obs.at, self.doubt if self.doubt is not None and
                           obs.quality >= s.quality_low
@@ -300,7 +352,10 @@ class Watcher:
         self._anchor = [a for a in anchors if now - a.seen_at <= FORGET_MS]
         balls = self._balls([a for a in self._anchor if now - a.seen_at <= SEEN_MS])
         current = [b for b in balls if b.seen_at == now]
-        still = [b for b in balls if now - b.since >= s.rest_ms]
+        # A ball at rest is seen in (nearly) every frame; a place seen in one frame of two
+        # or three (noise, a hand's knuckle by the rail) is not one of the balls that make
+        # a rest: counted as one, it would stand in for a ball that still rolls.
+        still = [b for b in balls if now - b.since >= s.rest_ms and self._steady(b, now)]
         if not current:
             return None
         if len(still) < self.known:
@@ -315,9 +370,10 @@ class Watcher:
         self.expected = len(still)
         self.known = max(self.known, len(still))
         self.state = "rest"
+        self.trusted = True
         self._spots = {}
         for a in still:
-            self._add_spot(a.last[0], a.last[1], a.kind, now)
+            self._add_spot(*self._place(a), a.kind, now)
         self._newcomers = []
         self._anchor = []
         return Rest(max(self._settled(a) for a in still), now, len(still))
@@ -344,6 +400,44 @@ class Watcher:
                 out.append(_Anchor(a.x, a.y, a.kind, a.seen_at, a.still_since(), a.last,
                                    a.seen))
         return out
+
+    def _place(self, ball: _Anchor) -> tuple[float, float]:
+        """Where a ball at rest rests: the median of where it was seen since it has been
+        still (the last frame alone may be a detection pulled a few mm aside, by a ball
+        touching it or by noise; its spot is then off by that much, and the strike's
+        timing looks for the ball on its spot)."""
+        s = self.settings
+        fx, fy = ball.last
+        xs: list[float] = []
+        ys: list[float] = []
+        for obs in self._history:
+            if obs.at < ball.since or not obs.looked:
+                continue
+            near = [(math.hypot(b.x - fx, b.y - fy), b) for b in obs.balls
+                    if b.kind == ball.kind]
+            d, b = min(near, key=lambda c: c[0], default=(math.inf, None))
+            if b is not None and d <= s.still_mm:
+                xs.append(b.x)
+                ys.append(b.y)
+        if not xs:
+            return fx, fy
+        xs.sort()
+        ys.sort()
+        return xs[len(xs) // 2], ys[len(ys) // 2]
+
+    def _steady(self, ball: _Anchor, now: float) -> bool:
+        """Seen (within half a radius of where it was last seen) in at least ``STEADY`` of
+        the frames looked at over the last ``rest_ms``."""
+        fx, fy = ball.last
+        near = 0.5 * self.radius
+        frames = seen = 0
+        for obs in self._history:
+            if not obs.looked or obs.at < max(ball.since, now - self.settings.rest_ms):
+                continue
+            frames += 1
+            seen += any(b.kind == ball.kind and abs(b.x - fx) <= near
+                        and abs(b.y - fy) <= near for b in obs.balls)
+        return seen >= STEADY * frames
 
     def _settled(self, ball: _Anchor) -> float:
         """Since when ``ball`` has stayed within ``still_mm`` of where it now rests: its

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("cv2")
 
 from bench.camera_matrix import run  # noqa: E402
-from harness.scenes import CONDITIONS, HELD_OUT, TUNING, Scene, SceneTruth, judge  # noqa: E402
+from harness.scenes import CONDITIONS, HELD_OUT, TUNING, TUNING_MORE, Scene, SceneTruth, judge  # noqa: E402
 
 
 def small(name: str, **changes: object) -> object:
@@ -22,10 +22,12 @@ def small(name: str, **changes: object) -> object:
 
 
 def test_tuning_and_held_out_sets_are_apart_and_fixed() -> None:
-    names = [c.name for c in TUNING + HELD_OUT]
-    assert len(set(names)) == len(names) == 16
-    assert {c.seed for c in TUNING}.isdisjoint({c.seed for c in HELD_OUT})
-    assert all(c.seed > 9000 for c in HELD_OUT) and all(c.seed < 9000 for c in TUNING)
+    names = [c.name for c in TUNING + TUNING_MORE + HELD_OUT]
+    assert len(set(names)) == len(names) == 24
+    tuning = TUNING + TUNING_MORE
+    assert len({c.seed for c in tuning}) == len(tuning)
+    assert {c.seed for c in tuning}.isdisjoint({c.seed for c in HELD_OUT})
+    assert all(c.seed > 9000 for c in HELD_OUT) and all(c.seed < 9000 for c in tuning)
     varied = TUNING + HELD_OUT
     assert {c.felt for c in varied} >= {"green", "blue", "red", "grey"}
     assert {c.balls for c in varied} >= {"white", "ivory", "yellowish", "aged"}
