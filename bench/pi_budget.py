@@ -157,14 +157,22 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
                                 stdout=subprocess.PIPE, text=True)
         join(bare_cg, bare.pid)
         started = time.monotonic()
+        origins: set[float] = set()  # a file opened again (after off) plays from its start
+        held: list[int] = []  # quota periods the service was held back in, per expiry
         for _ in range(expiries):
+            held.append(throttled(service_cg) - throttled_before)
             _, state = http("GET", server.url + "/api/tables/t2")
             if state.get("phase") == "frame_over":  # three time fouls lose the frame
                 http("POST", server.url + "/api/tables/t2/commands", {"command": "new_frame"})
             http("POST", server.url + "/api/tables/t2/commands", {"command": "start"})
+            _, seen = http("GET", server.url + "/api/camera")
+            if seen.get("origin") is not None:
+                origins.add(seen["origin"])
             time.sleep(every)
         time.sleep(max(0.0, seconds - (time.monotonic() - started)))
         _, camera = http("GET", server.url + "/api/camera")
+        if camera.get("origin") is not None:
+            origins.add(camera["origin"])
         _, events = http("GET", server.url + "/api/tables/t2/events?since=0")
         _, table1 = http("GET", server.url + "/api/tables/1/events?since=0")
         out, _ = bare.communicate(timeout=60)
@@ -185,16 +193,24 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
     decisions = camera.get("decisions", [])
     latency = {kind: [d["decided_at"] - d["at"] for d in decisions if d["type"] == kind]
                for kind in ("rest", "strike")}
-    origin = camera.get("origin")
-    played_ms = seconds * 1000
-    rests_truth = [t for t in truth["rests"] if t < played_ms - 1500]
-    strikes_truth = [t for t in truth["strikes"] if t < played_ms - 500]
+    origin = min(origins) if origins else None
     bud = camera.get("budget") or {}
     scored: dict[str, Any] = {}
     after_stop: list[float] = []
     if origin is not None:
-        # when it was deciding: the budget's steps (service ms) on the video's time line
-        steps = [(s["at"] - origin, s["name"]) for s in bud.get("log", [])]
+        # the service's time line: each playing of the file (opened again after off, it
+        # plays from its start) with its truth; the run ended at `end`
+        end = origin + seconds * 1000
+        starts = sorted(origins)
+        spans = list(zip(starts, [*starts[1:], end], strict=True))
+
+        def on_line(times: list[float], tail: float) -> list[float]:
+            return [o + t for o, until in spans for t in times if o + t < until - tail]
+
+        def playing(at: float) -> float:
+            return max([o for o in starts if o <= at] or [origin])
+
+        steps = [(s["at"], s["name"]) for s in bud.get("log", [])]
 
         def deciding(t: float) -> bool:
             name = "full"
@@ -203,13 +219,16 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
                     name = step
             return name not in ("not_sure", "off")
 
-        rests = [d["at"] - origin for d in decisions if d["type"] == "rest"]
-        strikes = [d["at"] - origin for d in decisions if d["type"] == "strike"]
+        rests_truth = on_line(truth["rests"], 1500)
+        strikes_truth = on_line(truth["strikes"], 500)
+        rests = [d["at"] for d in decisions if d["type"] == "rest"]
+        strikes = [d["at"] for d in decisions if d["type"] == "strike"]
         rests_on = [t for t in rests_truth if deciding(t) and deciding(t + 400)]
         strikes_on = [t for t in strikes_truth if deciding(t) and deciding(t + 100)]
         scored = {"rests": len(rests_truth), "strikes": len(strikes_truth),
                   "rests_while_deciding": len(rests_on),
-                  "strikes_while_deciding": len(strikes_on)}
+                  "strikes_while_deciding": len(strikes_on),
+                  "played": len(starts)}
         scored["rests_missed"], _ = match(rests_on, rests, 400)
         _, scored["rests_false"] = match(rests_truth, rests, 400)
         scored["strikes_missed"], _ = match(strikes_on, strikes, 100)
@@ -218,8 +237,9 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
         # deciding frame's capture time) this long after the last ball stopped
         for d in decisions:
             if d["type"] == "rest":
-                stop = min(truth["rests"], key=lambda t: abs(t - (d["at"] - origin)))
-                after_stop.append(d["decided_at"] - origin - stop)
+                o = playing(d["at"])
+                stop = o + min(truth["rests"], key=lambda t: abs(o + t - d["at"]))
+                after_stop.append(d["decided_at"] - stop)
     by_camera = [e for e in table1 if e.get("by") == "camera"]
     b = bare_late and summary(bare_late) or summary([])
     s = summary(late)
@@ -236,7 +256,9 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
         "budget": bud,
         "camera_steps_sent": len(by_camera),
         "decisions_scored": scored or "not scored (no origin)",
+        "rests_after_stop_ms": [round(v) for v in after_stop],
         "service_throttled_periods": throttled_during,
+        "throttled_by_expiry": held,
         "load": [round(load_before, 1), round(os.getloadavg()[0], 1)],
     }
 

@@ -85,6 +85,7 @@ IDLE_MIN_S = 0.0005  # ... or this much CPU (under a tiny cap its own waits cost
 # a piece of frame work dearer than this many caps would, run alone, leave the loop too
 # little of the quota period (the cap is half of it): the camera cannot run, it goes off
 ALONE_MAX = 1.5
+MIN_CAP_S = 0.001  # a cap under this is no room to work in: off without trying
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,10 @@ class BudgetSettings:
     # the camera thread's CPU in any PACE_WINDOW_S kept under this share of the quota's
     # (0: no pacing), and under the quota's less ``loop_reserve_ms``: the rest of each
     # quota period is the loop's (a command, a broadcast cost the same whatever the quota).
-    # Measured (bench/README.md): at a quarter of a core 0.5 left about 13 frames a
-    # second looked at, unevenly (rests decided up to 467 ms late), 0.65 leaves two
-    # frames of 8 ms in a period
-    pace_share: float = 0.65
+    # Measured (bench/README.md): at a quarter of a core 0.5 left about 13 frames a second
+    # looked at, unevenly (a rest decided 467 ms after its first still frame), 0.65 about
+    # 17 (a rest 411 ms after the last ball's stop), 0.75 about 21 (300 ms at most)
+    pace_share: float = 0.75
     loop_reserve_ms: float = 6.0
     # frames looked at a second needed to decide (rest_ms 300 + a frame every ~83 ms: a
     # rest within 400 ms), and to be worth watching at all
@@ -319,10 +320,13 @@ class Pacer:
         """Frames a second the cap lets the camera do, each with all its pieces (at most
         ``source_fps``): a piece within the cap takes its share of the window's cap, one
         dearer goes alone (a window of its own). 0: a piece is dearer than ``ALONE_MAX``
-        caps, too dear to run at all. None: no cap and no source rate, or nothing measured
-        yet. ``leave_out``: kinds of work not counted (what it would be without them)."""
+        caps, too dear to run at all, or the cap is under ``MIN_CAP_S``. None: no cap and no
+        source rate, or nothing measured yet. ``leave_out``: kinds of work not counted (what
+        it would be without them)."""
         if self.cap_s is None:
             return source_fps
+        if self.cap_s < MIN_CAP_S:
+            return 0.0
         costs = [self.expect(kind) for kind in self._costs if kind not in leave_out]
         if not costs or sum(costs) <= 0:
             return source_fps
