@@ -173,6 +173,11 @@ def test_foul_dialog_says_the_clock_runs_warns_of_the_second_foul_and_enter_conf
     page = open_console(context, shared_server, "fouls", PHONE)
     page.locator("#btn-main").click()
     expect(page.locator("#btn-main")).to_have_attribute("data-command", "shot")
+
+    def commands_sent() -> int:
+        return sum(url.endswith("/api/tables/fouls/commands") for url in traffic.requests)
+
+    sent = commands_sent()
     page.keyboard.press("f")
     dialog = page.locator("#foul-dialog")
     expect(dialog).to_be_visible()
@@ -184,6 +189,10 @@ def test_foul_dialog_says_the_clock_runs_warns_of_the_second_foul_and_enter_conf
     page.locator("#foul-pause").click()  # offered, and it works from the dialog
     expect(page.locator("#foul-clock")).to_contain_text("The clock is paused")
     assert shared_server.get("/api/tables/fouls")["phase"] == "paused"
+    # Opening the dialog sent nothing: the page sends its commands in order, and the pause's
+    # answer is in, so a command sent on opening would have gone before it (the phase read
+    # above could have come before such a command landed).
+    assert commands_sent() == sent + 1, traffic.requests[-5:]
     page.locator("#foul-reason").select_option("touched_ball")  # a code (9, D10)
     page.locator("#foul-reason").press("Enter")  # Enter confirms, even from the select
     card = page.locator("#outcome")
