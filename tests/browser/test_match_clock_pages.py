@@ -9,7 +9,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from tests.browser.conftest import make_table, wait_past
+from tests.browser.conftest import FAST_PROFILE, make_table, wait_past
 from tests.server import ServerProcess
 
 LIMIT = 601_000  # 10 min 1 s: the 10-minute warning comes a second after the first break
@@ -18,7 +18,10 @@ LIMIT = 601_000  # 10 min 1 s: the 10-minute warning comes a second after the fi
 def test_match_clock_on_display_overlay_console_and_hall(shared_server: ServerProcess,
                                                          context: Any) -> None:
     server = shared_server
-    make_table(server, "mc", race_to=3, match_limit_ms=LIMIT, at_match_limit="tie_break_frame")
+    # A minute's shot: the pages' checks after the start take seconds on a loaded machine,
+    # and a 3 s shot (FAST_PROFILE) could run out before the pause below (409).
+    make_table(server, "mc", race_to=3, match_limit_ms=LIMIT, at_match_limit="tie_break_frame",
+               profile={**FAST_PROFILE, "shot_ms": 60_000, "floor_ms": 30_000})
     pages = {}
     for name, path in (("display", "/display?table=mc&lang=en"),
                        ("overlay", "/overlay?table=mc&lang=en"),
