@@ -124,6 +124,14 @@ class WatchSettings:
     # (``still_mm``) is noise against noise: rests and strikes cannot be told apart from it.
     jitter_mm: float = 1.5
     jitter_window_ms: float = 1000.0
+    # A ball followed rolling for ``roll_frames`` frames that is then not seen for
+    # ``lost_ms``, its last place and speed not heading for a pocket, is a ball the
+    # detector lost mid-table (blur, a lamp's hot spot, a codec): no rest is decided until
+    # a ball is seen again where it could have rolled (fewer balls than before would be
+    # taken for a pot, and the rest decided while it still rolls: a wrong start).
+    table_mm: tuple[float, float] = (3550.0, 1775.0)
+    roll_frames: int = 3
+    lost_ms: float = 150.0
 
 
 @dataclass
@@ -138,6 +146,19 @@ class _Spot:
     still_at: float | None = None  # last frame it was seen right on its spot (not moved)
     evidence: list[tuple[float, float, float, float]] = field(default_factory=list)
     # (at, distance, x, y) of the frames in a row with felt on the spot and a ball away
+
+
+@dataclass
+class _Roll:
+    """A ball followed while it rolls: where and when it was last seen, how fast it went."""
+
+    at: float
+    x: float
+    y: float
+    kind: str
+    frames: int = 1
+    speed: float = 0.0  # mm/ms over its last step
+    step: tuple[float, float] = (0.0, 0.0)  # its last step (mm)
 
 
 @dataclass
@@ -197,6 +218,10 @@ class Watcher:
         self._steps: deque[tuple[float, float]] = deque()  # (at, jump mm) for ``jitter``
         self._previous: tuple[Detection, ...] | None = None  # the last frame looked at
         self.jitter = 0.0  # median jump over the window (mm)
+        self._rolls: list[_Roll] = []  # balls followed while they roll (moving state)
+        self.lost: tuple[float, float, float] | None = None  # (at, x, y) of a ball lost
+        w, h = self.settings.table_mm
+        self._pockets = [(0.0, 0.0), (w / 2, 0.0), (w, 0.0), (0.0, h), (w / 2, h), (w, h)]
 
     @property
     def radius(self) -> float:
@@ -218,6 +243,10 @@ class Watcher:
                 self.trusted = False
         if not self.sure or self.doubt is not None:
             return out  # a view not trusted, even for a frame, decides nothing
+        if any(r.at < obs.at and r.frames >= self.settings.roll_frames for r in self._rolls):
+            # a ball rolling a moment ago is not seen now: lost, or gone into a pocket, is
+            # told within lost_ms; no rest meanwhile
+            return out
         if self.state == "moving":
             rest = self._watch_for_rest(obs)
             if rest is not None:
@@ -239,6 +268,8 @@ class Watcher:
         self._anchor = []
         self._spots = {}
         self._newcomers = []
+        self._rolls = []
+        self.lost = None
 
     # -- sure or not ------------------------------------------------------------------------
     def _doubt(self, obs: Observation) -> str | None:
@@ -247,23 +278,32 @@ class Watcher:
         s = self.settings
         if not obs.looked:
             return self.doubt
+        previous = self._previous
         jitter = self._jitter(obs)
+        if self.state == "moving":
+            self._follow(obs, previous)
+        if self.lost is not None:
+            at, x, y = self.lost
+            return (f"a rolling ball was lost at ({x:.0f}, {y:.0f}) mm, away from the "
+                    f"pockets, {obs.at - at:.0f} ms ago: not a rest until it is seen again")
         if jitter is not None and jitter > s.jitter_mm:
             return (f"the balls' positions jump {jitter:.1f} mm from frame to frame (noise): "
                     "a ball at rest cannot be told from one that rolls")
         n = len(obs.balls)
         if self.expected is None and s.calibrated is not None:
             # The opening (no rest decided yet): every ball the calibration frame showed
-            # must be seen, in one frame at least, over the time a rest takes. A ball the
-            # camera never sees is a ball whose strike it cannot see (a wide lens, a look
-            # not learned): not a rest to decide with the balls it does see.
+            # must be seen, in half the frames at least, over the time a rest takes. A ball
+            # the camera does not see (or sees now and then) is a ball whose strike it
+            # cannot see (a wide lens, a look not learned): not a rest to decide with the
+            # balls it does see.
             start = obs.at - s.rest_ms
-            seen = [len(o.balls) for o in self._history if o.looked and o.at >= start]
+            seen = sorted(len(o.balls) for o in self._history if o.looked and o.at >= start)
             first = next((o.at for o in self._history if o.looked), obs.at)
-            if first <= start and max(seen, default=0) < s.calibrated:
-                return (f"at most {max(seen, default=0)} balls seen where the calibration "
-                        f"showed {s.calibrated}: a ball the camera does not see (calibrate "
-                        "again with the balls on the table if some were potted)")
+            typical = seen[len(seen) // 2] if seen else 0  # the upper median
+            if first <= start and typical < s.calibrated:
+                return (f"{typical} balls seen where the calibration showed {s.calibrated}: "
+                        "a ball the camera does not see (calibrate again with the balls on "
+                        "the table if some were potted)")
         ref = self.expected if self.expected is not None else s.calibrated
         if ref is not None and n < s.count_low * ref and ref - n >= s.count_gone:
             return (f"{n} balls seen where there should be {ref}: the camera does not see "
@@ -272,6 +312,55 @@ class Watcher:
             return (f"{n} balls seen where the table has {self.known}: balls parting from "
                     "a blob, or clutter")
         return None
+
+    def _follow(self, obs: Observation, previous: tuple[Detection, ...] | None) -> None:
+        """Follow the balls that roll from frame to frame (``_Roll``); a ball followed for
+        ``roll_frames`` frames that is then not seen for ``lost_ms``, not heading for a
+        pocket, is ``lost`` until a ball is seen where it could have rolled meanwhile."""
+        s = self.settings
+        now = obs.at
+        r = self.radius
+        before = previous or ()
+        # balls seen now that were not (within still_mm) where a ball was the frame before
+        moving = [b for b in obs.balls
+                  if all(a.kind != b.kind or math.hypot(a.x - b.x, a.y - b.y) > s.still_mm
+                         for a in before)]
+        if self.lost is not None:
+            at, x, y = self.lost
+            reach = s.max_speed * (now - at) + r
+            if any(math.hypot(b.x - x, b.y - y) <= reach for b in moving):
+                self.lost = None  # seen again (or another ball there: it may be that one)
+        rolls: list[_Roll] = []
+        taken: set[int] = set()
+        for roll in sorted(self._rolls, key=lambda q: -q.frames):
+            dt = now - roll.at
+            reach = 1.5 * roll.speed * dt + r
+            near = [(math.hypot(b.x - roll.x, b.y - roll.y), i, b)
+                    for i, b in enumerate(obs.balls)
+                    if b.kind == roll.kind and i not in taken]
+            d, i, b = min(near, key=lambda c: c[0], default=(math.inf, -1, None))
+            if b is not None and d <= reach:
+                taken.add(i)
+                step = (b.x - roll.x, b.y - roll.y)
+                if d > s.still_mm and b in moving:
+                    # rolled on; turned back: a new start (a cushion, a ball, or a
+                    # detection that jumps to and fro: not a rolling ball)
+                    on = step[0] * roll.step[0] + step[1] * roll.step[1] >= 0
+                    rolls.append(_Roll(now, b.x, b.y, b.kind, roll.frames + 1 if on else 1,
+                                       d / dt, step))
+                continue  # stopped (seen where it was, or where a ball was): not followed
+            if dt <= s.lost_ms:
+                rolls.append(roll)  # not seen in this frame: missed once, kept
+                continue
+            if roll.frames < s.roll_frames:
+                continue  # never followed long enough to be a ball (a hand, a cue, noise)
+            pocket = min(math.hypot(px - roll.x, py - roll.y) for px, py in self._pockets)
+            if pocket > 2 * s.ball_mm + 1.2 * roll.speed * dt:
+                self.lost = (roll.at, roll.x, roll.y)
+        for i, b in enumerate(obs.balls):
+            if i not in taken and b in moving:
+                rolls.append(_Roll(now, b.x, b.y, b.kind))
+        self._rolls = rolls
 
     def _jitter(self, obs: Observation) -> float | None:
         """The median jump (mm) of the balls from frame to frame over the last
@@ -340,7 +429,7 @@ class Watcher:
             current.append(anchors[j])
         for i, b in enumerate(obs.balls):
             if i not in matched_balls:
-                at[i] = _Anchor(b.x, b.y, b.kind, now, now, (b.x, b.y))
+                at[i] = _Anchor(b.x, b.y, b.kind, now, self._here_since(b, now), (b.x, b.y))
                 anchors.append(at[i])
         for i, place in at.items():
             b = obs.balls[i]
@@ -371,12 +460,35 @@ class Watcher:
         self.known = max(self.known, len(still))
         self.state = "rest"
         self.trusted = True
+        self._rolls = []
         self._spots = {}
         for a in still:
             self._add_spot(*self._place(a), a.kind, now)
         self._newcomers = []
         self._anchor = []
         return Rest(max(self._settled(a) for a in still), now, len(still))
+
+    def _here_since(self, ball: Detection, now: float) -> float:
+        """A new place: since when the ball seen there has been within ``still_mm`` of it
+        (over the last ``rest_ms`` at most). A ball creeping to its stop, or measured a
+        little aside by noise, leaves the place it was first seen at by a few mm and
+        stays: it was still here before this frame (frames that do not show it are no
+        evidence either way; a frame that shows it further away ends the search)."""
+        s = self.settings
+        since = now
+        for obs in reversed(self._history):
+            if obs.at >= now or not obs.looked:
+                continue
+            if obs.at < now - s.rest_ms:
+                break
+            d = min((math.hypot(b.x - ball.x, b.y - ball.y) for b in obs.balls
+                     if b.kind == ball.kind), default=math.inf)
+            if d > 2 * self.radius:
+                continue
+            if d > s.still_mm:
+                break
+            since = obs.at
+        return since
 
     def _balls(self, anchors: list[_Anchor]) -> list[_Anchor]:
         """Two places less than a radius apart, both seen again and again, are one ball

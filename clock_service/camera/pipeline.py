@@ -60,7 +60,8 @@ class FramePipeline:
         appearance = getattr(calibration, "appearance", None)
         settings = settings or WatchSettings(
             ball_mm=calibration.ball_mm,
-            calibrated=appearance.balls if appearance is not None else None)
+            calibrated=appearance.balls if appearance is not None else None,
+            table_mm=calibration.table_mm)
         self.watcher = Watcher(settings)
 
     def warm_up(self) -> None:

@@ -287,3 +287,62 @@ def test_a_spot_is_where_the_ball_rested_not_where_it_was_last_seen() -> None:
     assert names(got) == ["rest"]
     x, y = PLACES[2]
     assert any(abs(sx - x) < 0.01 and abs(sy - y) < 0.01 for sx, sy in w.spots().values())
+
+
+@pytest.mark.parametrize(("start", "step", "want"), [
+    # rolls 20 mm a frame along the bed's middle and vanishes 900 mm from any pocket: a
+    # ball the detector lost, not a pot: no rest (a rest with 7 balls while it still rolls
+    # would be a wrong start); not sure after 500 ms; a rest only after a trusted second
+    ((1200.0, 900.0), (20.0, 0.0), ["strike", "unsure", "sure", "rest"]),
+    # rolls into the middle pocket of a long side: potted, the 7 others make the rest
+    ((1775.0, 400.0), (0.0, -20.0), ["strike", "rest"]),
+])
+def test_a_rolling_ball_lost_mid_table_holds_the_rest_back(
+        start: tuple[float, float], step: tuple[float, float], want: list[str]) -> None:
+    w = Watcher(WatchSettings(calibrated=8, recount_ms=600))
+    others = [Detection(x, y, "colour" if i == 1 else "white")
+              for i, (x, y) in enumerate(PLACES[10:17])]
+
+    def seen(at: float, k: int | None) -> Observation:
+        rolled = (start[0] + step[0] * k, start[1] + step[1] * k) if k is not None else None
+        balls = [*others, *([Detection(*rolled)] if rolled is not None else [])]
+        felt = {sid: 1.0 if k else 0.0 for sid, (x, y) in w.spots().items()
+                if (x, y) == start}
+        return Observation(at, tuple(balls), felt)
+
+    got: list[object] = []
+    t = 0.0
+    for _ in range(12):
+        got += w.feed(seen(t, 0))
+        t += FRAME
+    assert names(got) == ["rest"]
+    got = []
+    for k in range(1, 16):  # 15 frames rolling (300 mm), then gone
+        got += w.feed(seen(t, k))
+        t += FRAME
+    vanished = t
+    for _ in range(75):  # 2.5 s of the 7 others still
+        got += w.feed(seen(t, None))
+        t += FRAME
+    assert names(got) == want
+    rest = next(d for d in got if isinstance(d, Rest))
+    if "unsure" in want:
+        assert w.lost is None  # forgotten with the reset; the rest came after sure
+        assert rest.decided_at >= vanished + 500 + 1000
+        unsure = next(d for d in got if isinstance(d, Unsure))
+        assert "lost" in unsure.reason
+    else:
+        assert rest.balls == 7 and rest.decided_at < vanished + 800
+
+
+def test_a_ball_creeping_to_its_stop_is_still_from_its_last_few_mm() -> None:
+    """A place is still since the ball came within still_mm of it, not since the first
+    frame it was seen there: a ball that crept 5.2 mm and then 1 mm to its stop is at
+    rest rest_ms after the frame 1 mm away (not after the frame at its final place)."""
+    w = Watcher(WatchSettings(calibrated=None, balls=1))
+    xs = [400.0, 330.0, 305.2, 301.0] + [300.0] * 14
+    got: list[object] = []
+    for k, x in enumerate(xs):
+        got += w.feed(Observation(k * FRAME, (Detection(x, 500.0),), {}))
+    rest = next(d for d in got if isinstance(d, Rest))
+    assert rest.decided_at == pytest.approx(3 * FRAME + 300, abs=FRAME / 2)
