@@ -132,6 +132,14 @@ class WatchSettings:
     table_mm: tuple[float, float] = (3550.0, 1775.0)
     roll_frames: int = 3
     lost_ms: float = 150.0
+    # Low frame rates (issue 21 point 2: every rest decided within 400 ms). A rest is
+    # decided at the first frame ``rest_ms`` after the balls' first still frame, which
+    # comes up to a frame after they stopped: rest_ms + 2 frame periods after the stop.
+    # The wait is cut to ``rest_target_ms`` - 2 periods when that is less than rest_ms
+    # (15 fps: 267 ms); a wait cut shorter than ``rest_frames`` periods (under ~12.5 fps)
+    # is too few frames to tell a rest by: not sure. None: rest_ms + 100 (400 ms).
+    rest_target_ms: float | None = None
+    rest_frames: int = 3
 
 
 @dataclass
@@ -219,6 +227,7 @@ class Watcher:
         self._previous: tuple[Detection, ...] | None = None  # the last frame looked at
         self.jitter = 0.0  # median jump over the window (mm)
         self._rolls: list[_Roll] = []  # balls followed while they roll (moving state)
+        self.period = 0.0  # the camera's frame period (ms), median over the history
         self.lost: tuple[float, float, float] | None = None  # (at, x, y) of a ball lost
         w, h = self.settings.table_mm
         self._pockets = [(0.0, 0.0), (w / 2, 0.0), (w, 0.0), (0.0, h), (w / 2, h), (w, h)]
@@ -235,6 +244,7 @@ class Watcher:
     def feed(self, obs: Observation) -> list[Decision]:
         out: list[Decision] = []
         self._history.append(obs)
+        self._measure_period()
         change = self._judge_quality(obs)
         if change is not None:
             out.append(change)
@@ -279,6 +289,10 @@ class Watcher:
         if not obs.looked:
             return self.doubt
         previous = self._previous
+        wait = self._rest_wait()
+        if wait < s.rest_ms and wait < s.rest_frames * self.period:
+            return (f"{1000 / self.period:.0f} frames a second: too few to tell a rest "
+                    f"within {wait + 2 * self.period:.0f} ms")
         jitter = self._jitter(obs)
         if self.state == "moving":
             self._follow(obs, previous)
@@ -312,6 +326,19 @@ class Watcher:
             return (f"{n} balls seen where the table has {self.known}: balls parting from "
                     "a blob, or clutter")
         return None
+
+    def _rest_wait(self) -> float:
+        """How long every ball must have been still for a rest: ``rest_ms``, shorter at a
+        low frame rate so that the rest is decided within ``rest_target_ms``."""
+        s = self.settings
+        target = s.rest_target_ms if s.rest_target_ms is not None else s.rest_ms + 100
+        return min(s.rest_ms, target - 2 * self.period)
+
+    def _measure_period(self) -> None:
+        times = [o.at for o in self._history]
+        gaps = sorted(b - a for a, b in zip(times, times[1:], strict=False) if b > a)
+        if gaps:
+            self.period = gaps[len(gaps) // 2]
 
     def _follow(self, obs: Observation, previous: tuple[Detection, ...] | None) -> None:
         """Follow the balls that roll from frame to frame (``_Roll``); a ball followed for
@@ -444,7 +471,8 @@ class Watcher:
         # A ball at rest is seen in (nearly) every frame; a place seen in one frame of two
         # or three (noise, a hand's knuckle by the rail) is not one of the balls that make
         # a rest: counted as one, it would stand in for a ball that still rolls.
-        still = [b for b in balls if now - b.since >= s.rest_ms and self._steady(b, now)]
+        rest_wait = self._rest_wait()
+        still = [b for b in balls if now - b.since >= rest_wait and self._steady(b, now)]
         if not current:
             return None
         if len(still) < self.known:
@@ -452,7 +480,7 @@ class Watcher:
             # (under an arm), or gone (potted). Then every ball seen now must be still, for
             # recount_ms when fewer are seen than at the last rest; and a ball seen moving
             # a frame or two ago (missed in this one, at a cushion say) still rolls.
-            wait = s.rest_ms if len(current) >= (self.expected or 0) else s.recount_ms
+            wait = rest_wait if len(current) >= (self.expected or 0) else s.recount_ms
             if any(now - a.since < wait for a in balls):
                 return None
             still = current

@@ -346,3 +346,28 @@ def test_a_ball_creeping_to_its_stop_is_still_from_its_last_few_mm() -> None:
         got += w.feed(Observation(k * FRAME, (Detection(x, 500.0),), {}))
     rest = next(d for d in got if isinstance(d, Rest))
     assert rest.decided_at == pytest.approx(3 * FRAME + 300, abs=FRAME / 2)
+
+
+@pytest.mark.parametrize("fps", [30.0, 25.0, 24.0, 20.0, 15.0, 12.5, 12.0, 10.0])
+@pytest.mark.parametrize("phase", [0.0, 0.3, 0.7, 0.99])
+def test_a_rest_at_a_low_frame_rate_is_decided_within_400_ms_or_not_at_all(
+        fps: float, phase: float) -> None:
+    """A ball rolling at 0.5 mm/ms stops between two frames (``phase`` of a period after
+    one); the rest must be decided within 400 ms of the stop. At 15 fps rest_ms (300) plus
+    up to two periods would be 433 ms: the wait is cut to 267 ms. Under 12.5 fps fewer
+    than 3 frames would be left: the camera says it is not sure instead (and decides
+    nothing)."""
+    period = 1000 / fps
+    stop = 20 * period + phase * period
+    w = Watcher(WatchSettings(calibrated=None, balls=2))
+    got: list[object] = []
+    for k in range(40):
+        at = k * period
+        x = 500.0 + 0.5 * min(at, stop)
+        got += w.feed(Observation(at, (Detection(x, 500.0), Detection(3000.0, 1500.0)), {}))
+    if fps >= 12.5:
+        rests = [d for d in got if isinstance(d, Rest)]
+        assert names(got) == ["rest"]
+        assert 0 < rests[0].decided_at - stop <= 400
+    else:
+        assert names(got) == ["unsure"] and "frames a second" in got[0].reason
