@@ -72,6 +72,7 @@ class DisplayEmulator:
         self._out = out
         self.core = core.ControllerCore(timeout_ms)
         self.lines: list[str] = []
+        self.times: list[float] = []  # time.monotonic() at which each line was recorded
         self.frames: list[tuple] = []  # every distinct frame shown
         self.buzzes: list[str] = []
         self.at_repl = False
@@ -162,6 +163,7 @@ class DisplayEmulator:
 
     def _emit(self, line: str) -> None:
         with self._changed:
+            self.times.append(time.monotonic())
             self.lines.append(line)
             self._changed.notify_all()
         if self.quiet and line.startswith(("DISPLAY", "CABLE", "HELLO")):

@@ -3,6 +3,7 @@ each boundary, beeps at warnings and the long tone at expiry, button presses as 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from clock_service.runtime import Runtime
 from clock_service.storage import Store
 from clock_service.timesource import FakeTime
 from firmware_bridge.bridge import TableBridge, command_for_press
+from firmware_bridge.driver import DeviceDriver
 from firmware_bridge.interfaces import ButtonPress, FakeButtons, FakeBuzzer, FakeDisplay
 from firmware_bridge.render import format_remaining, next_change_ms, render
 from tests.waiting import until_async
@@ -74,3 +76,51 @@ async def test_bridge_draws_every_second_then_tenths_and_sounds(tmp_path: Path) 
 def test_buttons_map_to_commands(button: str, phase: str, long: bool, command: str | None) -> None:
     result = command_for_press(ButtonPress(button, 0.0, long), phase)
     assert (result.name if result else None) == command
+
+
+class _Timer:
+    def cancel(self) -> None:
+        pass
+
+
+class _LateTime:
+    """A time source whose timers fire only when the test says, as late as it likes."""
+
+    def __init__(self, now_ms: float) -> None:
+        self.now = now_ms
+        self.timers: list[tuple[float, Callable[[], None]]] = []
+
+    def now_ms(self) -> float:
+        return self.now
+
+    def call_at(self, at_ms: float, callback: Callable[[], None]) -> _Timer:
+        self.timers.append((at_ms, callback))
+        return _Timer()
+
+    def fire_late(self, late_ms: float) -> float:
+        """Fire the one pending timer ``late_ms`` after its instant; returns that instant."""
+        (at, callback), = self.timers
+        self.timers.clear()
+        self.now = at + late_ms
+        callback()
+        return at
+
+
+def test_a_late_wake_up_draws_the_tenth_true_then_and_keeps_the_deadlines_boundaries() -> None:
+    """A display shows the latest, never a backlog: a redraw that wakes 130 ms late draws
+    the tenth that is true then (skipping one), and the next wake-up is the deadline's
+    next boundary, not a tenth after the late one (the digits never drift off the deadline;
+    the real-time test, tests/hardware/test_serve_serial.py, leaves skipping to the load)."""
+    time = _LateTime(0.0)
+    display = FakeDisplay()
+    driver = DeviceDriver(time, display=display)
+    driver.update({"phase": "running", "deadline": 2000.0, "timer": True, "player": 0})
+    assert [f.text for f in display.frames] == ["2.0"]
+    assert time.fire_late(0.0) == 100.0  # 2.0 -> 1.9 at 1.9 s left
+    assert time.fire_late(130.0) == 200.0  # woke at 330: 1.8 was true for 100..300 only
+    assert [f.text for f in display.frames] == ["2.0", "1.9", "1.7"]
+    assert time.timers[0][0] == 400.0  # the boundary after 330, not 330 + 100
+    for _ in range(5):
+        time.fire_late(1.0)
+    assert [f.text for f in display.frames][-5:] == ["1.6", "1.5", "1.4", "1.3", "1.2"]
+    assert time.timers[0][0] == 900.0
