@@ -26,6 +26,7 @@ from clock_service.camera.source import SourceSpec
 from clock_service.commands import Start
 from clock_service.runtime import Runtime
 from tests.camera.test_camera_adapter import DeadCamera, rt, settle  # noqa: F401
+from tests.waiting import until_async
 
 cv2 = pytest.importorskip("cv2")
 np = pytest.importorskip("numpy")
@@ -241,8 +242,6 @@ class LaggingFile:
 
 async def test_a_camera_behind_real_time_sheds_the_ring_before_the_decisions(
         rt: Runtime, tmp_path: Path) -> None:  # noqa: F811
-    import asyncio
-
     LaggingFile.now = rt.time.now_ms
     evidence = Evidence(ClipStore(tmp_path / "clips", 10, 10**9), "1")
     cam = CameraAdapter(rt, "1", SourceSpec("file", "x.mp4"), "x.mp4", mode="assist",
@@ -250,11 +249,10 @@ async def test_a_camera_behind_real_time_sheds_the_ring_before_the_decisions(
                         source_factory=LaggingFile, evidence=evidence)
     cam.attach()
     try:
-        for _ in range(500):
-            if cam.ended:
-                break
-            await asyncio.sleep(0.01)
-        assert cam.ended and cam.frames == 10
+        # The capture thread runs niced (budget.lower_priority): on a loaded machine its
+        # ten frames may take longer than a fixed 5 s to be scheduled.
+        await until_async(lambda: cam.ended, 30.0, what="the lagging file to end")
+        assert cam.frames == 10
         status = cam.status()["evidence"]
         assert status["shed"] == 5 and status["ring_frames"] == 5
     finally:

@@ -28,6 +28,7 @@ async def settle(rt: Runtime) -> None:
         if all(t.published_seq == t.seq for t in rt.tables.values()) and not rt.store.pending:
             return
         await asyncio.sleep(0.001)
+    raise AssertionError("the store did not catch up")  # not a silent read of a store behind
 
 
 async def three_matches(db: Path) -> tuple[FakeTime, dict[str, str]]:
