@@ -148,6 +148,20 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
     try:
         assert server.proc is not None
         join(service_cg, server.proc.pid)  # every thread of it (cgroup v1 cgroup.procs)
+        # the expiries begin once the camera paces itself under the quota it was moved
+        # into (it reads the quota once a 1 s window; under systemd's CPUQuota the quota
+        # is there from the start): the run measures the service at work, not its move
+        joined = time.monotonic()
+        while time.monotonic() - joined < 10:
+            _, seen = http("GET", server.url + "/api/camera")
+            paced = ((seen.get("budget") or {}).get("paced") or {}).get("cap_ms")
+            if paced is not None and (seen.get("budget") or {}).get("cores") == round(
+                    quota_us / PERIOD_US, 3):
+                break
+            time.sleep(0.2)
+        settled_s = round(time.monotonic() - joined, 1)
+        throttled_joining = throttled(service_cg)
+        time.sleep(1.0)
         throttled_before = throttled(service_cg)
         status, _ = http("POST", server.url + "/api/tables",
                          {"id": "t2", "players": ["A", "B"], "profile": PROFILE})
@@ -246,6 +260,7 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
     return {
         "quota_cores": quota_us / PERIOD_US,
         "expiry_late_ms": s, "bare_loop_late_ms": b,
+        "expiries_ms": [round(v, 1) for v in late], "bare_ms": [round(v, 1) for v in bare_late],
         "p50_ratio": round(s["p50"] / b["p50"], 2) if s["p50"] and b["p50"] else None,
         "rest_latency_ms": summary(latency["rest"]),
         "rest_after_stop_ms": summary(after_stop),
@@ -258,6 +273,7 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
         "decisions_scored": scored or "not scored (no origin)",
         "rests_after_stop_ms": [round(v) for v in after_stop],
         "service_throttled_periods": throttled_during,
+        "paced_after_s": settled_s, "throttled_while_joining": throttled_joining,
         "throttled_by_expiry": held,
         "load": [round(load_before, 1), round(os.getloadavg()[0], 1)],
     }
