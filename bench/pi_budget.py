@@ -212,6 +212,7 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
     bud = camera.get("budget") or {}
     scored: dict[str, Any] = {}
     after_stop: list[float] = []
+    strike_error: list[float] = []
     if origin is not None:
         # the service's time line: each playing of the file (opened again after off, it
         # plays from its start) with its truth; the run ended at `end` (the last read of
@@ -254,6 +255,10 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
         # the camera matrix's measure (bench/camera_matrix.py): a rest decided (the
         # deciding frame's capture time) this long after the last ball stopped
         for d in decisions:
+            if d["type"] == "strike":  # timed at its frame: off the truth by this much
+                o = playing(d["at"])
+                hit = o + min(truth["strikes"], key=lambda t: abs(o + t - d["at"]))
+                strike_error.append(d["at"] - hit)
             if d["type"] == "rest":
                 o = playing(d["at"])
                 stop = o + min(truth["rests"], key=lambda t: abs(o + t - d["at"]))
@@ -276,6 +281,7 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
         "camera_steps_sent": len(by_camera),
         "decisions_scored": scored or "not scored (no origin)",
         "rests_after_stop_ms": [round(v) for v in after_stop],
+        "strike_error_ms": [round(v, 1) for v in strike_error],
         "service_throttled_periods": throttled_during,
         "paced_after_s": settled_s, "throttled_while_joining": throttled_joining,
         "throttled_by_expiry": held,
