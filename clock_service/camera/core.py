@@ -649,6 +649,11 @@ class Watcher:
             distance, ball = mover
             if p.evidence and distance <= p.evidence[-1][1]:
                 p.evidence.clear()  # not running away from the spot: not (yet) a strike
+            elif p.evidence and not _same_way(p, p.evidence[-1], ball):
+                # away from the spot, but not along the way it went a frame ago: a ball
+                # struck runs straight off its spot; a detection that jumps about (noise,
+                # a hand) is not its run
+                p.evidence.clear()
             p.evidence.append((obs.at, distance, ball.x, ball.y))
             if len(p.evidence) >= 2:
                 confirmed.append(p)
@@ -739,6 +744,18 @@ class Watcher:
                 at = obs.at
                 break
         return Strike(at, now, spot.kind, (spot.x, spot.y), estimate)
+
+
+def _same_way(spot: _Spot, before: tuple[float, float, float, float],
+              ball: Detection) -> bool:
+    """Whether ``ball`` lies within 45 degrees of the way from ``spot`` to where the ball
+    running off it was seen before (``before``: at, distance, x, y)."""
+    ax, ay = before[2] - spot.x, before[3] - spot.y
+    bx, by = ball.x - spot.x, ball.y - spot.y
+    na, nb = math.hypot(ax, ay), math.hypot(bx, by)
+    if na < 1e-6 or nb < 1e-6:
+        return True
+    return (ax * bx + ay * by) / (na * nb) >= math.cos(math.radians(45))
 
 
 def _start_of(points: list[tuple[float, float]], tolerance: float) -> float:

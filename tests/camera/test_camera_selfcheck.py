@@ -371,3 +371,23 @@ def test_a_rest_at_a_low_frame_rate_is_decided_within_400_ms_or_not_at_all(
         assert 0 < rests[0].decided_at - stop <= 400
     else:
         assert names(got) == ["unsure"] and "frames a second" in got[0].reason
+
+
+@pytest.mark.parametrize(("path", "want"), [
+    # a ball run straight off its spot: the strike
+    ([(40.0, 0.0), (80.0, 2.0), (120.0, 3.0)], ["strike"]),
+    # a spot that looks bare (noise) and a detection that jumps about near it, further
+    # each frame but never the same way twice: not a ball's run, not a strike
+    ([(60.0, 0.0), (0.0, 90.0), (-120.0, 0.0), (0.0, -150.0)], []),
+])
+def test_a_strike_is_a_run_off_the_spot_the_same_way(path: list[tuple[float, float]],
+                                                     want: list[str]) -> None:
+    w = Watcher(WatchSettings(calibrated=8))
+    assert names(feed(w, [8] * 12)) == ["rest"]
+    x0, y0 = PLACES[0]
+    got: list[object] = []
+    for k, (dx, dy) in enumerate(path):
+        obs = frame((12 + k) * FRAME, 8)
+        balls = (Detection(x0 + dx, y0 + dy), *obs.balls[1:])
+        got += w.feed(Observation(obs.at, balls, {1: 1.0}))
+    assert names(got) == want
