@@ -15,6 +15,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
+from harness.bare_loop import BareLoop
 from tests.alive import alive_at
 from tests.server import ServerProcess, http
 from tests.waiting import until
@@ -67,10 +68,12 @@ def test_a_frame_over_http_with_every_event_over_the_websocket(server: ServerPro
         status, error = server.command("e2e", "extension")   # the second one is refused
         assert status == 409 and error["error"]["code"] == "extension_used"
         assert "(12.5)" in error["error"]["message"]
-        ok(server.command("e2e", "start"))
-        started = time.monotonic()
-        messages = receive_until(ws, "clock.expired", timeout=5)  # Petrov runs out: 2.5 s
-        elapsed = time.monotonic() - started
+        with BareLoop() as bare:  # the machine's own wake-up error over the expiry
+            sent = time.monotonic()
+            ok(server.command("e2e", "start"))
+            answered = time.monotonic()
+            messages = receive_until(ws, "clock.expired", timeout=8)  # Petrov: 2.5 s
+            received = time.monotonic()
         messages += [receive(ws), receive(ws)]               # time foul (12.4), turn
         status, error = server.command("e2e", "shot")        # too late (I17)
         assert status == 409 and error["error"]["rule"] == "I17"
@@ -87,8 +90,16 @@ def test_a_frame_over_http_with_every_event_over_the_websocket(server: ServerPro
     last_start = len(kinds) - 1 - kinds[::-1].index("clock.started")
     assert kinds[last_start:kinds.index("clock.expired")].count("clock.warning") == 2, kinds
     expired = messages[kinds.index("clock.expired")]
-    assert expired["data"]["player"] == 1 and 0 <= expired["data"]["late_ms"] < 50
-    assert 2.3 < elapsed < 3.5  # 1.5 s + 1 s extension, measured by the client
+    assert expired["data"]["player"] == 1
+    # Prompt: under 50 ms late by the core's own measure, or within a bare loop's worst
+    # wake-up (its own process, the same moments) + 10 ms when the machine was slower.
+    late, at = expired["data"]["late_ms"], expired["at"]
+    allowance = bare.max_late(at - late - 1000, at + 250)
+    assert 0 <= late < max(50.0, allowance + 10), (expired["data"], allowance)
+    # 1.5 s + 1 s extension, measured by the client: never before 2.5 s after the request,
+    # and seen within 1 s (+ the allowance) of 2.5 s after the answer
+    assert received - sent >= 2.5 and received - answered < 3.5 + allowance / 1000, \
+        (received - sent, received - answered, allowance)
     assert kinds[-4:] == ["turn", "clock.stopped", "foul", "frame.ended"] or kinds[-3:] == [
         "turn", "foul", "frame.ended"]
     ended = messages[-1]

@@ -14,6 +14,7 @@ from firmware_bridge.interfaces import Buzzer, Display
 from firmware_bridge.protocol import FrameMessage, StreamDecoder, WireFrame, encode_frame
 from firmware_bridge.render import DisplayFrame
 from firmware_bridge.serial_display import SerialDisplay
+from harness.bare_loop import BareLoopThread
 
 F35 = DisplayFrame("35", "running", 0, (1, 1), (0, 0))
 F34 = DisplayFrame("34", "running", 0, (1, 1), (0, 0))
@@ -118,7 +119,8 @@ def test_controller_reset_gets_the_full_frame_at_once(emulator: DisplayEmulator)
         assert emulator.wait_line(LINE_35)
         mark = len(emulator.lines)
         emulator.reset()
-        assert emulator.wait_line(LINE_35, timeout=0.3, start=mark)
+        # at once: well before the 10 s heartbeat, however loaded the machine
+        assert emulator.wait_line(LINE_35, timeout=5.0, start=mark)
         assert display.hellos >= 1
     finally:
         display.close()
@@ -128,13 +130,15 @@ def test_host_silent_shows_fault_within_timeout(emulator: DisplayEmulator) -> No
     display = _display(emulator)
     display.show(F35)
     assert emulator.wait_line(LINE_35)
-    display.close()
-    silent_at = time.monotonic()
-    mark = len(emulator.lines)
-    assert emulator.wait_line("FAULT no-heartbeat", timeout=1.0, start=mark)
-    elapsed_ms = (time.monotonic() - silent_at) * 1000
-    # timeout_ms is 300; the last heartbeat was at most one period before close.
-    assert 200 <= elapsed_ms <= 300 + 100, elapsed_ms
+    with BareLoopThread() as bare:  # this process's own wake-up error meanwhile
+        display.close()
+        silent_at = time.monotonic()
+        mark = len(emulator.lines)
+        assert emulator.wait_line("FAULT no-heartbeat", timeout=3.0, start=mark)
+        elapsed_ms = (time.monotonic() - silent_at) * 1000
+    # timeout_ms is 300, counted from the blank frame close() sends last; the emulator's
+    # thread polls every 5 ms, and wakes as late as this process's threads do.
+    assert 200 <= elapsed_ms <= 300 + 100 + bare.max_late(), (elapsed_ms, bare.max_late())
 
 
 def test_cable_pulled_and_back_reconnects_and_catches_up(
@@ -148,13 +152,17 @@ def test_cable_pulled_and_back_reconnects_and_catches_up(
         assert wait_until(lambda: not display.connected, timeout=1.0)
         display.show(F34)  # the clock keeps going while the cable is out
         display.show(F49)
-        emulator.plug()
-        plugged_at = time.monotonic()
-        mark = len(emulator.lines)
-        assert emulator.wait_line(LINE_49, timeout=1.0, start=mark)
-        catch_up_ms = (time.monotonic() - plugged_at) * 1000
-        # Backoff is capped at 0.1 s here; then the frame goes out at once, not at a heartbeat.
-        assert catch_up_ms < 100 + 50 + 50, catch_up_ms
+        with BareLoopThread() as bare:  # this process's own wake-up error meanwhile
+            emulator.plug()
+            plugged_at = time.monotonic()
+            mark = len(emulator.lines)
+            assert emulator.wait_line(LINE_49, timeout=3.0, start=mark)
+            catch_up_ms = (time.monotonic() - plugged_at) * 1000
+        # Backoff is capped at 0.1 s here; then the frame goes out at once, not at a
+        # heartbeat: + 100 ms, and two threads' wake-ups (the display's, the emulator's) as
+        # late as this process's own reference was at worst.
+        allowance = 2 * bare.max_late()
+        assert catch_up_ms < 100 + 50 + 50 + allowance, (catch_up_ms, allowance)
         assert display.connects == 2
         print(f"reconnect + catch-up after plug: {catch_up_ms:.1f} ms")
     finally:
@@ -163,22 +171,38 @@ def test_cable_pulled_and_back_reconnects_and_catches_up(
 
 def test_show_never_blocks_even_without_a_port(tmp_path: object) -> None:
     display = SerialDisplay("/nonexistent/shotclock-display", backoff_min_s=0.01)
+    # The reference, timed in turn with each call over the same moments: the same work
+    # without a port behind it (a lock, a few attributes, an Event). A loaded machine
+    # preempts both alike; a show() that waited on the port would stand out from it.
+    lock, wake, slot = threading.Lock(), threading.Event(), dict[str, object]()
     try:
-        durations = []
+        durations, reference = [], []
         for n in range(2000):
+            frame = DisplayFrame(str(n % 100), "running", 0)
             start = time.perf_counter()
-            display.show(DisplayFrame(str(n % 100), "running", 0))
+            display.show(frame)
             if n % 100 == 0:
                 display.beep()
             durations.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            with lock:
+                slot["frame"], slot["dirty"] = frame, True
+            wake.set()
+            if n % 100 == 0:
+                with lock:
+                    slot["buzz"] = n
+                wake.set()
+            reference.append(time.perf_counter() - start)
         durations.sort()
+        reference.sort()
         p99_us = durations[int(len(durations) * 0.99)] * 1e6
+        ref_p99_us = reference[int(len(reference) * 0.99)] * 1e6
         worst_us = durations[-1] * 1e6
         print(
             f"show() with the port gone: p50 {durations[1000] * 1e6:.1f} us, "
-            f"p99 {p99_us:.1f} us, max {worst_us:.1f} us"
+            f"p99 {p99_us:.1f} us, max {worst_us:.1f} us (reference p99 {ref_p99_us:.1f} us)"
         )
-        assert p99_us < 1000
+        assert p99_us < 1000 + ref_p99_us, (p99_us, ref_p99_us)
         assert not display.connected
     finally:
         display.close()

@@ -14,6 +14,7 @@ import pytest
 from websockets.sync.client import connect
 
 from clock_service.storage import Store
+from harness.bare_loop import BareLoop
 from harness.reports import play_200_shots, write_table
 from tests.server import ServerProcess
 from tests.waiting import until
@@ -74,6 +75,7 @@ def test_readers_never_make_an_expiry_late(server: ServerProcess) -> None:
     readers = [threading.Thread(target=reader, args=(k,), daemon=True) for k in range(6)]
     for thread in readers:
         thread.start()
+    bare = BareLoop()  # the machine's own wake-up error meanwhile: the reference for late
     try:
         until(lambda: fetched[0] >= len(readers), 30, 0.02, "the readers at it")
         with connect(f"{server.ws_url}/ws/tables/x") as ws:  # told, not polled: no load added
@@ -84,11 +86,19 @@ def test_readers_never_make_an_expiry_late(server: ServerProcess) -> None:
                     pass
                 assert server.command("x", "new_frame", reason="test")[0] == 200  # a foul
     finally:
+        bare.stop()
         stop.set()
         for thread in readers:
             thread.join(timeout=30)
-    late = [e["data"]["late_ms"] for e in server.get("/api/tables/x/events?since=0")
-            if e["type"] == "clock.expired"]
+    expired = [e for e in server.get("/api/tables/x/events?since=0")
+               if e["type"] == "clock.expired"]
+    late = [e["data"]["late_ms"] for e in expired]
     assert not failed, failed[:3]
     assert len(late) == 3 and fetched[0] > 20, (late, fetched)
-    assert max(late) < 50, late
+    # Under 50 ms late, or, when the machine itself was slower than that around a deadline
+    # (a bare loop in its own process, the same moments: the readers and the reports
+    # process load it too), within the bare loop's worst + 10 ms. Building a report on the
+    # service's loop would make an expiry late by far more than a bare loop beside it.
+    allowed = [max(50.0, bare.max_late(e["at"] - e["data"]["late_ms"] - 1000, e["at"] + 250)
+                   + 10) for e in expired]
+    assert all(x < limit for x, limit in zip(late, allowed, strict=True)), (late, allowed)
