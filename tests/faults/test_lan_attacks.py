@@ -3,8 +3,9 @@
 A canary table expires a shot every 0.7 s or so while each attack runs for a few seconds
 from another address; only gross failures are asserted here (an expiry more than 100 ms
 later than a bare asyncio loop in its own process woke for the same deadline, the server
-growing by 200 MB, /api/health not answering in time). The real figures,
-with 10-20 s attacks, come from ``make bench`` (bench/bench.py --attacks, bench/README.md).
+growing by 200 MB, /api/health, asked from a process of its own, not answering in time).
+The real figures, with 10-20 s attacks, come from ``make bench`` (bench/bench.py --attacks,
+bench/README.md).
 """
 
 from __future__ import annotations
@@ -91,7 +92,10 @@ async def canary(server: ServerProcess) -> AsyncIterator[Canary]:
 
 
 def assert_unharmed(window: dict[str, Any], rss_before: float) -> None:
-    assert window["expiries"] >= 2, window  # the canary kept expiring
+    # The canary kept expiring: every shot its referee started ran out, but the one still
+    # running when the window closed. (How many it started is the test process's own pace:
+    # the attack runs in the same event loop as the referee.)
+    assert window["expiries"] >= 1 and window["expiries"] >= window["starts"] - 1, window
     # Beyond what the machine itself did to a bare loop woken at the same deadlines (other
     # work on a shared box stalls both; the attack is only on the server).
     assert window["late_max_ms"] < MAX_LATE_MS + (window["bare_max_ms"] or 0.0), window
