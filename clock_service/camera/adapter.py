@@ -305,6 +305,10 @@ class CameraAdapter:
                     result = pipeline.process(frame, at)
                     pacer.note(time.monotonic(), time.thread_time(), "look")
                     self.looked += 1
+                    if pacer.cap_s is not None and pacer.count("look") >= 5:
+                        # too few frames: said at once, not at the window's end, before
+                        # a decision on them (issue 21 point 7)
+                        level = self._check_frames(level)
                     self.cost_ms.append((time.perf_counter() - started) * 1000)
                     self.confidence = result.observation.quality
                     self.balls = len(result.view.detections)
@@ -381,6 +385,17 @@ class CameraAdapter:
             self.shed_level = level
             self._hop(self._on_shed, level, self.shedder.reason)
         return now, cpu_now, throttled_now, self.looked
+
+    def _check_frames(self, level: int) -> int:
+        """Camera thread: the pacer's frames a second against the policy, now."""
+        pacer = self.pacer
+        new = self.shedder.check(pacer.capacity(self.source_fps),
+                                 pacer.capacity(self.source_fps, leave_out=("ring",)))
+        if new is None:
+            return level
+        self.shed_level = new
+        self._hop(self._on_shed, new, self.shedder.reason)
+        return new
 
     def _pace_cap(self, quota: float | None) -> float | None:
         """The camera thread's CPU allowed in any ``PACE_WINDOW_S``: ``pace_share`` of the

@@ -30,8 +30,9 @@ every 100 ms, and timing a strike from a ball's run needs frames as close. So, b
 CPU steps, each window:
 
 - the frames a second the pacer lets the camera look at within its CPU cap
-  (``Pacer.capacity``: the cap over a frame's expected cost, at most the source's rate)
-  under ``decide_fps`` (12): ``no_ring`` at once when dropping the clips' ring (its JPEG
+  (``Pacer.capacity``: the cap over a frame's median cost, at most the source's rate)
+  under ``decide_fps`` (12; checked at every frame looked at too, ``Shedder.check``, once
+  5 have been): ``no_ring`` at once when dropping the clips' ring (its JPEG
   encodes) gives enough, else ``not_sure`` at once (decides nothing, ``camera_not_sure``);
 - under ``watch_fps`` (3), or a piece of a frame's work too dear to be run without
   risking the loop's quota period (more than ``ALONE_MAX`` times the cap): ``off`` at once
@@ -190,6 +191,26 @@ class Shedder:
             self.reason = ""
         return None if level == self.level else self._set(level)
 
+    def check(self, capacity: float | None, lean: float | None = None) -> int | None:
+        """Between windows (at every frame): the capacities' verdict when it is worse than
+        the level, at once (a quota seen, or frames dearer than they were, need not wait
+        for the window's end to stop the camera deciding on too few frames). Never
+        lowers the level. The new level when it changes, else None."""
+        now = self._verdict(capacity, capacity if lean is None else lean, 1.0)
+        if now <= self.frames_level:
+            return None
+        self.frames_level = now
+        self._slow = self._fast = 0
+        self.last_capacity = capacity if lean is None else lean
+        level = max(self.cpu_level, self.frames_level)
+        if level == self.level:
+            return None
+        if self.frames_level >= self.cpu_level:
+            self.reason = (self._frames_reason() if now > NO_RING else
+                           "the clips' ring dropped to keep enough frames looked at "
+                           f"({self.last_capacity:.1f} a second without it)")
+        return self._set(level)
+
     def _verdict(self, capacity: float | None, lean: float | None, k: float) -> int:
         """What the capacities say (``k``: the thresholds' factor, more to come back)."""
         s = self.settings
@@ -297,14 +318,19 @@ class Pacer:
         while self._spans and self._spans[0][1] <= wall - self.window_s:
             self._spans.popleft()
 
-    def expect(self, kind: str = "frame") -> float:
-        """A piece of work's expected CPU cost: the ``quantile`` of the recent ones of its
-        kind (0 before any)."""
+    def expect(self, kind: str = "frame", quantile: float | None = None) -> float:
+        """A piece of work's expected CPU cost: the ``quantile`` (default the pacer's, p90)
+        of the recent ones of its kind (0 before any)."""
         costs = self._costs.get(kind)
         if not costs:
             return 0.0
         ordered = sorted(costs)
-        return ordered[min(len(ordered) - 1, int(self.quantile * len(ordered)))]
+        q = self.quantile if quantile is None else quantile
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def count(self, kind: str) -> int:
+        """How many recent pieces of ``kind`` the estimate rests on."""
+        return len(self._costs.get(kind, ()))
 
     @property
     def expected(self) -> float:
@@ -317,8 +343,9 @@ class Pacer:
 
     def capacity(self, source_fps: float | None = None, leave_out: tuple[str, ...] = ()
                  ) -> float | None:
-        """Frames a second the cap lets the camera do, each with all its pieces (at most
-        ``source_fps``): a piece within the cap takes its share of the window's cap, one
+        """Frames a second the cap lets the camera do, each with all its pieces at their
+        median cost (at most ``source_fps``): a piece within the cap takes its share of
+        the window's cap, one
         dearer goes alone (a window of its own). 0: a piece is dearer than ``ALONE_MAX``
         caps, too dear to run at all, or the cap is under ``MIN_CAP_S``. None: no cap and no
         source rate, or nothing measured yet. ``leave_out``: kinds of work not counted (what
@@ -327,7 +354,7 @@ class Pacer:
             return source_fps
         if self.cap_s < MIN_CAP_S:
             return 0.0
-        costs = [self.expect(kind) for kind in self._costs if kind not in leave_out]
+        costs = [self.expect(kind, 0.5) for kind in self._costs if kind not in leave_out]
         if not costs or sum(costs) <= 0:
             return source_fps
         if max(costs) > ALONE_MAX * self.cap_s:

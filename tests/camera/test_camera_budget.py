@@ -243,3 +243,36 @@ async def test_the_pacers_frames_reach_the_faults(
         assert status["paced"]["cap_ms"] == pytest.approx(quota * 50)
     finally:
         cam.close()
+
+
+@pytest.mark.parametrize(("level_before", "capacity", "lean", "after"), [
+    # between windows, at a frame: (frames a second allowed, without the ring) -> level
+    (budget.FULL, 20.0, 20.0, None),                 # enough: nothing to say
+    (budget.FULL, 8.0, 8.0, budget.NOT_SURE),        # too few: not sure now
+    (budget.FULL, 10.0, 14.0, budget.NO_RING),       # the ring shed first
+    (budget.FULL, 0.0, 0.0, budget.OFF),             # nothing fits: off now
+    (budget.NOT_SURE, 20.0, 20.0, None),             # never lowers: back takes windows
+    (budget.NOT_SURE, 8.0, 8.0, None),               # already said
+])
+def test_too_few_frames_are_said_at_the_frame_not_at_the_windows_end(
+        level_before: int, capacity: float, lean: float, after: int | None) -> None:
+    shedder = Shedder(0.25, F)
+    if level_before == budget.NOT_SURE:
+        shedder.feed(0.01, 1.0, looked=8, capacity=8.0)
+    assert shedder.level == level_before
+    assert shedder.check(capacity, lean) == after
+    if after is not None:
+        assert shedder.level == after and shedder.reason
+
+
+def test_the_frames_a_second_rest_on_the_median_cost() -> None:
+    pacer = budget.Pacer(0.0125)
+    wall = cpu = 0.0
+    pacer.note(wall, cpu, False)
+    for cost_ms in [5, 5, 5, 5, 40]:  # one frame of five slowed down (a loaded moment)
+        wall += 0.1
+        cpu += cost_ms / 1000
+        pacer.note(wall, cpu, "look")
+    assert pacer.count("look") == 5
+    assert pacer.capacity(30.0) == pytest.approx(1 / (0.1 * 5 / 12.5))  # 25, not 3
+    assert pacer.expect("look") == pytest.approx(0.040)  # the pacing keeps the p90
