@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from firmware_bridge.interfaces import FakeButtons, FakeBuzzer, FakeDisplay
 from firmware_bridge.remote import ClockOffset, RemoteBridge
+from harness.bare_loop import BareLoopThread
 from tests.server import ServerProcess
 from tests.waiting import until_async
 
@@ -52,7 +54,13 @@ async def test_press_runs_the_clock_and_survives_a_server_crash(
         await until_async(
             lambda: bridge.connected.is_set() and bridge.time.offset.rtt_ms is not None)
         assert bridge.referee
-        assert abs(bridge.time.offset.offset_ms - 7000) < 50, bridge.time.offset.samples
+        # within half the round trip of its best sample (the server answered somewhere in
+        # it), whatever a loaded machine made of the round trips; both timelines are
+        # aligned with the same wall clock, so the truth is 7000 (+ 1 ms of alignment)
+        rtt = bridge.time.offset.rtt_ms
+        assert rtt is not None
+        assert abs(bridge.time.offset.offset_ms - 7000) <= rtt / 2 + 1, \
+            bridge.time.offset.samples
         assert display.frames[-1].text == "35" and display.frames[-1].stage == "ready"
 
         # the start/shot button becomes a WebSocket command; the service runs the clock
@@ -60,13 +68,15 @@ async def test_press_runs_the_clock_and_survives_a_server_crash(
         await until_async(lambda: display.frames[-1].stage == "running")
         assert display.frames[-1].text == "35"
         assert (await asyncio.to_thread(server.get, "/api/tables/1"))["phase"] == "running"
-        await until_async(lambda: display.frames[-1].text == "34", timeout=1.5)
+        await until_async(lambda: display.frames[-1].text == "34", timeout=3.0)
         assert bridge.refusals == []
 
         # crash: SIGKILL, then the same store and port again
         before = bridge.last_seq
         assert before is not None
+        deadline = bridge.state["deadline"]
         await asyncio.to_thread(server.kill)
+        killed_by = bridge.time.now_ms()  # the server's timeline, as this Pi reads it
         await until_async(lambda: not bridge.connected.is_set())
         await asyncio.to_thread(server.start)
         await until_async(lambda: bridge.connected.is_set(), timeout=3.0)
@@ -75,9 +85,13 @@ async def test_press_runs_the_clock_and_survives_a_server_crash(
         await until_async(lambda: display.frames[-1].stage == "paused")
         assert bridge.state["phase"] == "paused"
         assert bridge.last_seq is not None and bridge.last_seq > before
-        # last alive <= 0.5 s before the kill, after "34" was shown: 33.x or 34.x s left
-        assert 33000 < bridge.state["remaining_ms"] < 35000, bridge.state
-        assert display.frames[-1].text in ("35", "34"), display.frames[-1]
+        # last alive before the kill (and <= 0.5 s before it): at least the time left at
+        # the kill (less this Pi's reading error, half a round trip), less than at the start
+        # (measured from the kill, not from "34": a loaded machine may take a while to kill)
+        recovered = bridge.state["remaining_ms"]
+        assert deadline - killed_by - rtt / 2 - 2 <= recovered < 35000, \
+            (recovered, deadline - killed_by, rtt, bridge.state)
+        assert display.frames[-1].text == str(math.ceil(recovered / 1000)), display.frames[-1]
         assert buzzer.calls == []
 
         # the pause button resumes it through the new connection
@@ -137,6 +151,7 @@ async def test_a_frozen_service_shows_offline_and_a_lost_press_is_never_applied(
                           buttons=buttons, backoff_min_s=0.05, backoff_max_s=0.2)
     runner = asyncio.create_task(bridge.run())
     assert server.proc is not None
+    bare: BareLoopThread | None = None
     try:
         await until_async(
             lambda: bridge.connected.is_set() and bridge.time.offset.rtt_ms is not None)
@@ -150,11 +165,15 @@ async def test_a_frozen_service_shows_offline_and_a_lost_press_is_never_applied(
         buttons.press("start_shot", at_ms=bridge.time.now_ms())
         await until_async(lambda: display.frames[-1].stage == "running")
 
+        bare = BareLoopThread()  # this process's own wake-up error while frozen
         server.proc.send_signal(signal.SIGSTOP)
         frozen = time.monotonic()
         buttons.press("start_shot", at_ms=bridge.time.now_ms())  # the shot: no answer comes
-        await until_async(lambda: display.frames[-1].offline, timeout=2.0)
-        assert time.monotonic() - frozen < 1.5
+        await until_async(lambda: display.frames[-1].offline, timeout=4.0)
+        bare.stop()
+        # within 1.5 s, or later by as much as this process's own wake-ups were at worst
+        # meanwhile (a bare loop in a thread of its own: the bridge's loop is this one)
+        assert time.monotonic() - frozen < 1.5 + bare.max_late() / 1000, bare.max_late()
         assert display.frames[-1].stage == "running" and display.frames[-1].text != ""
         await until_async(lambda: bridge.lost_presses == 1, timeout=COMMAND_TIMEOUT_S + 1.0)
         assert buzzer.calls == ["refused", "refused"]
@@ -174,6 +193,8 @@ async def test_a_frozen_service_shows_offline_and_a_lost_press_is_never_applied(
         assert running == sorted(running, reverse=True), running
         assert bridge.outages >= 1
     finally:
+        if bare is not None:
+            bare.stop()
         server.proc.send_signal(signal.SIGCONT)
         runner.cancel()
         with pytest.raises(asyncio.CancelledError):
