@@ -22,6 +22,21 @@ SLOW = {"shot_ms": 30_000, "floor_ms": 20_000, "extension_ms": 15_000, "warnings
 GREEN = "rgb(126, 231, 135)"
 
 
+# A bare loop in the page: a 10 ms timer recording how late each tick came (unix ms, ms),
+# the reference for how late the page's own timers can be over the same moments.
+BARE_LOOP = """() => {
+  const samples = window.shotclockBare = [];
+  let due = performance.now() + 10;
+  const tick = () => {
+    const now = performance.now();
+    samples.push([performance.timeOrigin + now, now - due]);
+    due = now + 10;
+    setTimeout(tick, 10);
+  };
+  setTimeout(tick, 10);
+}"""
+
+
 def open_display(context: Any, server: ServerProcess, table: str, viewport: dict[str, int],
                  query: str = "lang=en") -> Any:
     page = context.new_page()
@@ -137,12 +152,22 @@ def test_display_shows_a_dead_link_within_1_5_s_and_explains_a_jump_back(
     body = page.locator("body")
     post(own_server, "link", "start")
     expect(body).to_have_attribute("data-stage", "running")
+    page.evaluate(BARE_LOOP)
     assert own_server.proc is not None
     os.kill(own_server.proc.pid, signal.SIGSTOP)  # no close, no message: silence
     try:
         expect(body).to_have_attribute("data-link", "stale", timeout=4000)
-        silent_ms = page.evaluate("window.shotclockLink.lostAt - window.shotclockLink.lastMessageAt")
-        assert silent_ms <= 1500, f"the dead link was shown {silent_ms:.0f} ms after the last message"
+        silent_ms, late_ms = page.evaluate("""() => {
+          const link = window.shotclockLink;
+          const late = window.shotclockBare.filter(
+            ([at]) => at >= link.lastMessageAt && at <= link.lostAt + 50).map(([, ms]) => ms);
+          return [link.lostAt - link.lastMessageAt, Math.max(0, ...late)];
+        }""")
+        # The page's check runs every 250 ms, stale after 1200 ms: 1.5 s at worst, plus as
+        # late as a bare timer loop in the same page was over those moments (Chromium's
+        # timers on a loaded machine; a page that missed the dead link would be seconds late).
+        assert silent_ms <= 1500 + late_ms, \
+            f"the dead link was shown {silent_ms:.0f} ms after the last message ({late_ms=})"
         expect(page.locator("#nolink")).to_be_visible()
         expect(page.locator("#nolink")).to_contain_text("NO CONNECTION")
         assert page.eval_on_selector("#clock", "e => getComputedStyle(e).color") != GREEN
