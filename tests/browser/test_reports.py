@@ -22,8 +22,10 @@ from tests.waiting import until
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = ROOT / "test-artifacts" / "report"
-# Short shots so an expiry costs 1.5 s; a 1 s extension.
-PROFILE = {"shot_ms": 1500, "full_rounds": 2, "step_ms": 250, "floor_ms": 1000,
+# Short shots so an expiry costs 3 s; a 1 s extension. Each timed shot is a start, a sleep
+# of up to 0.4 s and a shot over HTTP: 3 s leaves a loaded machine 2.6 s for the two round
+# trips (with 1.5 s shots the clock could run out first, and the shot was refused).
+PROFILE = {"shot_ms": 3000, "full_rounds": 2, "step_ms": 250, "floor_ms": 2000,
            "extension_ms": 1000, "warnings_ms": [500]}
 EARLY_POT = {
     "colour_potted": True,
