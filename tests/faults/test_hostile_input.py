@@ -212,9 +212,12 @@ def test_http_commands_need_the_token(guarded: ServerProcess, address: str) -> N
         assert snapshot(http, "1") == before
         assert http.get("/api/tables/1").status_code == 200  # reading needs no token
         # Four refused attempts spent four of the burst of five (no token guessing): one left.
-        ok = http.post("/api/tables/1/commands", json={"command": "start"},
+        # A turn, not a start: a clock left running here would make its warnings and expiry
+        # 25-35 s later, inside another test's before/after of table 1 (random order).
+        ok = http.post("/api/tables/1/commands", json={"command": "turn"},
                        headers={"authorization": "Bearer s3cret"})
         assert ok.status_code == 200, ok.text
+        assert ok.json()["phase"] == "ready"
 
 
 def test_read_only_websocket_cannot_command(guarded: ServerProcess, address: str) -> None:
