@@ -106,12 +106,19 @@ def health(server: ServerProcess) -> dict[str, Any]:
 
 
 async def expiry_on_time(server: ServerProcess, table_id: str) -> tuple[Reader, float]:
-    """Start the clock of a quiet table; return its reader and the deadline's monotonic time."""
+    """Start the clock of a quiet table; return its reader and the deadline's monotonic time:
+    the service's deadline (its timeline is aligned with the wall clock, as this reading
+    is), not the request's send time + the shot (a slow answer under the hammer is not
+    the expiry's delay)."""
     watcher = await reader(server, table_id)
     before = time.monotonic()
     status, state = server.command(table_id, "start")
+    after = time.monotonic()
     assert status == 200, state
-    return watcher, before + state["remaining_ms"] / 1000.0
+    deadline = state["deadline"] / 1000.0 - (time.time() - time.monotonic())
+    shot = state["remaining_ms"] / 1000.0
+    assert before + shot - 0.005 <= deadline <= after + shot + 0.005, (before, deadline, after)
+    return watcher, deadline
 
 
 async def check_expiry(watcher: Reader, expected_at: float,
