@@ -195,6 +195,7 @@ FORGET_MS = 500.0  # a place where nothing was seen for this long is forgotten
 AGAIN = 3  # a place seen this many times (frames) or more is seen "again and again"
 NEAR_KEPT = 16  # sightings nearby kept per place
 SEEN_MS = 100.0  # a ball missed by the detector for up to this long is still counted
+FLAP_MS = 150.0  # good frames needed to end a spell of doubt
 STEADY = 0.7  # a ball at rest is seen in this share of the frames at least
 ON_SPOT_MM = 1.0  # a ball this close to its spot has not been struck (yet)
 
@@ -218,6 +219,8 @@ class Watcher:
         self._history: deque[Observation] = deque(maxlen=45)
         self._quality_since: float | None = None  # since when quality is on the other side
         self._low = False
+        self._good_since: float | None = None  # since when the frames are good again
+        self._why = ""  # the last doubt's reason
         # Nothing decided yet from a trusted view (the service has just started, or the
         # camera came back): a doubt then says camera_not_sure at once, not after unsure_ms,
         # so the frame's opening rest is never missed without saying so.
@@ -251,8 +254,10 @@ class Watcher:
             if isinstance(change, Unsure):
                 self._reset()
                 self.trusted = False
-        if not self.sure or self.doubt is not None:
-            return out  # a view not trusted, even for a frame, decides nothing
+        if not self.sure or self.doubt is not None or self._low:
+            # a view not trusted, even for a frame, decides nothing, nor do the good
+            # frames of a spell of doubt until FLAP_MS of them have ended it
+            return out
         if any(r.at < obs.at and r.frames >= self.settings.roll_frames for r in self._rolls):
             # a ball rolling a moment ago is not seen now: lost, or gone into a pocket, is
             # told within lost_ms; no rest meanwhile
@@ -413,15 +418,29 @@ class Watcher:
         s = self.settings
         self.doubt = self._doubt(obs)
         low = obs.quality < s.quality_low or self.doubt is not None
-        if low != self._low:
-            self._low = low
-            self._quality_since = obs.at
+        if low:
+            self._good_since = None
+            self._why = (self.doubt if self.doubt is not None
+                         else "the bed is not seen well enough (covered, dark or cluttered)")
+            if not self._low:
+                self._low = True
+                self._quality_since = obs.at
+        else:
+            if self._good_since is None:
+                self._good_since = obs.at
+            # a spell of doubt ends after FLAP_MS of good frames: a doubt that comes and
+            # goes (noise near its limit) holds decisions back frame after frame, so it
+            # must add up to camera_not_sure as one that stays does
+            if self._low and obs.at - self._good_since >= FLAP_MS:
+                self._low = False
+                self._quality_since = self._good_since
+            elif self._quality_since is None:
+                self._quality_since = obs.at
+        low = self._low
         since = self._quality_since if self._quality_since is not None else obs.at
         if self.sure and low and (obs.at - since >= s.unsure_ms or not self.trusted):
             self.sure = False
-            return Unsure(obs.at, self.doubt if self.doubt is not None and
-                          obs.quality >= s.quality_low
-                          else "the bed is not seen well enough (covered, dark or cluttered)")
+            return Unsure(obs.at, self._why)
         if not self.sure and not low and obs.at - since >= s.sure_ms:
             self.sure = True
             return Sure(obs.at)
@@ -450,6 +469,13 @@ class Watcher:
                 continue
             matched_balls.add(i)
             at[i] = anchors[j]
+            if now - anchors[j].seen_at <= max(SEEN_MS, 2.5 * self.period):
+                # seen here again after a frame or two that did not show it here: what was
+                # seen nearby meanwhile was the detector's (a ball split in two by its
+                # shadow or the cushion's edge for a frame), not this ball rolling off and
+                # back in 100 ms
+                anchors[j].near = [(t, o) for t, o in anchors[j].near
+                                   if t <= anchors[j].seen_at]
             anchors[j].seen_at = now
             anchors[j].last = (obs.balls[i].x, obs.balls[i].y)
             anchors[j].seen += 1

@@ -391,3 +391,37 @@ def test_a_strike_is_a_run_off_the_spot_the_same_way(path: list[tuple[float, flo
         balls = (Detection(x0 + dx, y0 + dy), *obs.balls[1:])
         got += w.feed(Observation(obs.at, balls, {1: 1.0}))
     assert names(got) == want
+
+
+@pytest.mark.parametrize(("pattern", "want"), [
+    # doubted frames (12 balls) coming and going, one good frame between them: one spell
+    # of doubt that says not sure after 500 ms (it held every decision back meanwhile)
+    ([12, 8] * 20, ["unsure"]),
+    ([12, 12, 8] * 14, ["unsure"]),
+    # 6 good frames (167 ms from the first) between doubts end the spell: no
+    # camera_not_sure; 5 (133 ms) do not
+    ([12] * 3 + [8] * 6 + [12] * 3 + [8] * 30, ["rest"]),
+    ([12] * 3 + [8] * 5 + [12] * 3 + [8] * 30, ["unsure"]),
+])
+def test_a_doubt_that_comes_and_goes_adds_up_to_not_sure(pattern: list[int],
+                                                         want: list[str]) -> None:
+    w = Watcher(WatchSettings(calibrated=8))
+    start = played(w)
+    got = feed(w, pattern, start=start)
+    assert names(got) == want
+
+
+def test_a_ball_split_in_two_for_a_frame_does_not_restart_its_rest() -> None:
+    w = Watcher(WatchSettings(calibrated=8))
+    start = played(w)  # ball 0 struck; it is back on its place, still, from here on
+    got: list[object] = []
+    for k in range(12):
+        obs = frame(start + k * FRAME, 8)
+        if k == 6:  # ball 2 seen as two halves 12 and 20 mm aside, for one frame
+            x, y = PLACES[2]
+            halves = (Detection(x - 20, y + 10), Detection(x + 11, y - 5))
+            obs = Observation(obs.at, (*obs.balls[:2], *halves, *obs.balls[3:]),
+                              obs.spots_felt)
+        got += w.feed(obs)
+    rest = next(d for d in got if isinstance(d, Rest))
+    assert rest.decided_at <= start + 300 + FRAME  # not 300 ms after the split frame
