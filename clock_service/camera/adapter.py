@@ -123,6 +123,7 @@ class CameraAdapter:
         self.niced = False
         self.not_looked = 0  # frames read but not looked at: work shed for the budget
         self.off_count = 0
+        self.off_kept = 0  # retries not tried: the quota left no room
         self.looked = 0  # frames looked at (the pipeline run on them)
         self.source_fps: float | None = None
         # the budget's recent steps (service ms, level name, why): a referee's "why did the
@@ -215,6 +216,11 @@ class CameraAdapter:
                 self._stop.wait(shedder.settings.off_retry_s)
                 if self._stop.is_set():
                     return
+                self.pacer.cap_s = self._pace_cap(budget.cpu_quota())
+                if self.pacer.cap_s is not None and self.pacer.cap_s < budget.MIN_CAP_S:
+                    self.off_kept += 1  # the quota still leaves it no room: opening the
+                    continue  # source and building the pipeline would only take the loop's
+
                 self.pacer.forget()  # measured again, at not_sure
                 self._hop(self._on_shed, shedder.retry(), "tried again after being off")
             source = self._source_factory(self.spec)
@@ -669,7 +675,7 @@ class CameraAdapter:
                                  "waits": self.pacer.waits,
                                  "waited_s": round(self.pacer.waited_s, 2),
                                  "frame_ms": round(self.pacer.expected * 1000, 2)},
-                       "off": self.off_count},
+                       "off": self.off_count, "off_kept": self.off_kept},
             "evidence": ({**self.evidence.status(), "shed": self.evidence_shed}
                          if self.evidence is not None else None),
         }

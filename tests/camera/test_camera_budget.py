@@ -276,3 +276,25 @@ def test_the_frames_a_second_rest_on_the_median_cost() -> None:
     assert pacer.count("look") == 5
     assert pacer.capacity(30.0) == pytest.approx(1 / (0.1 * 5 / 12.5))  # 25, not 3
     assert pacer.expect("look") == pytest.approx(0.040)  # the pacing keeps the p90
+
+
+async def test_off_for_a_quota_with_no_room_stays_off_without_opening_the_source(
+        rt: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    monkeypatch.setattr(budget, "cpu_quota", lambda: 0.0625)  # a sixteenth: a 0.25 ms cap
+    sources: list[BusyFile] = []
+
+    def factory(spec: SourceSpec) -> BusyFile:
+        sources.append(BusyFile(spec, rt.time.now_ms))
+        return sources[-1]
+
+    cam = CameraAdapter(rt, "1", SourceSpec("file", "x.mp4"), "x.mp4", mode="auto",
+                        calibration_path=tmp_path / "none.json", source_factory=factory,
+                        budget_settings=BudgetSettings(window_s=0.1, off_retry_s=0.05),
+                        cores=1000.0)
+    cam.attach()
+    try:
+        await until_async(lambda: cam.off_kept >= 3, 20.0)
+        assert len(sources) == 1 and cam.shed_level == budget.OFF
+        assert "camera_off" in {f["code"] for f in rt.health.faults()}
+    finally:
+        cam.close()
