@@ -144,12 +144,13 @@ def test_each_piece_of_a_frame_waits_for_its_own_expected_cost() -> None:
     (None, {"read": 3, "look": 5}, 30.0, (), 30.0),          # no quota: the source's rate
     (None, {"read": 3}, None, (), None),                     # ... not known
     (12.5, {}, 30.0, (), 30.0),                              # nothing measured yet
-    # a quarter of a core: pieces of 8 ms a frame in a 12.5 ms cap per 100 ms
-    (12.5, {"read": 2.5, "ring": 1.5, "look": 4}, 30.0, (), 1 / (0.1 * 8 / 12.5)),
-    (12.5, {"read": 2.5, "ring": 1.5, "look": 4}, 30.0, ("ring",), 1 / (0.1 * 6.5 / 12.5)),
+    # pieces of 8 ms a frame in a 12.5 ms cap per 100 ms: half the dearest piece (4 ms) of
+    # the cap goes unused, whole pieces being fitted in what is left of it
+    (12.5, {"read": 2.5, "ring": 1.5, "look": 4}, 30.0, (), (12.5 - 2) / 8 / 0.1),
+    (12.5, {"read": 2.5, "ring": 1.5, "look": 4}, 30.0, ("ring",), (12.5 - 2) / 6.5 / 0.1),
     (12.5, {"read": 0.5, "look": 1.5}, 30.0, (), 30.0),      # cheap: the source's rate
-    # an eighth: the look (8 ms) is dearer than the cap (6.25): alone, a window of its own
-    (6.25, {"read": 2.5, "look": 8}, 30.0, (), 1 / (0.1 + 0.008 + 0.1 * 2.5 / 6.25)),
+    # the look (8 ms) is dearer than the cap (6.25): a frame spans windows
+    (6.25, {"read": 2.5, "look": 8}, 30.0, (), (6.25 - 4) / 10.5 / 0.1),
     # a sixteenth: an 8 ms look is more than 1.5 caps (4.7 ms): too dear to run at all
     (3.125, {"read": 2.5, "look": 8}, 30.0, (), 0.0),
     (0.25, {}, 30.0, (), 0.0),  # a sixteenth leaves a 0.25 ms cap: off before trying
