@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from firmware_bridge.emulator import DisplayEmulator
+from harness.bare_loop import BareLoop
 from tests.server import ServerProcess
 from tests.waiting import until
 
@@ -53,17 +54,20 @@ def test_ack_silence_is_a_fault_and_sigterm_blanks_at_once(
     from websockets.sync.client import connect
 
     server = _serve(tmp_path, display)
+    bare: BareLoop | None = None
     try:
         assert display.wait_line(READY, timeout=3.0), display.lines
         hardware = server.get("/api/health")["components"]["hardware"]
         assert hardware["display"]["acknowledging"], hardware
         assert "display_not_acknowledging" not in _fault_codes(server)
 
+        # The machine's own wake-up error from here to the blank frame (a bare loop in its
+        # own process): the bounds below allow it on top, as a loaded machine adds it.
+        bare = BareLoop()
         display.repl()  # the controller stops answering; its port stays open
         silenced = time.monotonic()
-        assert _poll(lambda: "display_not_acknowledging" in _fault_codes(server), 3.0)
-        took = time.monotonic() - silenced
-        assert took < 2.0, took  # 1 s of silence + one 0.25 s check
+        assert _poll(lambda: "display_not_acknowledging" in _fault_codes(server), 5.0)
+        took = time.monotonic() - silenced  # judged at the end, with the bare loop's figures
         health = server.get("/api/health")
         assert not health["components"]["hardware"]["display"]["acknowledging"]
         fault = next(f for f in health["faults"] if f["code"] == "display_not_acknowledging")
@@ -80,8 +84,13 @@ def test_ack_silence_is_a_fault_and_sigterm_blanks_at_once(
             stopped = time.monotonic()
             server.proc.terminate()
             assert display.wait_for(
-                lambda lines: any(x.startswith("DISPLAY (blank)") for x in lines[start:]), 2.0)
+                lambda lines: any(x.startswith("DISPLAY (blank)") for x in lines[start:]), 5.0)
             blanked = time.monotonic() - stopped
-        assert blanked < 0.5, blanked
+        slow = bare.max_late() / 1000  # stops it
+        assert took < 2.0 + slow, (took, slow)  # 1 s of silence + one 0.25 s check
+        # at once: the signal, the service's loop, its serial thread, the emulator's thread
+        assert blanked < 0.5 + 2 * slow, (blanked, slow)
     finally:
+        if bare is not None:
+            bare.stop()
         server.stop()
