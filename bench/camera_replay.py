@@ -124,42 +124,28 @@ class Recording:
 
     def observations(self, watcher: Watcher) -> Iterator[Observation]:
         """Each frame's observation, with the spots the watcher asks about answered as
-        ``FramePipeline.process`` answers them (it must be fed before the next is made)."""
+        ``FramePipeline.process`` answers them (it must be fed before the next is made):
+        by ``BedView.felt_fraction`` on the recorded bare-felt mask."""
+        from clock_service.camera.detect import BedView
+
         scale = self.meta["scale"]
         radius = self.meta["radius_mm"]
+        deep = np.full(self.shape, np.inf, np.float32)  # the mask already holds the depth
         for k in range(len(self.at)):
             balls = self.balls[k]
             spots = watcher.spots()
             felt: dict[int, float] = {}
             if spots:
-                bare = self.bare(k)
+                view = BedView(list(balls), self.bare(k).astype(np.uint8) * 255, deep, 1.0,
+                               0, scale)
                 near = radius * 0.3
                 pts = [(b.x, b.y) for b in balls]
                 for sid, (x, y) in spots.items():
                     if any(abs(x - bx) < near and abs(y - by) < near for bx, by in pts):
                         felt[sid] = 0.0
                         continue
-                    felt[sid] = _fraction(bare, scale, (x, y), radius, pts)
+                    felt[sid] = view.felt_fraction((x, y), radius, pts)
             yield Observation(float(self.at[k]), balls, felt, float(self.quality[k]))
-
-
-def _fraction(bare: np.ndarray, s: float, spot: tuple[float, float], radius_mm: float,
-              ignore: list[tuple[float, float]]) -> float:
-    cx, cy, r = spot[0] * s, spot[1] * s, radius_mm * s * 0.5
-    h, w = bare.shape
-    x0, x1 = max(0, int(cx - r)), min(w, int(cx + r) + 2)
-    y0, y1 = max(0, int(cy - r)), min(h, int(cy + r) + 2)
-    if x0 >= x1 or y0 >= y1:
-        return 0.0
-    yy, xx = np.mgrid[y0:y1, x0:x1]
-    inside = (xx - cx) ** 2 + (yy - cy) ** 2 <= r * r
-    rr = (radius_mm * s * 1.05) ** 2
-    for ox, oy in ignore:
-        inside &= (xx - ox * s) ** 2 + (yy - oy * s) ** 2 > rr
-    n = int(inside.sum())
-    if n < 3:
-        return 0.0
-    return float(bare[y0:y1, x0:x1][inside].sum()) / n
 
 
 def replay(path: Path, settings: WatchSettings | None = None, verbose: bool = False
