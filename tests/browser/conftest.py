@@ -186,3 +186,63 @@ def shoot(page: Any, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), omit_background="/overlay" in page.url)
     return path
+
+
+# Short real-time windows (issue 18): a flash on air 1.5 s, a stage that lasts as long as a
+# 3 s shot. A loaded machine can spend a second on one Playwright call, so what a page shows
+# inside such a window is written down by the page itself at the moment it shows it (a
+# MutationObserver installed through DevTools, which the page's CSP does not govern), and
+# the test reads the record afterwards.
+_RECORD = """([key, selector, attr]) => {
+  const log = ((window.__recorded = window.__recorded || {})[key] = []);
+  let last;
+  const note = () => {
+    const el = document.querySelector(selector);
+    const value = el ? el.getAttribute(attr) : null;
+    if (value !== last) { last = value; log.push(value); }
+  };
+  note();
+  new MutationObserver(note).observe(document.documentElement,
+    {subtree: true, childList: true, attributes: true, attributeFilter: [attr]});
+}"""
+
+_RECORD_FLASHES = """() => {
+  const log = (window.__flashes = []);
+  const flash = document.getElementById('flash');
+  let n = window.shotclockFlashes.length;  // one entry per event put on air (overlay.js)
+  new MutationObserver(() => {
+    if (flash.classList.contains('hidden') || window.shotclockFlashes.length === n) return;
+    n = window.shotclockFlashes.length;
+    const r = flash.getBoundingClientRect(), s = getComputedStyle(flash);
+    const look = {kind: flash.dataset.kind, text: flash.textContent,
+                  visible: r.width > 0 && r.height > 0 && s.visibility !== 'hidden',
+                  background: s.backgroundColor,
+                  cut: flash.scrollWidth > flash.clientWidth || flash.scrollHeight > flash.clientHeight + 1};
+    log.push(look);
+  }).observe(flash, {attributes: true, childList: true, characterData: true, subtree: true});
+}"""
+
+
+def record_attribute(page: Any, key: str, selector: str, attr: str) -> None:
+    """From now on the page writes down every value ``selector``'s ``attr`` takes (read
+    them with ``recorded``)."""
+    page.evaluate(_RECORD, [key, selector, attr])
+
+
+def recorded(page: Any, key: str) -> list[str | None]:
+    return list(page.evaluate(f"window.__recorded[{json.dumps(key)}]"))
+
+
+def record_flashes(page: Any) -> None:
+    """From now on the overlay writes down each flash tab it puts on air, as it looks at
+    that moment: kind, text, visible, background colour, cut off (read with ``flash_seen``)."""
+    page.evaluate(_RECORD_FLASHES)
+
+
+def flash_seen(page: Any, kind: str, since: int = 0, timeout: float = 10_000) -> dict[str, Any]:
+    """The first flash of ``kind`` the page put on air from the ``since``-th on, as it looked
+    then, with its ``index`` in the record; waits for it (the page polled from here)."""
+    found = page.wait_for_function(
+        f"window.__flashes.map((f, index) => ({{...f, index}})).slice({int(since)})"
+        f".find(f => f.kind === {json.dumps(kind)}) || null", timeout=timeout)
+    return dict(found)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import FULL_HD, make_table, shoot
+from tests.browser.conftest import FULL_HD, flash_seen, make_table, record_flashes, shoot
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.browser
@@ -55,14 +55,21 @@ def test_each_event_has_its_own_look_and_the_frame_end_is_held(
             " || e.scrollHeight > e.clientHeight + 1)).map(e => e.className + ': ' + e.textContent)")
         assert cut == [], cut
 
+    record_flashes(page)
+    aired = 0  # flashes the page had put on air before the step under test
+
     def on_air(name: str, kind: str, colour: str, text: str) -> None:
-        expect(flash).to_have_attribute("data-kind", kind, timeout=5000)
-        expect(flash).to_be_visible()
-        expect(flash).to_have_text(text)
-        assert background(page, "#flash") == colour or kind == "expired", (kind, background(page, "#flash"))
+        """The flash as the page put it on air. A warning's tab is on air 1.5 s and the next
+        warning replaces it after 1.0 s, the others 3.5 s: the page writes down how it
+        looked at that moment (a loaded machine spends up to a second per call, issue 18)."""
+        nonlocal aired
+        look = flash_seen(page, kind, since=aired)
+        aired = look["index"] + 1
+        assert look["visible"] and look["text"] == text and not look["cut"], look
+        assert look["background"] == colour or kind == "expired", look
         texts.append(third.inner_text())
         uncut()
-        shoot(page, f"overlay-{name}-1080p")
+        shoot(page, f"overlay-{name}-1080p")  # a picture for people (the tab may be gone)
 
     texts.append(third.inner_text())  # ready: nothing but names, marks, digits, frame
     post(shared_server, "air", "extension")
@@ -71,6 +78,7 @@ def test_each_event_has_its_own_look_and_the_frame_end_is_held(
     expect(third).to_have_attribute("data-stage", "running")  # the look read is running's
     texts.append(third.inner_text())  # running
     post(shared_server, "air", "set_time", remaining_ms=2400)
+    page.wait_for_timeout(2000)  # TEMP: a loaded machine
     on_air("warning", "warning", AMBER, "2 seconds")
     on_air("expired", "expired", RED, "Time! Ivanov")
     expect(third).to_have_attribute("data-stage", "expired")

@@ -12,7 +12,17 @@ import pytest
 from playwright.sync_api import expect
 
 from firmware_bridge.render import format_remaining
-from tests.browser.conftest import FULL_HD, PHONE, Traffic, make_table, shoot
+from tests.browser.conftest import (
+    FULL_HD,
+    PHONE,
+    Traffic,
+    flash_seen,
+    make_table,
+    record_attribute,
+    record_flashes,
+    recorded,
+    shoot,
+)
 from tests.server import ServerProcess
 
 pytestmark = pytest.mark.browser
@@ -105,21 +115,32 @@ def test_console_presses_change_overlay_and_display(
     referee.locator("#lang").click()  # back to English
     expect(referee.locator("#btn-main")).to_have_text("Start")
 
-    # Space starts the clock (keyboard shortcut); overlay and display count.
+    # Space starts the clock (keyboard shortcut); overlay and display count. The shot is
+    # 5 s: the pages write down their stages as they show them, and the test reads them
+    # once paused (a loaded machine spends up to a second per check, issue 18).
+    record_attribute(overlay, "stage", "#third", "data-stage")
+    record_attribute(display, "stage", "body", "data-stage")
     referee.locator("body").press(" ")
     expect(referee.locator("#btn-main")).to_have_text("Shot")
-    expect(banner).to_be_hidden()
-    expect(overlay.locator("#third")).to_have_attribute("data-stage", "critical")
-    expect(display.locator("body")).to_have_attribute("data-stage", "critical")
     # P pauses, the display greys out and says so.
     referee.locator("body").press("p")
     expect(display.locator("body")).to_have_attribute("data-stage", "paused")
+    expect(overlay.locator("#third")).to_have_attribute("data-stage", "paused")
+    for page in (overlay, display):  # counted in tenths (<= 5 s) between the start and the pause
+        stages = recorded(page, "stage")
+        assert stages[0] == "ready" and "critical" in stages, stages
+        assert stages.index("critical") < stages.index("paused") and "expired" not in stages, stages
+    expect(banner).to_be_hidden()
     expect(display.locator("#phase")).to_have_text("paused")
     expect(referee.locator("#btn-pause")).to_have_text("Resume")
     expect(referee.locator("#btn-main")).to_have_text("Resume")
     frozen = display.locator("#clock").inner_text()
     display.wait_for_timeout(300)  # real time under test: paused, the tenths must not move
     assert display.locator("#clock").inner_text() == frozen
+    # The rest of the shot is a minute (the referee's correction), so its end below is the
+    # shot button's, not a race with the expiry.
+    assert shared_server.command("t1", "set_time", remaining_ms=60_000)[0] == 200
+    expect(display.locator("#clock")).to_have_text("60")
     # Resume, then the shot button ends the shot: the next limit (3 s) shows, not counting.
     referee.locator("#btn-main").click()
     expect(referee.locator("#btn-main")).to_have_text("Shot")
@@ -207,14 +228,20 @@ def test_overlay_and_display_show_the_expiry_and_the_display_beeps(
     display = open_page(context, shared_server, "/display?table=run1&lang=en")
     display.locator("#sound").click()
     expect(display.locator("#sound")).to_have_text("Sound on")
+    # The 3 s shot's critical stage and the expiry's flash (on air 3.5 s) are written down by
+    # the page as it shows them: a loaded machine can spend longer than that on a few checks.
+    record_attribute(overlay, "stage", "#third", "data-stage")
+    record_flashes(overlay)
     assert shared_server.command("run1", "start")[0] == 200
-    expect(overlay.locator("#third")).to_have_attribute("data-stage", "critical")
 
     # (Smoothness between events: tests/browser/test_overlay.py, sampled in the page.)
-    expect(overlay.locator("#third")).to_have_attribute("data-stage", "expired", timeout=5000)
+    expect(overlay.locator("#third")).to_have_attribute("data-stage", "expired", timeout=10_000)
+    stages = recorded(overlay, "stage")
+    assert stages[0] == "ready" and "critical" in stages, stages
+    assert stages.index("critical") < stages.index("expired"), stages
     expect(overlay.locator("#clock")).to_have_text("0.0")
-    expect(overlay.locator("#flash")).to_be_visible()
-    expect(overlay.locator("#flash")).to_contain_text("Time! Ivanov")
+    time_up = flash_seen(overlay, "expired")
+    assert time_up["visible"] and "Time! Ivanov" in time_up["text"], time_up
     expect(display.locator("body")).to_have_attribute("data-stage", "expired")
     expect(display.locator("#phase")).to_have_text("time is up")
     shoot(overlay, "overlay-expired-1080p")
@@ -287,8 +314,13 @@ def test_hall_lists_tables_live_and_creates_one(shared_server: ServerProcess, co
     expect(card.locator(".p0 .name")).to_have_text("Orlov")
     expect(card.locator(".clock")).to_have_text("3.0")
     expect(card.locator(".l-referee")).to_have_attribute("href", "/referee?table=hall1")
+    # The 3 s shot is critical until it runs out: the page writes down the card's stages as
+    # it shows them, read once it ran out (issue 18: a check can take a second under load).
+    record_attribute(hall, "stage", "article[data-table='hall1']", "data-stage")
     assert shared_server.command("hall1", "start")[0] == 200
-    expect(card).to_have_attribute("data-stage", "critical")
+    expect(card).to_have_attribute("data-stage", "expired", timeout=10_000)
+    stages = recorded(hall, "stage")
+    assert "critical" in stages and stages.index("critical") < stages.index("expired"), stages
 
     form = hall.locator("#create-form")
     form.locator("input[name=id]").fill("hall2")
