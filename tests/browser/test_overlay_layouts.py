@@ -250,11 +250,19 @@ def test_every_text_is_readable_on_light_and_dark_video(
         for page in pages.values():
             page.wait_for_function(expression, timeout=10_000)
 
+    def tab_on_air(page: Any) -> None:
+        """The event's tab back on air if its timer took it off: it is on air 3.5 s, and
+        waiting for nine pages and measuring them takes longer on a loaded machine (issue
+        18), which left the tab unmeasured. What is measured is its look (the stylesheet),
+        which the timer does not change; its kind is checked to be the event's."""
+        page.evaluate("() => { const f = document.getElementById('flash');"
+                      " if (f.dataset.kind) f.classList.remove('hidden'); }")
+
     measure("ready")
     post(shared_server, table, "extension")
     wait_all("document.querySelector('#flash').dataset.kind === 'extension' || "
              "new URLSearchParams(location.search).get('layout') === 'clock'")
-    measure("extension")
+    measure("extension", tab_on_air)
     post(shared_server, table, "start")
     measure("running")
     # The warning (10 s and under) and the critical stage (5 s and under) last seconds while
@@ -288,11 +296,16 @@ def test_every_text_is_readable_on_light_and_dark_video(
     measure("paused")
     post(shared_server, table, "resume")
     wait_all("document.querySelector('#third').dataset.stage === 'expired'")
-    measure("expired")  # the expiry: flashing centre, the time foul (amber mark), the tab
+    # the expiry: flashing centre, the time foul (amber mark), the tab
+    wait_all("document.querySelector('#flash').dataset.kind === 'expired' || "
+             "new URLSearchParams(location.search).get('layout') === 'clock'")  # (no tabs there)
+    measure("expired", tab_on_air)
     post(shared_server, table, "hand_back")
     post(shared_server, table, "foul", reason="push shot", player=0)  # the second: red, lost
     wait_all("document.querySelector('#third').dataset.stage === 'frame_over'")
-    measure("match over")
+    wait_all("document.querySelector('#flash').dataset.kind === 'match_won' || "
+             "new URLSearchParams(location.search).get('layout') === 'clock'")  # (no tabs there)
+    measure("match over", tab_on_air)
     assert {"clock", "name", "flash"} <= {w.split()[0] for w in seen if w} | seen, seen
     print(f"lowest contrast: {worst['min'][0]:.2f} ({worst['min'][1]})")
 
