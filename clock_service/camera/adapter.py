@@ -219,7 +219,7 @@ class CameraAdapter:
                 self.pacer.cap_s = self._pace_cap(budget.cpu_quota())
                 if self.pacer.cap_s is not None and self.pacer.cap_s < budget.MIN_CAP_S:
                     self.off_kept += 1  # the quota still leaves it no room: opening the
-                    continue  # source and building the pipeline would only take the loop's
+                    continue  # source and building the pipeline would only take the loop's CPU
 
                 self.pacer.forget()  # measured again, at not_sure
                 self._hop(self._on_shed, shedder.retry(), "tried again after being off")
