@@ -87,11 +87,6 @@ def test_webhook_delivered_exactly_once_across_a_restart_and_two_500s(
         server.start()
         receiver.wait(3)  # 500 again, then 200
         assert [r["status"] for r in receiver.requests] == [500, 500, 200]
-        # Backoff: every retry waits at least the first step (1 s; 2 s after a second
-        # failure that was recorded: the kill may land before the first one's record).
-        gaps = [b["at"] - a["at"] for a, b in zip(receiver.requests, receiver.requests[1:],
-                                                 strict=False)]
-        assert min(gaps) >= 0.85, gaps
 
         bodies = {r["body"] for r in receiver.requests}
         assert len(bodies) == 1  # the same result every time, made once
@@ -113,7 +108,18 @@ def test_webhook_delivered_exactly_once_across_a_restart_and_two_500s(
         until(lambda: server.get("/api/results/outbox")["deliveries"][0]["sent_at"]
               is not None, 10.0, 0.02, "the 2xx recorded in the outbox")
         outbox = server.get("/api/results/outbox")
-        assert outbox["deliveries"][0]["attempts"] in (2, 3)  # see the kill above
+        attempts = outbox["deliveries"][0]["attempts"]
+        # 3: the first 500 was recorded before the kill; 2: the kill came first, and the
+        # service, not knowing it had tried, sent again at its restart (a receiver tells
+        # the same delivery by its X-Shotclock-Delivery).
+        assert attempts in (2, 3), attempts
+        # Backoff: a retry after a recorded failure waits at least the first step (1 s,
+        # +-10 %), across a restart too; the second failure is always recorded.
+        gaps = [b["at"] - a["at"] for a, b in zip(receiver.requests, receiver.requests[1:],
+                                                 strict=False)]
+        assert gaps[1] >= 0.85, gaps
+        if attempts == 3:
+            assert gaps[0] >= 0.85, gaps
         assert server.get("/api/results?event=City%20cup")["results"] == [result]
         assert server.get("/api/results?event=Other")["results"] == []
         with urllib.request.urlopen(server.url + "/api/results.csv", timeout=10) as response:
