@@ -37,6 +37,7 @@ S = BudgetSettings(share=0.5, window_s=1.0, up_after=2, down_after=3, off_retry_
     ([(0.1, False)] * 3, [0, 0, 0]),                         # never below full
     ([(0.3, False)] * 2 + [(0.9, False)] * 2, [0, 0, 0, 1]),
 ])
+
 def test_levels_from_the_cpu_used(windows: list[tuple[float, bool]], levels: list[int]) -> None:
     shedder = Shedder(1.0, S)
     seen = []
@@ -105,14 +106,7 @@ async def test_short_of_cpu_the_camera_sheds_says_so_and_turns_off(
     cam = CameraAdapter(rt, "1", SourceSpec("file", "x.mp4"), "x.mp4", mode="auto",
                         calibration_path=tmp_path / "none.json", source_factory=factory,
                         evidence=evidence, budget_settings=settings, cores=0.01)
-    levels: list[int] = []
-    told = cam._on_shed
-
-    def record(level: int, why: str = "") -> None:
-        levels.append(level)
-        told(level, why)
-
-    cam._on_shed = record  # type: ignore[method-assign]
+    levels = recorded_levels(cam)
     cam.attach()
     try:
         await until_async(lambda: budget.OFF in levels, 20.0)
@@ -224,14 +218,7 @@ async def test_the_pacers_frames_reach_the_faults(
                         calibration_path=tmp_path / "none.json",
                         source_factory=lambda spec: BusyFile(spec, rt.time.now_ms),
                         budget_settings=settings, cores=1000.0)
-    levels: list[int] = []
-    told = cam._on_shed
-
-    def record(new: int, why: str = "") -> None:
-        levels.append(new)
-        told(new, why)
-
-    cam._on_shed = record  # type: ignore[method-assign]
+    levels = recorded_levels(cam)
     cam.attach()
     try:
         await until_async(lambda: level in levels, 20.0)
@@ -298,3 +285,16 @@ async def test_off_for_a_quota_with_no_room_stays_off_without_opening_the_source
         assert "camera_off" in {f["code"] for f in rt.health.faults()}
     finally:
         cam.close()
+
+
+def recorded_levels(cam: CameraAdapter) -> list[int]:
+    """Every budget level told to the loop, in order (the adapter's own handling kept)."""
+    levels: list[int] = []
+    told = cam._on_shed
+
+    def record(new: int, why: str = "") -> None:
+        levels.append(new)
+        told(new, why)
+
+    cam._on_shed = record  # type: ignore[method-assign]
+    return levels
