@@ -37,7 +37,6 @@ S = BudgetSettings(share=0.5, window_s=1.0, up_after=2, down_after=3, off_retry_
     ([(0.1, False)] * 3, [0, 0, 0]),                         # never below full
     ([(0.3, False)] * 2 + [(0.9, False)] * 2, [0, 0, 0, 1]),
 ])
-
 def test_levels_from_the_cpu_used(windows: list[tuple[float, bool]], levels: list[int]) -> None:
     shedder = Shedder(1.0, S)
     seen = []
