@@ -36,20 +36,10 @@ bundle: venv
 run: venv
 	$(BIN)/shotclock serve --host $(HOST) --port $(PORT) --db var/shotclock.db
 
-# Debian packages the tests need, in ONE apt-get call (CI runs as root on a fresh machine):
-# chromium (browser tests), mosquitto (the MQTT tests' broker, and mosquitto_passwd).
-# systemd: systemd-analyze verifies the units in deploy/. python3-venv: the install test
-# makes a venv of Debian's python3 (as on a Pi) and serves from it as another user.
-# poppler-utils: pdftoppm turns the match protocol's PDF pages into PNGs.
-# nodejs, npm: the Companion module's tests (integrations/companion, node's test runner).
-TEST_DEBS := chromium mosquitto systemd python3-venv poppler-utils nodejs npm
+# What the tests need from Debian (chromium, mosquitto, ...): only the missing packages are
+# installed, as root (harness/test-deps.sh says which and why).
 test-deps:
-	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/sbin/mosquitto ] || [ ! -x /usr/bin/systemd-analyze ] \
-	  || ! /usr/bin/python3 -c 'import ensurepip' 2>/dev/null || [ ! -x /usr/bin/pdftoppm ] \
-	  || ! command -v npm >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_DEBS) >/dev/null; \
-	  else echo "missing: sudo apt-get install $(TEST_DEBS) (browser and MQTT tests will fail without them)"; fi; \
-	fi
+	@sh harness/test-deps.sh
 
 browser-deps: test-deps  # the old name
 
