@@ -39,7 +39,8 @@ def _runs(argv: list[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     collects only its own files (a collection of the whole suite costs seconds of CPU)."""
     paths = any(not a.startswith("-") and Path(a.split("::")[0]).exists() for a in argv)
     serial = [] if paths else list(SERIAL)
-    ignore = [] if paths else [f"--ignore={p}" for p in SERIAL]
+    # (one test of a file: its marker keeps it out of the rest, -m "not serial")
+    ignore = [] if paths else [f"--ignore={p}" for p in SERIAL if "::" not in p]
     alone = [] if paths else list(ALONE)
     return ({"serial": ["-m", "serial and not alone", *serial],
              "rest": ["-n", "2", "--dist", "loadfile", "-m", "not serial", *ignore]},

@@ -85,7 +85,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     rootpath = Path(str(config.rootpath))
     for item in items:
         path = Path(str(item.path)).relative_to(rootpath).as_posix()
-        if path.startswith(SERIAL + ALONE):
+        test = f"{path}::{item.name}"  # SERIAL may name one test of a file
+        if path.startswith(SERIAL + ALONE) or test.startswith(SERIAL + ALONE):
             item.add_marker(pytest.mark.serial)
         if path.startswith(ALONE):
             item.add_marker(pytest.mark.alone)
