@@ -32,6 +32,7 @@ SERIAL = (
     # kept busy, a page went stale for 90 ms on a healthy link, and one noticed in 3.05 s.
     "tests/browser/test_match_day.py::test_a_healthy_link_never_says_no_news",
     "tests/browser/test_match_day.py::test_every_page_notices_a_hung_service_within_3_s",
+    "tests/browser/test_match_day.py::test_a_page_held_up_by_its_own_device_does_not_blame_the_link",
     "tests/test_e2e.py",
     "tests/test_client.py",
     "tests/test_press_time.py",

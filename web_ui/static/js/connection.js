@@ -28,6 +28,18 @@ export function staleAfter(pingEveryMs) {
   return pingEveryMs + Math.max(pingEveryMs, ROUND_TRIP_ALLOWANCE_MS);
 }
 
+/** Is the link stale at `now`? No message for staleAfter(), and a ping of this page's own
+ * unanswered for the round trip's allowance (`askedAt`: when the first ping since the last
+ * message went out). A page that was itself held up (a busy or sleeping device: its timer
+ * came late, so it sent no ping meanwhile) gives the link a fresh ping before it says so: a
+ * healthy link flashed "stale" for 53-90 ms on a slow, busy machine's browser, and the
+ * silence was the page's own. A hung service still shows after staleAfter(): its pings go
+ * out on time and none is answered. */
+export function isStale(now, lastMessageAt, askedAt, pingEveryMs) {
+  const stale = staleAfter(pingEveryMs);
+  return now - lastMessageAt > stale && askedAt != null && now - askedAt > stale - pingEveryMs;
+}
+
 /** No message for this long: the link is dead, reconnect (three stale periods). */
 export function silenceAfter(pingEveryMs) {
   return 3 * staleAfter(pingEveryMs);
@@ -98,6 +110,7 @@ export class TableConnection {
     this.pingId = 0;
     this.pings = new Map();
     this.lastMessageAt = 0;
+    this.askedAt = null; // the first ping since the last message went out then (isStale)
     this.stopped = false;
     this.reconnects = 0;
     this._onWake = () => this.wake();
@@ -226,6 +239,7 @@ export class TableConnection {
     ws.onopen = () => {
       didOpen = true;
       this.lastMessageAt = localNow();
+      this.askedAt = null;
       this.clock.reset();
       this._ping();
       clearInterval(this.pingTimer);
@@ -234,6 +248,7 @@ export class TableConnection {
     ws.onmessage = (msg) => {
       if (ws !== this.ws) return;
       this.lastMessageAt = localNow();
+      this.askedAt = null; // any message answers
       if (this.status === "stale") this._setStatus("live");
       let data;
       try { data = JSON.parse(msg.data); } catch { return; }
@@ -273,12 +288,14 @@ export class TableConnection {
 
   _tick() {
     if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return;
-    const quiet = localNow() - this.lastMessageAt;
-    if (quiet > this.silenceMs) {
+    const now = localNow();
+    if (now - this.lastMessageAt > this.silenceMs) {
       this._reconnect(0);
       return;
     }
-    if (quiet > this.staleMs && this.status === "live") this._setStatus("stale");
+    if (this.status === "live" && isStale(now, this.lastMessageAt, this.askedAt, this.pingEveryMs)) {
+      this._setStatus("stale");
+    }
     if (localNow() - (this.lastPingAt || 0) >= this.pingEveryMs) this._ping();
   }
 
@@ -287,6 +304,7 @@ export class TableConnection {
     const id = ++this.pingId;
     const t0 = localNow();
     this.lastPingAt = t0;
+    this.askedAt ??= t0; // the first ping since the last message (isStale)
     this.pings.set(id, t0);
     if (this.pings.size > 20) this.pings.delete(this.pings.keys().next().value);
     this.ws.send(JSON.stringify({ type: "ping", id, client_time: Date.now() }));

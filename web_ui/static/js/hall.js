@@ -9,7 +9,7 @@
 // the server caps sockets per address.)
 
 import { createTable } from "./api.js";
-import { pingEvery, showStatus, silenceAfter, staleAfter, wsBase } from "./connection.js";
+import { isStale, pingEvery, showStatus, silenceAfter, wsBase } from "./connection.js";
 import { animate, render } from "./countdown.js";
 import { applyI18n, bindLangToggle, errorText, lang, onLangChange, t } from "./i18n.js";
 import { ClockOffset, localNow } from "./timesync.js";
@@ -24,7 +24,6 @@ const cards = new Map(); // table id -> {el, state}
 // close() on a hung service's socket does not close it (no closing handshake comes back):
 // the page drops the socket itself and says so at once (issue 23: the hall kept counting).
 const PING_EVERY_MS = pingEvery();
-const STALE_MS = staleAfter(PING_EVERY_MS);
 const SILENCE_MS = silenceAfter(PING_EVERY_MS);
 const BACKOFF_MIN_MS = 250;
 const BACKOFF_MAX_MS = 5000;
@@ -40,6 +39,7 @@ class HallFeed {
     this.pings = new Map();
     this.pingId = 0;
     this.lastMessageAt = 0;
+    this.askedAt = null;
     this.lastPingAt = 0;
     this.statusLog = []; // [status, local ms]: the tests read it (no false alarm)
     this.retryTimer = 0;
@@ -55,10 +55,16 @@ class HallFeed {
     if (this.status !== "stale" && this.status !== "offline") this._setStatus("connecting");
     const ws = new WebSocket(`${wsBase()}/ws/hall`);
     this.ws = ws;
-    ws.onopen = () => { this.lastMessageAt = localNow(); this.clock.reset(); this._ping(); };
+    ws.onopen = () => {
+      this.lastMessageAt = localNow();
+      this.askedAt = null;
+      this.clock.reset();
+      this._ping();
+    };
     ws.onmessage = (msg) => {
       if (ws !== this.ws) return;
       this.lastMessageAt = localNow();
+      this.askedAt = null; // any message answers
       if (this.status === "stale") this._setStatus("live");
       let data;
       try { data = JSON.parse(msg.data); } catch { return; }
@@ -94,9 +100,11 @@ class HallFeed {
   _tick() {
     const ws = this.ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) return;
-    const quiet = localNow() - this.lastMessageAt;
-    if (quiet > SILENCE_MS) { this._drop(); return; }
-    if (quiet > STALE_MS && this.status === "live") this._setStatus("stale");
+    const now = localNow();
+    if (now - this.lastMessageAt > SILENCE_MS) { this._drop(); return; }
+    if (this.status === "live" && isStale(now, this.lastMessageAt, this.askedAt, PING_EVERY_MS)) {
+      this._setStatus("stale");
+    }
     if (localNow() - this.lastPingAt >= PING_EVERY_MS) this._ping();
   }
 
@@ -104,6 +112,7 @@ class HallFeed {
     if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return;
     const id = ++this.pingId;
     this.lastPingAt = localNow();
+    this.askedAt ??= this.lastPingAt; // the first ping since the last message (isStale)
     this.pings.set(id, this.lastPingAt);
     if (this.pings.size > 20) this.pings.delete(this.pings.keys().next().value);
     this.ws.send(JSON.stringify({ type: "ping", id, client_time: Date.now() }));
