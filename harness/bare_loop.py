@@ -13,7 +13,16 @@ import subprocess
 import sys
 from typing import Any
 
-__all__ = ["BareLoop"]
+__all__ = ["BareLoop", "BareLoopThread", "gross_bound"]
+
+
+def gross_bound(bare_worst_ms: float, floor_ms: float = 150.0) -> float:
+    """How late (ms) an expiry may be, at the most, when a bare loop's worst wake-up over
+    the same moments was ``bare_worst_ms``: ``floor_ms``, or twice that worst + 50 ms. A bare
+    loop in another process (or thread) does not feel every stall of a busy service's, so
+    this catches a clock held up (a blocking call: hundreds of ms, or seconds), not a few
+    ms; the precision is the benchmark's (bench/README.md)."""
+    return max(floor_ms, 2 * bare_worst_ms + 50)
 
 SCRIPT = r"""
 import asyncio, json, sys, time

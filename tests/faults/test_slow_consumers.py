@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import websockets
 
-from harness.bare_loop import BareLoop
+from harness.bare_loop import BareLoop, gross_bound
 from tests.faults.conftest import RawWebSocket, all_events, create_table, decode, start_server
 from tests.server import ServerProcess
 from tests.waiting import until_async
@@ -136,7 +136,7 @@ async def check_expiry(watcher: Reader, expected_at: float,
     allowance = 0.0
     if bare is not None:
         at = expired[0]["at"]  # unix ms
-        allowance = max(150.0, 2 * bare.max_late(at - data["late_ms"] - 1000, at + 250) + 50)
+        allowance = gross_bound(bare.max_late(at - data["late_ms"] - 1000, at + 250))
     assert data["late_ms"] < max(50.0, allowance), (data, allowance)
     assert watcher.arrived[expired[0]["seq"]] - expected_at < 0.25 + allowance / 1000, allowance
 

@@ -15,7 +15,7 @@ import pytest
 from websockets.sync.client import connect
 
 from clock_service.storage import Store
-from harness.bare_loop import BareLoop
+from harness.bare_loop import BareLoop, gross_bound
 from harness.reports import play_200_shots, write_table
 from tests.server import ServerProcess
 from tests.waiting import until
@@ -117,6 +117,5 @@ def test_readers_never_make_an_expiry_late(server: ServerProcess) -> None:
     # the benchmark's (bench/README.md). Where the reports are made is checked above, by the
     # worker's CPU time: a chart of this match costs about 3 ms once its record is built
     # (90 ms), too little for an expiry's lateness to tell where it was drawn.
-    allowed = [max(150.0, 2 * bare.max_late(e["at"] - e["data"]["late_ms"] - 1000,
-                                            e["at"] + 250) + 50) for e in expired]
+    allowed = [gross_bound(bare.max_late(e["at"] - e["data"]["late_ms"] - 1000, e["at"] + 250)) for e in expired]
     assert all(x < limit for x, limit in zip(late, allowed, strict=True)), (late, allowed)
