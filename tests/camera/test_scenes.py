@@ -5,6 +5,7 @@ starts or stops the clock wrongly."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 
@@ -80,7 +81,13 @@ def test_judge_tells_a_wrong_stop_from_a_declared_miss() -> None:
 @pytest.mark.parametrize("name", ["t_green_white_spot", "t_blue_ivory_bar3_mjpeg",
                                   "t_green_ivory_hand_60fps"])
 def test_small_matrix_never_acts_wrongly(name: str) -> None:
+    """A decision's latency is judged by the deciding frame's CPU time on this thread, not
+    its wall time: this test shares two cores with other tests and runs at a lower priority
+    than the serial group, so a frame's wall time measures the neighbours (a clean-clone run
+    failed the 150 ms target twice with every strike and rest right). The wall-time target
+    is bench/camera_matrix.py's, on a machine that runs only the benchmark."""
     cond = small(name, fps=15.0)  # a short clip: seconds of CPU, not tens
-    row = run(cond)  # type: ignore[arg-type]
-    assert row["false"] == 0 and row["wrong_rests"] == 0, row
-    assert row["verdict"] in ("meets", "not_sure"), row
+    row = run(cond, latency="cpu")  # type: ignore[arg-type]
+    shown = json.dumps(row)  # the whole row: a dict in an assert message is cut short
+    assert row["false"] == 0 and row["wrong_rests"] == 0, shown
+    assert row["verdict"] in ("meets", "not_sure"), shown
