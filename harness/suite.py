@@ -6,13 +6,15 @@ and restarts, one test at a time. The other tests fill those waits:
 
 - the serial run: ``pytest -m "serial and not alone"``, one process, at normal priority,
   printed live;
-- the rest: ``pytest -n 3 --dist loadfile -m "not serial"`` (``SHOTCLOCK_TEST_WORKERS``) at a
-  lower CPU priority (nice 10, ``SHOTCLOCK_TEST_NICE``), so that when both want the CPU the
-  serial tests (and the servers, brokers and browsers they start, which inherit their
-  priority) get about nine tenths of it and their timing holds. A process of the rest that
-  starts a session of its own (Chromium does) is lowered too (``_lower_sessions``): with
-  the kernel's autogroups, niceness counts only within a session. Three workers, not two:
-  on a 2-core machine whose cores the suite keeps busy, 589 s against 613 s;
+- the rest: ``pytest -n 2 --dist loadfile -m "not serial"`` at a lower CPU priority (nice 10,
+  ``SHOTCLOCK_TEST_NICE``), so that when both want the CPU the serial tests (and the servers,
+  brokers and browsers they start, which inherit their priority) get about nine tenths of it
+  and their timing holds;
+  (Not Chromium's: Playwright starts it in a session of its own, and with the kernel's
+  autogroups on, niceness counts only within a session. Lowering the rest's browser
+  sessions too, tried in 3831e50, took the serial run from 545 s to 438 s on a slow 2-core
+  machine, but starved the rest's pages until they showed a stale link and two overlay
+  tests failed in three clean-clone runs.)
 - then, once both have ended, the tests marked ``alone`` (a camera in real time, whose thread
   runs below the loop's priority), with the machine to themselves.
 
@@ -46,8 +48,7 @@ def _runs(argv: list[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     ignore = [] if paths else [f"--ignore={p}" for p in SERIAL if "::" not in p]
     alone = [] if paths else list(ALONE)
     return ({"serial": ["-m", "serial and not alone", *serial],
-             "rest": ["-n", os.environ.get("SHOTCLOCK_TEST_WORKERS", "3"), "--dist", "loadfile",
-                      "-m", "not serial", *ignore]},
+             "rest": ["-n", "2", "--dist", "loadfile", "-m", "not serial", *ignore]},
             {"alone": ["-m", "alone", *alone]})
 
 
@@ -83,15 +84,10 @@ def _run(runs: dict[str, list[str]], argv: list[str], nice: int, lock: threading
             pump.start()
             pumps.append(pump)
         ended: dict[str, tuple[int, float, list[str]]] = {}
-        lowered: set[str] = set()
-        ticks = 0
         while len(ended) < len(procs):
             for name, proc in procs.items():
                 if name not in ended and proc.poll() is not None:
                     ended[name] = (proc.returncode, time.monotonic() - started, tails[name])
-            if "rest" in procs and nice and "rest" not in ended and ticks % 5 == 0:
-                _lower_sessions(procs["rest"].pid, nice, lowered)  # once a second
-            ticks += 1
             time.sleep(0.2)
     finally:  # Ctrl-C, or anything else: no pytest left running
         for proc in procs.values():
@@ -102,38 +98,6 @@ def _run(runs: dict[str, list[str]], argv: list[str], nice: int, lock: threading
     for pump in pumps:
         pump.join(timeout=5)
     return ended
-
-
-def _lower_sessions(root: int, nice: int, lowered: set[str]) -> None:
-    """Give the lower priority to the processes of the rest that started a session of
-    their own. With the kernel's autogroups on (most distributions' default), each session
-    is its own group, and the CPU is shared between groups before niceness counts within
-    one: Chromium (Playwright starts it in a new session) got as much of the CPU as the
-    whole serial run, however nice its pytest was. Measured on a 2-core machine: the serial
-    run's MQTT hall tests took 106 s beside the rest, 43 s alone. A session's group gets
-    the rest's niceness (/proc/PID/autogroup; lowering one's own is allowed to anyone)."""
-    try:
-        import psutil
-    except ImportError:
-        return
-    try:
-        if Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() != "1":
-            return
-        children = psutil.Process(root).children(recursive=True)
-    except (OSError, psutil.Error):  # not Linux, no autogroups, the rest has ended
-        return
-    ours = os.getsid(0)
-    for child in children:
-        try:
-            if os.getsid(child.pid) == ours:
-                continue
-            path = Path(f"/proc/{child.pid}/autogroup")
-            name = path.read_text().split()[0]  # "/autogroup-672 nice 0"
-            if name not in lowered:
-                path.write_text(f"{nice}\n")
-                lowered.add(name)
-        except OSError:  # gone meanwhile
-            continue
 
 
 def main(argv: list[str]) -> int:
