@@ -100,20 +100,18 @@ def run(cond: Condition, learn: bool = True, latency: str = "wall") -> dict[str,
             pipeline = FramePipeline(calibration, cond.size)
         w0, c0 = time.perf_counter(), time.thread_time()
         result = pipeline.process(frame, at)
-        wall = (time.perf_counter() - w0) * 1000
         cpu.append((time.thread_time() - c0) * 1000)
-        if latency == "cpu":
-            wall = cpu[-1]
+        took = cpu[-1] if latency == "cpu" else (time.perf_counter() - w0) * 1000
         counts.append(len(result.observation.balls))
         for d in result.decisions:
             if isinstance(d, Rest):
-                decisions.append(("rest", d.at, d.decided_at, wall))
+                decisions.append(("rest", d.at, d.decided_at, took))
             elif isinstance(d, Strike):
-                decisions.append(("strike", d.at, d.decided_at, wall))
+                decisions.append(("strike", d.at, d.decided_at, took))
             elif isinstance(d, Unsure):
-                decisions.append(("unsure", d.at, d.at, wall))
+                decisions.append(("unsure", d.at, d.at, took))
             elif isinstance(d, Sure):
-                decisions.append(("sure", d.at, d.at, wall))
+                decisions.append(("sure", d.at, d.at, took))
     judged = judge(scene.truth, decisions)
     row = judged.row()
     row.update(name=cond.name, latency_measured=latency, frames=len(cpu), codec_used=codec,

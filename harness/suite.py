@@ -9,9 +9,9 @@ and restarts, one test at a time. The other tests fill those waits:
 - the rest: ``pytest -n 2 --dist loadfile -m "not serial"`` at a lower CPU priority (nice 10,
   ``SHOTCLOCK_TEST_NICE``), so that when both want the CPU the serial tests (and the servers,
   brokers and browsers they start, which inherit their priority) get about nine tenths of it
-  and their timing holds;
-  (Not Chromium's: Playwright starts it in a session of its own, and with the kernel's
-  autogroups on, niceness counts only within a session. Lowering the rest's browser
+  and their timing holds. (The rest's Chromium is the exception: Playwright starts it in a
+  session of its own, and with the kernel's autogroups on, niceness counts only within a
+  session. Lowering the rest's browser
   sessions too, tried in 3831e50, took the serial run from 545 s to 438 s on a slow 2-core
   machine, but starved the rest's pages until they showed a stale link and two overlay
   tests failed in three clean-clone runs.)
