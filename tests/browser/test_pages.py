@@ -278,6 +278,34 @@ def test_display_rounds_like_the_firmware(shared_server: ServerProcess, context:
     assert math.ceil(4401 / 100) == 45
 
 
+def test_a_page_looks_again_exactly_when_its_digits_or_stage_change(
+        shared_server: ServerProcess, context: Any) -> None:
+    """The pages draw on a timer aimed at the next change (countdown.js untilChange), not on
+    every animation frame: for each remaining time, the wait it gives is the first ms at
+    which the digits or the stage (warning at 10 s, critical at 5 s) differ, never later (a
+    late digit) and never earlier than needed."""
+    make_table(shared_server, "aim1")
+    display = open_page(context, shared_server, "/display?table=aim1")
+    values = list(range(1, 12_001, 7)) + [1, 100, 101, 4999, 5000, 5001, 9999, 10_000, 10_001,
+                                          35_000, 34_001]
+    waits = display.evaluate("""async (values) => {
+        const c = await import('/static/js/countdown.js');
+        return values.map(v => c.untilChange(v));
+    }""", values)
+
+    def look(ms: int) -> tuple[str, str]:
+        stage = "running" if ms > 10_000 else "warning" if ms > 5000 else "critical"
+        return format_remaining(ms), stage
+
+    expected = [next(k for k in range(1, v + 1) if look(v - k) != look(v)) for v in values]
+    wrong = [(v, w, e) for v, w, e in zip(values, waits, expected, strict=True) if w != e]
+    assert not wrong, wrong[:10]
+    assert display.evaluate("""async () => {
+        const c = await import('/static/js/countdown.js');
+        return [c.untilChange(0), c.untilChange(null)];
+    }""") == [math.inf, math.inf]  # nothing counts: no change is due by itself
+
+
 def test_overlay_recovers_after_the_server_is_killed(
         tmp_path: Any, context: Any, traffic: Traffic) -> None:
     server = ServerProcess(tmp_path / "crash.db").start()

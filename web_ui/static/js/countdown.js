@@ -40,16 +40,27 @@ export class Steady {
   }
 }
 
-/** {text, stage, remaining}: stage is one of off ready running warning critical paused
- * expired frame_over, as render.py's STAGES. With a Steady, the countdown never goes up
+/** Milliseconds until a running countdown that shows `remaining` shows other digits or
+ * another stage (formatRemaining's rule: every whole second above 5 s, every tenth at and
+ * below; the stages change at 10 s and 5 s, which are whole seconds); Infinity when it
+ * does not count. */
+export function untilChange(remaining) {
+  if (remaining == null || !(remaining > 0)) return Infinity;
+  const step = remaining > TENTHS_BELOW_MS ? 1000 : 100;
+  return remaining - Math.floor((remaining - 1) / step) * step;
+}
+
+/** {text, stage, remaining, next}: stage is one of off ready running warning critical
+ * paused expired frame_over, as render.py's STAGES; next is the ms until the picture changes
+ * by itself (Infinity unless it counts down). With a Steady, the countdown never goes up
  * while the state is unchanged. */
 export function render(state, serverNowMs, steady = null) {
-  if (!state) return { text: "", stage: "off", remaining: null };
+  if (!state) return { text: "", stage: "off", remaining: null, next: Infinity };
   const phase = state.phase || "ready";
-  if (phase === "frame_over") return { text: "", stage: "frame_over", remaining: null };
+  if (phase === "frame_over") return { text: "", stage: "frame_over", remaining: null, next: Infinity };
   let remaining = remainingAt(state, serverNowMs);
   if (steady) remaining = steady.remaining(state, remaining);
-  if (remaining == null) return { text: "--", stage: "off", remaining: null };
+  if (remaining == null) return { text: "--", stage: "off", remaining: null, next: Infinity };
   let stage;
   if (phase === "expired") stage = "expired";
   else if (phase === "ready" || phase === "paused") stage = phase;
@@ -57,7 +68,8 @@ export function render(state, serverNowMs, steady = null) {
   else if (remaining <= WARNING_BELOW_MS) stage = "warning";
   else stage = "running";
   const text = phase === "expired" ? "0.0" : formatRemaining(remaining);
-  return { text, stage, remaining };
+  const next = phase === "running" && state.deadline != null ? untilChange(remaining) : Infinity;
+  return { text, stage, remaining, next };
 }
 
 /** Seconds for a limit, e.g. 35000 -> "35", 2500 -> "2.5". */
@@ -67,14 +79,32 @@ export function seconds(ms) {
   return Number.isInteger(s) ? String(s) : s.toFixed(1);
 }
 
-/** Call draw() on every animation frame until the returned stop() is called. */
+/** A page looks again this often at least: for what changes with no new state and no
+ * countdown of its own (the link's status, the match clock's seconds). */
+export const LOOK_EVERY_MS = 100;
+
+/**
+ * Call draw() now, and again at the moment its picture next changes, until the returned
+ * stop() is called: draw returns the ms until then (render's `next`), and is called at
+ * least every LOOK_EVERY_MS anyway. A timer aimed at the change, not every animation frame:
+ * the digits change as exactly as before (a frame came every 16.7 ms), and a page whose
+ * picture stands still draws nothing. Drawn 60 times a second, each open page kept 10-16%
+ * of a core busy (a Pi's kiosk, a tablet's battery); a timer costs a few wake-ups.
+ */
 export function animate(draw) {
-  let handle = 0;
+  let timer = 0;
   let stopped = false;
   const frame = () => {
     if (stopped) return;
-    try { draw(); } finally { handle = requestAnimationFrame(frame); }
+    let wait = LOOK_EVERY_MS;
+    try {
+      const next = draw();
+      if (next >= 0 && next < wait) wait = next;
+    } finally {
+      // +1: never a hair before the change (the timer's and the clock's rounding)
+      if (!stopped) timer = setTimeout(frame, Math.ceil(wait) + 1);
+    }
   };
-  handle = requestAnimationFrame(frame);
-  return () => { stopped = true; cancelAnimationFrame(handle); };
+  timer = setTimeout(frame, 0);
+  return () => { stopped = true; clearTimeout(timer); };
 }

@@ -79,9 +79,14 @@ const conn = new TableConnection(table, {
     document.body.classList.toggle("unknown-table", status === "unknown_table");
     $("unknown").classList.toggle("hidden", status !== "unknown_table");
     $("unknown").textContent = t("display.unknown", { table });
+    tick(); // the countdown stops (or goes on) with the link at once, not at the next look
   },
   onFaults: (faults) => strip.setFaults(faults),
-  onLive: (live) => { document.body.dataset.table = live ? "live" : "offline"; strip.setTableLive(live); },
+  onLive: (live) => {
+    document.body.dataset.table = live ? "live" : "offline";
+    strip.setTableLive(live);
+    tick();
+  },
 }, { pingEveryMs: 500 }); // stale after 1200 ms (staleAfter): a dead link shown within 1.5 s
 
 // -- a countdown that went up across a reconnect says why ------------------------------------
@@ -206,13 +211,14 @@ function drawOver(m) {
 }
 
 function tick() {
-  if (!state) return;
-  const { text, stage } = render(state, conn.frozenNow(), steady);
+  if (!state) return Infinity;
+  const { text, stage, next } = render(state, conn.frozenNow(), steady);
   const shown = text || "–";
   const clock = $("clock");
   if (clock.textContent !== shown) clock.textContent = shown;
   if (document.body.dataset.stage !== stage) document.body.dataset.stage = stage;
   drawMatchClock($("match-clock"), state, conn.frozenNow(), $("match-limit-choice"));
+  return next;
 }
 
 applyI18n();

@@ -287,21 +287,23 @@ function drawLiveness(entry) {
   tickCard(entry);
 }
 
+/** Draws a card's clock; the ms until it changes by itself (countdown.js render's next). */
 function tickCard(entry) {
-  if (!entry.state) return;
+  if (!entry.state) return Infinity;
   const live = liveness(entry);
   // Lost: the digits stay as they were when the feed went (nothing counts on old data).
-  if (live === "lost" && entry.shown) return;
+  if (live === "lost" && entry.shown) return Infinity;
   // Not live: the last known time (remaining_ms as of stale_since), not counted down.
   const state = live === "stale" && entry.state.phase === "running"
     ? { ...entry.state, phase: "paused" } : entry.state;
-  const { text, stage } = render(state, feed.serverNow());
+  const { text, stage, next } = render(state, feed.serverNow());
   entry.shown = text;
   const clock = entry.el.querySelector(".clock");
   const shown = text || "–";
   if (clock.textContent !== shown) clock.textContent = shown;
   if (entry.el.dataset.stage !== stage) entry.el.dataset.stage = stage;
   drawMatchClock(entry.el.querySelector(".match-clock"), state, feed.serverNow());
+  return next;
 }
 
 // -- the create form -------------------------------------------------------------------------
@@ -380,7 +382,11 @@ onLangChange(() => {
   }
 });
 feed.start();
-animate(() => { for (const entry of cards.values()) tickCard(entry); });
+animate(() => {
+  let next = Infinity;
+  for (const entry of cards.values()) next = Math.min(next, tickCard(entry));
+  return next;
+});
 window.shotclockHall = feed; // for the tests (statusLog) and debugging
 window.shotclockHallCards = cards;
 refitOn(() => { for (const { el } of cards.values()) for (const n of el.querySelectorAll(".p .name")) fitText(n, { min: 12 }); });

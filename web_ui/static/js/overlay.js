@@ -1,5 +1,6 @@
-// OBS overlay: a smooth countdown drawn on every animation frame from the server's deadline
-// and the estimated clock offset (never the local clock alone). Reconnects forever.
+// OBS overlay: a smooth countdown drawn from the server's deadline and the estimated clock
+// offset (never the local clock alone): the digits change at the moment they are due, and the
+// bar glides between the page's looks (a CSS transition). Reconnects forever.
 // Query: table, position=top|bottom, scale (0.3..3), theme=dark|light|green, lang, flash=0,
 // stats=1 (the stats lower-third: average shot time and time fouls, overlay_stats.js),
 // layout=third|bug|clock (a lower third, a corner bug at ?corner=tl|tr|bl|br, the clock
@@ -23,7 +24,7 @@
 // a viewer cannot see a marker's small print; the time is back when the table is.
 
 import { TableConnection, tableFromQuery } from "./connection.js";
-import { Steady, animate, render, seconds } from "./countdown.js";
+import { LOOK_EVERY_MS, Steady, animate, render, seconds } from "./countdown.js";
 import { applyI18n, onLangChange, t } from "./i18n.js";
 import { callShort } from "./result.js";
 import { fitText, refitOn } from "./fit.js";
@@ -83,7 +84,7 @@ const conn = new TableConnection(table, {
     if (!meta.replayed) onAir(event);
     statsThird?.onEvent(event, meta);
   },
-  onStatus: (status) => { third.dataset.status = status; },
+  onStatus: (status) => { third.dataset.status = status; tick(); }, // off air at once
   onLive: (live) => { third.dataset.table = live ? "live" : "offline"; draw(); },
 }, { pingEveryMs: 1000 });
 
@@ -223,12 +224,13 @@ let overWhy = "";
 let overWhyShort = "";
 
 function tick() {
-  if (!state) return;
+  if (!state) return Infinity;
   // Off air while the table's service is offline or this page lost the service (a hung
   // service: no countdown from data that may be old).
-  const { text, stage: look, remaining } = conn.live && conn.status === "live"
+  const { text, stage: look, remaining, next } = conn.live && conn.status === "live"
     ? render(state, conn.serverNow(), steady)
-    : { text: "–", stage: state.phase === "frame_over" ? "frame_over" : "offline", remaining: null };
+    : { text: "–", stage: state.phase === "frame_over" ? "frame_over" : "offline", remaining: null,
+        next: Infinity };
   const clock = $("clock");
   const digits = text || "–";
   if (clock.textContent !== digits) clock.textContent = digits;
@@ -245,11 +247,19 @@ function tick() {
       third.classList.add("air-in");
     }
   }
-  // The bar moves every frame: the visibly smooth part of the countdown.
+  // The bar, the visibly smooth part of the countdown, moves on every frame: the compositor
+  // takes it, linearly, to where it is due at the page's next look (animate() calls tick
+  // again within the same ms, ceil + 1), so the page itself draws ~10 times a second.
   const limit = Math.max(state.limit_ms || 0, state.remaining_ms || 0, 1);
-  const fraction = remaining == null ? 0 : Math.min(1, remaining / limit);
-  $("progress").style.transform = `scaleX(${fraction})`;
+  const counting = remaining != null && Number.isFinite(next);
+  const glide = counting ? Math.ceil(Math.min(next, LOOK_EVERY_MS)) + 1 : 0;
+  const due = remaining == null ? 0 : Math.max(0, remaining - glide);
+  const bar = $("progress");
+  const transition = glide ? `transform ${glide}ms linear` : "none";
+  if (bar.style.transition !== transition) bar.style.transition = transition;
+  bar.style.transform = `scaleX(${Math.min(1, due / limit)})`;
   drawMatchClock($("match-clock"), state, conn.frozenNow());
+  return next;
 }
 
 /** "on" or "off": with ?from=N, on air only while the clock counts at or below N s or

@@ -37,6 +37,7 @@ const conn = new TableConnection(table, {
     $("console").classList.toggle("hidden", status === "unknown_table");
     if (status === "live") askTokenIfNeeded();
     drawClockLiveness();
+    tick(); // the countdown stops (or goes on) with the link at once, not at the next look
   },
   onFaults: (faults) => { strip.setFaults(faults); drawHint(); },
   // Through the hall service, a table whose own service is offline: its state is the last
@@ -937,13 +938,14 @@ function drawClockLiveness() {
 }
 
 function tick() {
-  if (!state) return;
-  const { text, stage } = render(state, conn.frozenNow());
+  if (!state) return Infinity;
+  const { text, stage, next } = render(state, conn.frozenNow());
   const clock = $("clock");
   const shown = text || "–";
   if (clock.textContent !== shown) clock.textContent = shown;
-  $("clock-box").dataset.stage = stage;
+  if ($("clock-box").dataset.stage !== stage) $("clock-box").dataset.stage = stage;
   drawMatchClock($("match-clock"), state, conn.frozenNow());
+  return next;
 }
 
 onLangChange(() => {
