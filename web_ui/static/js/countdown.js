@@ -87,9 +87,11 @@ export const LOOK_EVERY_MS = 100;
  * Call draw() now, and again at the moment its picture next changes, until the returned
  * stop() is called: draw returns the ms until then (render's `next`), and is called at
  * least every LOOK_EVERY_MS anyway. A timer aimed at the change, not every animation frame:
- * the digits change as exactly as before (a frame came every 16.7 ms), and a page whose
- * picture stands still draws nothing. Drawn 60 times a second, each open page kept 10-16%
- * of a core busy (a Pi's kiosk, a tablet's battery); a timer costs a few wake-ups.
+ * the digits change within a few ms of the moment they are due (a frame came every 16.7 ms),
+ * and a page whose picture stands still draws nothing. Drawn 60 times a second, an open
+ * display, console or hall page kept 9-11% of a core busy on a running clock (a Pi's kiosk,
+ * a tablet's battery); now too little to measure. The overlay's bar still moves on every
+ * frame (overlay.js).
  */
 export function animate(draw) {
   let timer = 0;
