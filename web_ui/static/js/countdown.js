@@ -84,9 +84,11 @@ export function seconds(ms) {
 export const LOOK_EVERY_MS = 100;
 
 /**
- * Call draw() now, and again at the moment its picture next changes, until the returned
- * stop() is called: draw returns the ms until then (render's `next`), and is called at
- * least every LOOK_EVERY_MS anyway. A timer aimed at the change, not every animation frame:
+ * Call draw() soon, and again at the moment its picture next changes, until stop() is
+ * called: draw returns the ms until then (render's `next`), and is called at least every
+ * LOOK_EVERY_MS anyway. A page that draws out of turn (a new state, a status) calls now(),
+ * which draws and aims the timer again: a new state's first change may be due before the
+ * look that was planned for the old one. A timer aimed at the change, not every animation frame:
  * the digits change within a few ms of the moment they are due (a frame came every 16.7 ms),
  * and a page whose picture stands still draws nothing. Drawn 60 times a second, an open
  * display, console or hall page kept 9-11% of a core busy on a running clock (a Pi's kiosk,
@@ -96,17 +98,18 @@ export const LOOK_EVERY_MS = 100;
 export function animate(draw) {
   let timer = 0;
   let stopped = false;
-  const frame = () => {
+  const now = () => {
     if (stopped) return;
+    clearTimeout(timer);
     let wait = LOOK_EVERY_MS;
     try {
       const next = draw();
       if (next >= 0 && next < wait) wait = next;
     } finally {
       // +1: never a hair before the change (the timer's and the clock's rounding)
-      if (!stopped) timer = setTimeout(frame, Math.ceil(wait) + 1);
+      if (!stopped) timer = setTimeout(now, Math.ceil(wait) + 1);
     }
   };
-  timer = setTimeout(frame, 0);
-  return () => { stopped = true; clearTimeout(timer); };
+  timer = setTimeout(now, 0); // once the page's module has run
+  return { now, stop: () => { stopped = true; clearTimeout(timer); } };
 }

@@ -79,15 +79,16 @@ const conn = new TableConnection(table, {
     document.body.classList.toggle("unknown-table", status === "unknown_table");
     $("unknown").classList.toggle("hidden", status !== "unknown_table");
     $("unknown").textContent = t("display.unknown", { table });
-    tick(); // the countdown stops (or goes on) with the link at once, not at the next look
+    looks.now(); // the countdown stops (or goes on) with the link at once
   },
   onFaults: (faults) => strip.setFaults(faults),
   onLive: (live) => {
     document.body.dataset.table = live ? "live" : "offline";
     strip.setTableLive(live);
-    tick();
+    looks.now();
   },
 }, { pingEveryMs: 500 }); // stale after 1200 ms (staleAfter): a dead link shown within 1.5 s
+const looks = animate(tick);
 
 // -- a countdown that went up across a reconnect says why ------------------------------------
 const JUMP_MS = 500;
@@ -174,7 +175,7 @@ function draw() {
   $("call").classList.toggle("hidden", !call);
   $("call").textContent = call ? callLine(call) : "";
   drawOver(m);
-  tick(); // the stage first: what frame_over shows is measured once it is displayed
+  looks.now(); // the stage first: what frame_over shows is measured once it is displayed
   fitTexts();
 }
 
@@ -226,5 +227,4 @@ bindLangToggle($("lang"));
 onLangChange(() => { strip.draw(); draw(); });
 window.shotclockConnection = conn; // for debugging from the console (and the tests)
 conn.start();
-animate(tick);
 if (kiosk) enableSound(); // allowed without a click under the kiosk's autoplay policy

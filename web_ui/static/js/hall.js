@@ -19,6 +19,12 @@ import { fitText, refitOn } from "./fit.js";
 
 const $ = (id) => document.getElementById(id);
 const cards = new Map(); // table id -> {el, state}
+// Every card's clock, at the next change of any of them (countdown.js animate).
+const looks = animate(() => {
+  let next = Infinity;
+  for (const entry of cards.values()) next = Math.min(next, tickCard(entry));
+  return next;
+});
 // A hung service (SIGSTOP) or a silent link: after staleAfter() (2000 ms at the default
 // 1000 ms pings) every card says "connection lost" and its digits stop, within 2.5 s. A
 // close() on a hung service's socket does not close it (no closing handshake comes back):
@@ -284,7 +290,7 @@ function drawLiveness(entry) {
     title.textContent = "";
     why.textContent = "";
   }
-  tickCard(entry);
+  looks.now(); // its clock too, and the next look aimed again
 }
 
 /** Draws a card's clock; the ms until it changes by itself (countdown.js render's next). */
@@ -382,11 +388,6 @@ onLangChange(() => {
   }
 });
 feed.start();
-animate(() => {
-  let next = Infinity;
-  for (const entry of cards.values()) next = Math.min(next, tickCard(entry));
-  return next;
-});
 window.shotclockHall = feed; // for the tests (statusLog) and debugging
 window.shotclockHallCards = cards;
 refitOn(() => { for (const { el } of cards.values()) for (const n of el.querySelectorAll(".p .name")) fitText(n, { min: 12 }); });

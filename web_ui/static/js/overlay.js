@@ -84,9 +84,10 @@ const conn = new TableConnection(table, {
     if (!meta.replayed) onAir(event);
     statsThird?.onEvent(event, meta);
   },
-  onStatus: (status) => { third.dataset.status = status; tick(); }, // off air at once
+  onStatus: (status) => { third.dataset.status = status; looks.now(); }, // off air at once
   onLive: (live) => { third.dataset.table = live ? "live" : "offline"; draw(); },
 }, { pingEveryMs: 1000 });
+const looks = animate(tick);
 
 /** The look of an event: {kind, text} or null (not every event is news on air). */
 function lookOf(event) {
@@ -172,7 +173,7 @@ function draw() {
     tag.querySelector("b").textContent = on ? callShort(call) : "";
   }
   drawOver(m);
-  tick(); // the stage first: the winner's lines are measured once they are displayed
+  looks.now(); // the stage first: the winner's lines are measured once they are displayed
   fitTexts();
 }
 
@@ -248,11 +249,10 @@ function tick() {
     }
   }
   // The bar, the visibly smooth part of the countdown, moves on every frame: the compositor
-  // takes it, linearly, to where it is due at the page's next look (animate() calls tick
-  // again within the same ms, ceil + 1), so the page itself draws ~10 times a second.
+  // takes it, linearly, to where it is due at the page's next look (animate() aims its timer
+  // at the same ms, ceil + 1), so the page itself draws ~10 times a second.
   const limit = Math.max(state.limit_ms || 0, state.remaining_ms || 0, 1);
-  const counting = remaining != null && Number.isFinite(next);
-  const glide = counting ? Math.ceil(Math.min(next, LOOK_EVERY_MS)) + 1 : 0;
+  const glide = Number.isFinite(next) ? Math.ceil(Math.min(next, LOOK_EVERY_MS)) + 1 : 0;
   const due = remaining == null ? 0 : Math.max(0, remaining - glide);
   const bar = $("progress");
   const transition = glide ? `transform ${glide}ms linear` : "none";
@@ -281,4 +281,3 @@ if (params.get("stats") === "1") {
 }
 window.shotclockConnection = conn; // for debugging from the console (and the tests)
 conn.start();
-animate(tick);

@@ -37,7 +37,7 @@ const conn = new TableConnection(table, {
     $("console").classList.toggle("hidden", status === "unknown_table");
     if (status === "live") askTokenIfNeeded();
     drawClockLiveness();
-    tick(); // the countdown stops (or goes on) with the link at once, not at the next look
+    looks.now(); // the countdown stops (or goes on) with the link at once
   },
   onFaults: (faults) => { strip.setFaults(faults); drawHint(); },
   // Through the hall service, a table whose own service is offline: its state is the last
@@ -46,6 +46,7 @@ const conn = new TableConnection(table, {
   onLive: (live) => { strip.setTableLive(live); drawClockLiveness(); draw(); },
   onTokenRefused: () => { tokenRefused = true; askTokenIfNeeded(); },
 }, { token: getToken });
+const looks = animate(tick);
 
 // -- the notice area: refusal / why / info banner over the card, over the hint ---------------
 let bannerTimer = 0;
@@ -888,7 +889,7 @@ function draw() {
   drawCard();
   panel.redraw();
   if ($("foul-dialog").open) drawFoulDialog();
-  tick();
+  looks.now();
   fitTexts();
   drawFloat();
 }
@@ -989,4 +990,3 @@ drawKeyHints();
 drawHint();
 window.shotclockConnection = conn; // for debugging from the console (and the tests)
 conn.start();
-animate(tick);
