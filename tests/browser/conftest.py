@@ -123,26 +123,53 @@ def _context(browser: Any, traffic: Traffic, *, guard_off: bool) -> Iterator[Any
 
 
 def _polling_wait(page: Any) -> Any:
-    """``page.wait_for_function`` that polls from here. The pages run under the service's
-    Content-Security-Policy (script-src 'self': no eval, issue 11 point 12), and Playwright's
-    own wait_for_function evaluates its string predicate with eval inside the page, which
-    that policy refuses; ``page.evaluate`` goes through DevTools, which the page's policy
-    does not govern. The pages themselves are not exempted: a violation still shows up as a
-    console error (``Traffic.errors``)."""
+    """``page.wait_for_function`` that polls in the page from a function sent through
+    DevTools. The pages run under the service's Content-Security-Policy (script-src 'self':
+    no eval, issue 11 point 12), and Playwright's own wait_for_function evaluates its string
+    predicate with eval inside the page, which that policy refuses; a function handed to
+    ``page.evaluate`` is compiled by DevTools, which the page's policy does not govern. The
+    pages themselves are not exempted: a violation still shows up as a console error
+    (``Traffic.errors``).
+
+    The predicate is tried every 20 ms inside the page, and one call waits up to 2 s there:
+    a round trip per try (Python, Playwright's driver, the browser) cost more CPU than the
+    page under test. A call cut short by a navigation is simply made again."""
+    from playwright.sync_api import Error as PlaywrightError
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     def wait_for_function(expression: str, *, timeout: float = 30_000, **_: Any) -> Any:
         deadline = time.monotonic() + timeout / 1000.0
         while True:
-            value = page.evaluate(expression)
-            if value:
-                return value
+            left_ms = max(0.0, (deadline - time.monotonic()) * 1000.0)
+            try:
+                found = page.evaluate(_WAIT_IN_PAGE.replace("PREDICATE", expression),
+                                      min(left_ms, 2000.0))
+            except PlaywrightError as exc:
+                if "context was destroyed" not in str(exc) and "navigat" not in str(exc):
+                    raise
+                found = None
+            if found is not None:
+                return found["value"]
             if time.monotonic() > deadline:
                 raise PlaywrightTimeout(f"wait_for_function: {expression!r} still false "
                                         f"after {timeout:g} ms")
             page.wait_for_timeout(20)
 
     return wait_for_function
+
+
+# {value} once PREDICATE (an expression, or a function, as Playwright takes either) holds,
+# null after ``ms`` (20 ms between tries, in the page).
+_WAIT_IN_PAGE = """async (ms) => {
+  const until = performance.now() + ms;
+  for (;;) {
+    let value = (PREDICATE);
+    if (typeof value === 'function') value = value();
+    if (value) return {value};
+    if (performance.now() >= until) return null;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}"""
 
 
 def seq_of(server: ServerProcess, table: str) -> int:

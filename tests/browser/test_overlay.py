@@ -78,7 +78,6 @@ def test_each_event_has_its_own_look_and_the_frame_end_is_held(
     expect(third).to_have_attribute("data-stage", "running")  # the look read is running's
     texts.append(third.inner_text())  # running
     post(shared_server, "air", "set_time", remaining_ms=2400)
-    page.wait_for_timeout(2000)  # TEMP: a loaded machine
     on_air("warning", "warning", AMBER, "2 seconds")
     on_air("expired", "expired", RED, "Time! Ivanov")
     expect(third).to_have_attribute("data-stage", "expired")
