@@ -60,6 +60,13 @@ def http(method: str, url: str, body: Any = None, token: str | None = None,
 
 # Set by tests/conftest.py under `pytest --fast` (make test-fast): starting one skips the test.
 FAST = False
+# Set by tests/conftest.py (unless SHOTCLOCK_TEST_FORK=0): a service is forked from a process
+# that has imported it already (harness/zygote.py), not started as a fresh Python.
+FORK = False
+
+
+def _python_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith("PYTHON")}
 
 
 class ServerProcess(Child):
@@ -73,7 +80,7 @@ class ServerProcess(Child):
         self.port = port or free_port()
         self.env = {**os.environ, "SHOTCLOCK_DISPLAY": "none", **(env or {})}
         self.log = log or self.db.with_suffix(".log")
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Any = None  # subprocess.Popen, or harness.zygote.Forked
         self.nofile = nofile  # a hard limit on the server's open files (a Pi's 1024, say)
         self.args = args or []
 
@@ -106,14 +113,21 @@ class ServerProcess(Child):
                 import resource
                 resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "clock_service.cli", self.subcommand, "--host", "127.0.0.1",
-             "--port", str(self.port), "--db", str(self.db), "--log-level", self.log_level,
-             *self.args],
-            cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-            preexec_fn=limit_files if nofile is not None else None,
-        )
-        out.close()
+        argv = [self.subcommand, "--host", "127.0.0.1", "--port", str(self.port),
+                "--db", str(self.db), "--log-level", self.log_level, *self.args]
+        if FORK and _python_env(self.env) == _python_env(dict(os.environ)):
+            from harness.zygote import Zygote
+
+            out.close()
+            self.proc = Zygote.get().spawn(argv, env=self.env, cwd=ROOT, log=self.log,
+                                           nofile=nofile)
+        else:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "clock_service.cli", *argv],
+                cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                preexec_fn=limit_files if nofile is not None else None,
+            )
+            out.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
