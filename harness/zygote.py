@@ -50,13 +50,13 @@ PRELOAD = (
     "clock_service.cli", "clock_service.api", "clock_service.serving",
     "clock_service.broadcast.cli", "clock_service.config_cli", "clock_service.reports.cli",
     "clock_service.tournament.cli", "clock_service.doctor", "clock_service.storage.cli",
-    "clock_service.tls", "clock_service.camera.config",
+    "clock_service.tls", "clock_service.camera.config", "clock_service.mqtt.hall",
+    "clock_service.mqtt.publisher", "paho.mqtt.client",
     "firmware_bridge.config", "firmware_bridge.monitor", "firmware_bridge.bridge",
     "firmware_bridge.terminal",
-    "uvicorn", "uvicorn.loops.asyncio", "uvicorn.lifespan.on",
-    "uvicorn.protocols.http.h11_impl", "uvicorn.protocols.http.httptools_impl",
-    "uvicorn.protocols.websockets.websockets_impl", "uvicorn.protocols.websockets.wsproto_impl",
-    "cryptography.hazmat.primitives.serialization", "uvloop", "resource",
+    "uvicorn", "uvicorn.loops.asyncio", "uvicorn.lifespan.on", "uvicorn.protocols.http.h11_impl",
+    "uvicorn.protocols.websockets.websockets_impl",
+    "cryptography.hazmat.primitives.serialization", "resource",
 )
 
 
