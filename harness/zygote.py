@@ -111,6 +111,8 @@ def _child(request: dict[str, Any]) -> int:
         traceback.print_exc()
         code = 1
     try:
+        # as Python's own exit does: join the threads that are not daemons, then atexit
+        threading._shutdown()  # type: ignore[attr-defined]
         atexit._run_exitfuncs()
     finally:
         if code is None:
@@ -257,15 +259,19 @@ class Zygote:
             return Forked(self, self._replies.pop(ident), argv)
 
     def exit_code(self, pid: int, timeout: float | None) -> int | None:
-        """``pid``'s exit code, waiting up to ``timeout`` seconds (None: for good) for it."""
+        """``pid``'s exit code, waiting up to ``timeout`` seconds (None: for good) for it
+        (another thread may spawn meanwhile: the lock is held for a fifth of a second)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            while pid not in self._exits:
+        while True:
+            with self._lock:
+                if pid in self._exits:
+                    return self._exits[pid]
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                self._read(1.0 if left is None else min(left, 1.0))
-                if left == 0.0 and pid not in self._exits:
+                self._read(0.2 if left is None else min(left, 0.2))
+                if pid in self._exits:
+                    return self._exits[pid]
+                if left == 0.0:
                     return None
-            return self._exits[pid]
 
 
 class Forked:
