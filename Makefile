@@ -22,14 +22,16 @@ LOCK_EXTRAS := --extra hardware --extra mqtt --extra camera --extra test
 # and the install test.
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
+
+$(BIN)/uv: | $(BIN)/python
 	$(BIN)/pip install -q 'uv==$(UV_VERSION)'
 
-$(VENV)/.installed: pyproject.toml $(LOCK) | $(BIN)/python
+$(VENV)/.installed: pyproject.toml $(LOCK) | $(BIN)/uv
 	UV_LINK_MODE=copy $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python \
 	  -c $(LOCK) -e '.[hardware,mqtt,camera,test]'
 	touch $@
 
-lock: | $(BIN)/python
+lock: | $(BIN)/uv
 	$(BIN)/uv pip compile -q --universal --python-version 3.11 $(LOCK_EXTRAS) \
 	  --custom-compile-command 'make lock' --upgrade pyproject.toml -o $(LOCK)
 
