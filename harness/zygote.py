@@ -34,6 +34,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -195,9 +196,14 @@ class Zygote:
     def __init__(self) -> None:
         ours, theirs = socket.socketpair()
         self._sock = ours
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.zygote", str(theirs.fileno())],
-            pass_fds=[theirs.fileno()], cwd=ROOT, stdin=subprocess.DEVNULL)
+        # its own words (an import that failed, say) go to a file of its own, not to the
+        # output of whichever test happened to start it
+        self.log = Path(tempfile.gettempdir()) / f"shotclock-zygote-{os.getpid()}.log"
+        with open(self.log, "wb") as log:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.zygote", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()], cwd=ROOT, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT)
         theirs.close()
         self._lock = threading.Lock()
         self._buffer = b""
@@ -224,6 +230,8 @@ class Zygote:
             except subprocess.TimeoutExpired:
                 zygote._proc.kill()
                 zygote._proc.wait()
+            if zygote._proc.returncode == 0 and zygote.log.stat().st_size == 0:
+                zygote.log.unlink()  # it had nothing to say
 
     def _read(self, timeout: float | None) -> None:
         """Take what the zygote said within ``timeout`` seconds (under ``_lock``)."""
@@ -233,7 +241,7 @@ class Zygote:
         except (TimeoutError, BlockingIOError):
             return
         if not data:
-            raise RuntimeError("harness.zygote ended: see the test's output for why")
+            raise RuntimeError(f"harness.zygote ended:\n{self.log.read_text()[-3000:]}")
         self._buffer += data
         while b"\n" in self._buffer:
             line, self._buffer = self._buffer.split(b"\n", 1)

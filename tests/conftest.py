@@ -61,13 +61,11 @@ _reaping = False
 
 def pytest_configure(config: pytest.Config) -> None:
     global _reaping
-    if config.getoption("--fast"):
-        import harness.broker
-        import harness.server
-
-        harness.server.FAST = harness.broker.FAST = True
+    import harness.broker
     import harness.server
 
+    if config.getoption("--fast"):
+        harness.server.FAST = harness.broker.FAST = True
     # Services forked from one that has imported them (harness/zygote.py): 1 s of CPU less
     # per start, about two hundred starts in `make test`. SHOTCLOCK_TEST_FORK=0: fresh ones.
     harness.server.FORK = os.environ.get("SHOTCLOCK_TEST_FORK", "1") != "0"
