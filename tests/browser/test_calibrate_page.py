@@ -68,9 +68,14 @@ def resting_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
 
 
 def _mean_chroma(page: Any) -> float:
-    """The shown image's mean colourfulness (max - min channel), read back in the page."""
-    return float(page.evaluate("""(() => {
+    """The shown image's mean colourfulness (max - min channel), read back in the page. The
+    page puts each new frame in the same <img> every VIEW_EVERY_MS, and while one loads the
+    image has no size (a clean-clone run read 0 x 0): read it once it is whole again."""
+    return float(page.evaluate("""(async () => {
         const img = document.getElementById('frame');
+        for (let i = 0; i < 500 && !(img.complete && img.naturalWidth > 0); i++) {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
         const c = document.createElement('canvas');
         c.width = img.naturalWidth; c.height = img.naturalHeight;
         const ctx = c.getContext('2d'); ctx.drawImage(img, 0, 0);

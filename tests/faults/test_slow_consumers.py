@@ -63,7 +63,10 @@ async def reader(server: ServerProcess, table_id: str) -> Reader:
 async def hammer(server: ServerProcess, table_id: str, until: Any, seconds: float = 20.0,
                  referees: int = 4) -> None:
     """Time corrections as fast as the store takes them, from a few referee sockets each
-    keeping 10 in flight (group commit batches them), until ``until()`` holds."""
+    keeping 10 in flight (group commit batches them), until ``until()`` holds. ``until``
+    is asked in a thread: it reads over blocking HTTP, and a loaded service's answer held
+    this loop, and so the readers' arrival times, for up to half a second (a clean-clone
+    run saw the quiet table's expiry 559 ms after its deadline this way)."""
     sockets = []
     for _ in range(referees):
         # close_timeout: these sockets stop reading once the hammer stops, so the server's
@@ -87,7 +90,7 @@ async def hammer(server: ServerProcess, table_id: str, until: Any, seconds: floa
     tasks = [asyncio.ensure_future(drive(ws, 10**5 * n)) for n, ws in enumerate(sockets)]
     try:
         deadline = time.monotonic() + seconds
-        while not until():
+        while not await asyncio.to_thread(until):
             assert time.monotonic() < deadline, "condition not reached"
             for task in tasks:
                 if task.done():
