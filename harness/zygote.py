@@ -104,6 +104,9 @@ def _child(request: dict[str, Any]) -> int:
             import resource
 
             resource.setrlimit(resource.RLIMIT_NOFILE, (request["nofile"],) * 2)
+        if request.get("nice") is not None:
+            with contextlib.suppress(PermissionError):  # less nice than the zygote: root only
+                os.setpriority(os.PRIO_PROCESS, 0, request["nice"])
         sys.argv = [str(ROOT / "clock_service" / "cli.py"), *request["argv"]]
         runpy.run_module("clock_service.cli", run_name="__main__", alter_sys=True)
     except SystemExit as exc:
@@ -252,13 +255,13 @@ class Zygote:
                 self._replies[message["id"]] = message["pid"]
 
     def spawn(self, argv: list[str], *, env: dict[str, str], cwd: Path, log: Path,
-              nofile: int | None = None) -> Forked:
+              nofile: int | None = None, nice: int | None = None) -> Forked:
         with self._lock:
             self._next += 1
             ident = self._next
             self._sock.sendall(json.dumps({"id": ident, "argv": argv, "env": env,
                                            "cwd": str(cwd), "log": str(log),
-                                           "nofile": nofile}).encode() + b"\n")
+                                           "nofile": nofile, "nice": nice}).encode() + b"\n")
             deadline = time.monotonic() + 30
             while ident not in self._replies:
                 if time.monotonic() > deadline:

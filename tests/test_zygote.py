@@ -23,13 +23,15 @@ def forked(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_forked_service_is_its_own_process_and_dies_as_one(forked: None, tmp_path: Path
                                                             ) -> None:
-    server = ServerProcess(tmp_path / "z.db", env={"SHOTCLOCK_MAX_TABLES": "2"}, nofile=256)
+    server = ServerProcess(tmp_path / "z.db", env={"SHOTCLOCK_MAX_TABLES": "2"}, nofile=256,
+                           nice=19)
     server.start()
     try:
         assert type(server.proc).__name__ == "Forked"
         pid = server.proc.pid
         assert pid != os.getpid()
         assert os.readlink(f"/proc/{pid}/cwd") == str(ROOT)
+        assert int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16]) == 19
         limits = Path(f"/proc/{pid}/limits").read_text()
         assert any(line.startswith("Max open files") and line.split()[3:5] == ["256", "256"]
                    for line in limits.splitlines()), limits

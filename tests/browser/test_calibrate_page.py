@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import shoot
-from tests.server import ServerProcess
+from tests.server import CAMERA_NICE, ServerProcess
 from tests.waiting import until
 
 pytest.importorskip("cv2")
@@ -23,7 +23,7 @@ def test_four_clicks_on_the_frame_calibrate_the_camera(context: Any, tmp_path: P
     truth = write_video(video, seconds=4, seed=3, size=(640, 360), fps=30.0)
     cal_path = tmp_path / "calibration.json"
     server = ServerProcess(tmp_path / "shotclock.db", env={
-        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal_path)}).start()
+        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal_path)}, nice=CAMERA_NICE).start()
     try:
         page = context.new_page()
         page.goto(server.url + "/calibrate")
@@ -98,7 +98,7 @@ def test_the_page_shows_live_what_the_detector_sees(
         viewport: dict[str, int], lang: str) -> None:
     video, cal = resting_table
     server = ServerProcess(tmp_path / "shotclock.db", env={
-        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal)}).start()
+        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal)}, nice=CAMERA_NICE).start()
     try:
         page = context.new_page()
         page.set_viewport_size(viewport)
@@ -159,7 +159,7 @@ def test_saving_learns_the_balls_look_and_the_page_then_shows_them(
     truth = json.loads(given.read_text())
     cal_path = tmp_path / "calibration.json"  # none yet: the page is where it is made
     server = ServerProcess(tmp_path / "shotclock.db", env={
-        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal_path)}).start()
+        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal_path)}, nice=CAMERA_NICE).start()
     try:
         page = context.new_page()
         page.set_viewport_size({"width": 800, "height": 480})

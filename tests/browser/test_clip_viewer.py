@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import shoot
-from tests.server import ServerProcess
+from tests.server import CAMERA_NICE, ServerProcess
 
 cv2 = pytest.importorskip("cv2")
 np = pytest.importorskip("numpy")
@@ -53,7 +53,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Any:
     write_video(video, seconds=1, seed=3, size=(320, 180), fps=30.0)
     rest_at = (time.time() // 1 - 60) * 1000 + 200  # a minute ago, at .20 of its second
     _clips(folder / "camera-clips", rest_at)
-    proc = ServerProcess(folder / "shotclock.db", env={"SHOTCLOCK_CAMERA": str(video)}).start()
+    proc = ServerProcess(folder / "shotclock.db", env={"SHOTCLOCK_CAMERA": str(video)}, nice=CAMERA_NICE).start()
     proc.rest_at = rest_at  # type: ignore[attr-defined]
     try:
         yield proc
