@@ -81,7 +81,8 @@ class ServerProcess(Child):
     def __init__(self, db: Path, *, port: int | None = None, env: dict[str, str] | None = None,
                  log: Path | None = None, subcommand: str = "serve",
                  log_level: str = "warning", nofile: int | None = None,
-                 args: list[str] | None = None, nice: int | None = None) -> None:
+                 args: list[str] | None = None, nice: int | None = None,
+                 fork: bool = True) -> None:
         self.subcommand = subcommand  # "serve", or "hall" (the MQTT mirror)
         self.log_level = log_level
         self.db = Path(db)
@@ -94,6 +95,7 @@ class ServerProcess(Child):
         # the service's niceness, whatever the test's (its camera thread runs 10 steps nicer
         # than it); making it less nice than the test needs root, and is skipped without
         self.nice = nice
+        self.fork = fork  # False: a fresh Python even where FORK is on (harness/zygote.py)
 
     @property
     def url(self) -> str:
@@ -131,7 +133,7 @@ class ServerProcess(Child):
 
         argv = [self.subcommand, "--host", "127.0.0.1", "--port", str(self.port),
                 "--db", str(self.db), "--log-level", self.log_level, *self.args]
-        if FORK and _python_env(self.env) == _python_env(dict(os.environ)):
+        if FORK and self.fork and _python_env(self.env) == _python_env(dict(os.environ)):
             from harness.zygote import Zygote
 
             out.close()
