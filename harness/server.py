@@ -82,7 +82,7 @@ class ServerProcess(Child):
                  log: Path | None = None, subcommand: str = "serve",
                  log_level: str = "warning", nofile: int | None = None,
                  args: list[str] | None = None, nice: int | None = None,
-                 fork: bool = True) -> None:
+                 fork: bool = True, session: bool = False) -> None:
         self.subcommand = subcommand  # "serve", or "hall" (the MQTT mirror)
         self.log_level = log_level
         self.db = Path(db)
@@ -96,6 +96,9 @@ class ServerProcess(Child):
         # than it); making it less nice than the test needs root, and is skipped without
         self.nice = nice
         self.fork = fork  # False: a fresh Python even where FORK is on (harness/zygote.py)
+        # True: a session of its own (a fresh Python), so that the kernel's autogroup
+        # scheduling can weigh it against the other sessions (harness.server.favour)
+        self.session = session
 
     @property
     def url(self) -> str:
@@ -133,7 +136,7 @@ class ServerProcess(Child):
 
         argv = [self.subcommand, "--host", "127.0.0.1", "--port", str(self.port),
                 "--db", str(self.db), "--log-level", self.log_level, *self.args]
-        if FORK and self.fork and _python_env(self.env) == _python_env(dict(os.environ)):
+        if FORK and self.fork and not self.session and _python_env(self.env) == _python_env(dict(os.environ)):
             from harness.zygote import Zygote
 
             out.close()
@@ -144,6 +147,7 @@ class ServerProcess(Child):
                 [sys.executable, "-m", "clock_service.cli", *argv],
                 cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                 preexec_fn=limit_files if nofile is not None or nice is not None else None,
+                start_new_session=self.session,
             )
             out.close()
         deadline = time.monotonic() + timeout
