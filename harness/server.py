@@ -136,7 +136,8 @@ class ServerProcess(Child):
 
         argv = [self.subcommand, "--host", "127.0.0.1", "--port", str(self.port),
                 "--db", str(self.db), "--log-level", self.log_level, *self.args]
-        if FORK and self.fork and not self.session and _python_env(self.env) == _python_env(dict(os.environ)):
+        forked = FORK and self.fork and not self.session
+        if forked and _python_env(self.env) == _python_env(dict(os.environ)):
             from harness.zygote import Zygote
 
             out.close()
