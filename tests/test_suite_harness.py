@@ -1,0 +1,28 @@
+"""harness/suite.py, the runner behind `make test`: the serial run's session is favoured."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import suite
+
+
+def test_a_run_in_a_session_of_its_own_gets_the_autogroup_nice() -> None:
+    if os.geteuid() != 0 or not Path("/proc/self/autogroup").exists():
+        pytest.skip("needs root and a kernel with autogroups (as on CI)")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                             start_new_session=True)
+    mine = Path("/proc/self/autogroup").read_text()
+    try:
+        suite._favour(child.pid, -5)
+        assert Path(f"/proc/{child.pid}/autogroup").read_text().split()[-1] == "-5"
+        assert Path("/proc/self/autogroup").read_text() == mine  # only the child's session
+    finally:
+        child.kill()
+        child.wait()
+
