@@ -97,7 +97,7 @@ class ServerProcess(Child):
         self.nice = nice
         self.fork = fork  # False: a fresh Python even where FORK is on (harness/zygote.py)
         # True: a session of its own (a fresh Python), so that the kernel's autogroup
-        # scheduling can weigh it against the other sessions (harness.server.favour)
+        # scheduling can weigh it against the other sessions (test_lan_attacks.favour)
         self.session = session
 
     @property

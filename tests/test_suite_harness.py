@@ -25,4 +25,3 @@ def test_a_run_in_a_session_of_its_own_gets_the_autogroup_nice() -> None:
     finally:
         child.kill()
         child.wait()
-

@@ -217,7 +217,8 @@ def read_cost_s(reads: int = 15) -> float:
 @pytest.mark.parametrize(("cap_reads", "level", "code"), [
     # The cap (half the quota's 100 ms) in reads: the pacer allows (cap - read / 2) / read
     # reads a window of 0.1 s. At 1.2 reads, 7 frames a second: between watching (3) and
-    # deciding (12), not sure, for reads from 0.7 to 1.5 times the cost measured just before.
+    # deciding (12), not sure, for reads from about 0.7 to 1.5 times the cost measured just
+    # before (off past 1.5: too few to watch).
     (1.2, budget.NOT_SURE, "camera_not_sure"),
     # A cap under MIN_CAP_S (1 ms) gives no room to work in: off, whatever a read costs.
     (None, budget.OFF, "camera_off"),
