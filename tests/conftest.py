@@ -172,10 +172,12 @@ def _describe(proc: Any) -> str:
         return str(proc.pid)
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+@pytest.hookimpl(trylast=True)  # after pytest's own, which tears down the fixtures still
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:  # up (Ctrl-C)
     """Fail the run if a process started by the tests outlived them (killed then, so it
     does not outlive the run too). In-process reports workers are shut down first: they
-    end with pytest, they are not left behind."""
+    end with pytest, they are not left behind. Runs after the fixtures' teardown: on an
+    interrupted run, a module's server is stopped by its fixture, not reported here."""
     from harness.zygote import Zygote
 
     Zygote.close_all()  # its running children, if any, are left for the check below
