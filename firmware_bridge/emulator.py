@@ -73,6 +73,10 @@ class DisplayEmulator:
         self.core = core.ControllerCore(timeout_ms)
         self.lines: list[str] = []
         self.times: list[float] = []  # time.monotonic() at which each line was recorded
+        # the controller's own clock (ms) at each line's event: what the core was given when
+        # it saw the frame or raised the fault (a line's ``times`` entry can be later, by
+        # however late this thread ran between the two)
+        self.at_ms: list[int] = []
         self.frames: list[tuple] = []  # every distinct frame shown
         self.buzzes: list[str] = []
         self.at_repl = False
@@ -161,9 +165,10 @@ class DisplayEmulator:
 
     # --- internals ------------------------------------------------------------------------
 
-    def _emit(self, line: str) -> None:
+    def _emit(self, line: str, at_ms: int | None = None) -> None:
         with self._changed:
             self.times.append(time.monotonic())
+            self.at_ms.append(self._now_ms() if at_ms is None else at_ms)
             self.lines.append(line)
             self._changed.notify_all()
         if self.quiet and line.startswith(("DISPLAY", "CABLE", "HELLO")):
@@ -222,7 +227,9 @@ class DisplayEmulator:
             with self._lock:
                 if generation != self._generation:
                     continue
-                events: list[tuple] = []
+                fed: list[tuple] = []
+                ticked: list[tuple] = []
+                fed_at = tick_at = 0
                 if ready:
                     try:
                         data = os.read(master, 4096)
@@ -230,24 +237,27 @@ class DisplayEmulator:
                         data = b""
                     if self.at_repl:
                         continue  # swallowed: no ACK, no picture
-                    replies, events = self.core.feed(data, self._now_ms())
+                    fed_at = self._now_ms()
+                    replies, fed = self.core.feed(data, fed_at)
                     if replies:
                         with contextlib.suppress(OSError):
                             os.write(master, replies)
                 if not self.at_repl:
-                    events += self.core.tick(self._now_ms())
-            self._handle(events)
+                    tick_at = self._now_ms()
+                    ticked = self.core.tick(tick_at)
+            self._handle(fed, fed_at)
+            self._handle(ticked, tick_at)
 
-    def _handle(self, events: list[tuple]) -> None:
+    def _handle(self, events: list[tuple], at_ms: int | None = None) -> None:
         for kind, value in events:
             if kind == "display":
                 self.frames.append(value)
-                self._emit(describe_frame(value))
+                self._emit(describe_frame(value), at_ms)
             elif kind == "buzzer":
                 self.buzzes.append(value)
-                self._emit("BUZZER " + value)
+                self._emit("BUZZER " + value, at_ms)
             elif kind == "fault":
-                self._emit("FAULT " + value)
+                self._emit("FAULT " + value, at_ms)
 
 
 def main(argv: list[str] | None = None) -> int:
