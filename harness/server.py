@@ -87,6 +87,7 @@ class ServerProcess(Child):
         self.log_level = log_level
         self.db = Path(db)
         self.port = port or free_port()
+        self.port_chosen = port is None  # by free_port(): another may be chosen (start)
         self.env = {**os.environ, "SHOTCLOCK_DISPLAY": "none", **(env or {})}
         self.log = log or self.db.with_suffix(".log")
         self.proc: Any = None  # subprocess.Popen, or harness.zygote.Forked
@@ -117,10 +118,29 @@ class ServerProcess(Child):
         return Origin(self.url)
 
     def start(self, timeout: float = 60.0) -> ServerProcess:
+        """Start the service and wait for its /api/health. The port free_port() chose can be
+        taken before the service binds it (another process's outgoing connection got it as
+        its own port: clean-clone run 50, a bind to 0.0.0.0); at a first start the service
+        then gets another one, up to twice. A restart keeps its port: pages and clients
+        were told that one."""
         if FAST:
             import pytest
 
             pytest.skip("starts a server or a broker: not in make test-fast (pytest --fast)")
+        first = self.proc is None
+        for attempt in (1, 2, 3):
+            mark = self.log.stat().st_size if self.log.exists() else 0
+            self._spawn()
+            if self._wait_up(timeout):
+                return self
+            said = self.log.read_bytes()[mark:].decode(errors="replace")
+            if first and self.port_chosen and attempt < 3 and "address already in use" in said:
+                self.port = free_port()
+                continue
+            raise RuntimeError(f"server exited with {self.proc.returncode}:\n" + said[-3000:])
+        raise AssertionError("unreachable")
+
+    def _spawn(self) -> None:
         out = open(self.log, "ab")  # noqa: SIM115 - owned by the process
         nofile = self.nofile
 
@@ -151,15 +171,17 @@ class ServerProcess(Child):
                 start_new_session=self.session,
             )
             out.close()
+
+    def _wait_up(self, timeout: float) -> bool:
+        """True once /api/health answers; False if the process ended first."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n"
-                                   + self.log.read_text(errors="replace")[-3000:])
+                return False
             try:
                 status, _ = http("GET", self.url + "/api/health", timeout=1.0)
                 if status == 200:
-                    return self
+                    return True
             except OSError:
                 pass
             time.sleep(0.05)

@@ -25,3 +25,26 @@ def test_a_run_in_a_session_of_its_own_gets_the_autogroup_nice() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_service_whose_chosen_port_was_taken_meanwhile_gets_another(tmp_path: Path) -> None:
+    """harness.server: free_port()'s port taken before the service binds it (clean-clone run
+    50): a first start tries another; a port the test named is not changed."""
+    import socket
+
+    from harness.server import ServerProcess
+
+    server = ServerProcess(tmp_path / "s.db")
+    taken = server.port
+    with socket.socket() as thief:
+        thief.bind(("127.0.0.1", taken))
+        thief.listen()
+        server.start()
+        try:
+            assert server.port != taken
+            server.get("/api/health")  # answers (200) on its new port
+        finally:
+            server.stop()
+        named = ServerProcess(tmp_path / "n.db", port=taken)
+        with pytest.raises(RuntimeError, match="address already in use"):
+            named.start()
