@@ -218,7 +218,8 @@ class DisplayEmulator:
                 master, generation = self._master, self._generation
             if master is None:
                 self._stop.wait(POLL_S)
-                self._handle(self.core.tick(self._now_ms()))
+                now = self._now_ms()
+                self._handle(self.core.tick(now), now)
                 continue
             try:
                 ready, _, _ = select.select([master], [], [], POLL_S)

@@ -53,7 +53,7 @@ from typing import IO
 
 from harness.groups import ALONE, SERIAL
 
-__all__ = ["main"]
+__all__ = ["favour_session", "main"]
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("clock_service", "firmware_bridge", "web_ui", "harness", "bench")
@@ -82,7 +82,7 @@ def _pump(name: str, stream: IO[str], lock: threading.Lock, tail: list[str]) -> 
             del tail[:100]
 
 
-def _favour(pid: int, nice: int) -> None:
+def favour_session(pid: int, nice: int) -> None:
     """The autogroup of ``pid``'s session niced to ``nice`` (a negative one needs root; not
     root, or no autogroups in this kernel: left as it is)."""
     with contextlib.suppress(OSError):
@@ -108,7 +108,7 @@ def _run(runs: dict[str, list[str]], argv: list[str], nice: int, lock: threading
                                                   bufsize=1, start_new_session=own_session)
             if own_session:
                 own_sessions.add(name)
-                _favour(proc.pid, favoured)
+                favour_session(proc.pid, favoured)
             tails[name] = []
             assert proc.stdout is not None
             pump = threading.Thread(target=_pump, args=(name, proc.stdout, lock, tails[name]),

@@ -19,7 +19,7 @@ def test_a_run_in_a_session_of_its_own_gets_the_autogroup_nice() -> None:
                              start_new_session=True)
     mine = Path("/proc/self/autogroup").read_text()
     try:
-        suite._favour(child.pid, -5)
+        suite.favour_session(child.pid, -5)
         assert Path(f"/proc/{child.pid}/autogroup").read_text().split()[-1] == "-5"
         assert Path("/proc/self/autogroup").read_text() == mine  # only the child's session
     finally:

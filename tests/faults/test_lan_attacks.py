@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
+from harness import suite
 from harness.attack import (
     TOKEN,
     Canary,
@@ -60,8 +61,7 @@ def favour(pid: int) -> None:
     threads' niceness said, and in CI's run for stop 31 the canary's median expiry was 18 ms
     late and the worst more than 100 ms. So the server runs in a session of its own
     (ServerProcess(session=True)), and its autogroup is niced too."""
-    with contextlib.suppress(OSError):
-        Path(f"/proc/{pid}/autogroup").write_text("-10")
+    suite.favour_session(pid, -10)
     for task in Path(f"/proc/{pid}/task").iterdir():  # every thread: one of them may hold
         with contextlib.suppress(OSError, ValueError):  # the GIL the loop is waiting for
             os.setpriority(os.PRIO_PROCESS, int(task.name), -10)
