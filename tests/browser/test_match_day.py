@@ -60,53 +60,61 @@ def test_a_double_press_is_one_press(shared_server: ServerProcess, human_context
     """Build point 1: PageDown twice 40 ms apart is Start only (it once made Start then a
     0.04 s Shot); two taps of the main button in one instant are one command; the console
     says "Ignored: double press". A later press (past 300 ms) is the next command."""
-    make_table(shared_server, "dbl", profile=SLOW)
-    page = open_console(human_context, shared_server, "dbl", TABLET)
-    main, banner = page.locator("#btn-main"), page.locator("#banner")
-    # The console has drawn the table's state: its main button offers Start.
-    expect(main).to_have_attribute("data-command", "start")
-    # What the page made of each key press, for the message if the banner does not come (in
-    # clean-clone run 51 neither press started the clock, and no banner came at all).
-    page.evaluate("""() => { window.__keys = [];
-        document.addEventListener("keydown", (ev) => window.__keys.push({
-            at: Math.round(performance.now()), handled: ev.defaultPrevented,
-            dialogs: [...document.querySelectorAll("dialog[open]")].map((d) => d.id),
-            phase: window.shotclockConnection.state?.phase ?? null,
-            link: window.shotclockConnection.status})); }""")
-    # Both presses from inside the page, 40 ms apart by the page's own timer: two CDP key
-    # presses from here could land more than the guard's 300 ms apart on a loaded machine
-    # (the clean-clone run saw no "ignored" then), which is two presses, rightly.
-    page.evaluate("""() => new Promise(done => {
-        const press = () => document.dispatchEvent(new KeyboardEvent(
-            "keydown", {key: "PageDown", code: "PageDown", bubbles: true, cancelable: true}));
-        press();
-        setTimeout(() => { press(); done(); }, 40);
-    })""")
+    # Both presses from inside the page, 40 ms apart by the page's own clock, the second
+    # after a busy wait in the same task: two CDP key presses from here could land more than
+    # the guard's 300 ms apart on a loaded machine, and so could a 40 ms timer (clean-clone
+    # run 51: no banner, and the console offered "Undo: shot", so the page had taken both,
+    # Start and Shot). The gap the page saw is returned: a machine that stalled the page
+    # itself for the guard's 300 ms between them made two presses, rightly, and the test
+    # tries again.
+    for attempt in range(3):
+        table = f"dbl{attempt}"
+        make_table(shared_server, table, profile=SLOW)
+        page = open_console(human_context, shared_server, table, TABLET)
+        main, banner = page.locator("#btn-main"), page.locator("#banner")
+        # The console has drawn the table's state: its main button offers Start.
+        expect(main).to_have_attribute("data-command", "start")
+        gap = page.evaluate("""() => {
+            const press = () => document.dispatchEvent(new KeyboardEvent(
+                "keydown", {key: "PageDown", code: "PageDown", bubbles: true, cancelable: true}));
+            const first = performance.now();
+            press();
+            while (performance.now() - first < 40) { /* the bounce */ }
+            const second = performance.now();
+            press();
+            return second - first;
+        }""")
+        if gap < GUARD_MS - 50:
+            break
+        print(f"the page saw its two presses {gap:.0f} ms apart: again, on a new table")
+        page.close()
+    else:
+        pytest.fail(f"the page could not press twice within {GUARD_MS - 50} ms in 3 tries")
     try:
         expect(banner).to_have_attribute("data-code", "ignored")
     except AssertionError as exc:
-        raise AssertionError(f"{exc}\nkey presses: {page.evaluate('window.__keys')}\n"
-                             f"events: {event_types(shared_server, 'dbl')}\n"
+        raise AssertionError(f"{exc}\npresses {gap:.0f} ms apart\n"
+                             f"events: {event_types(shared_server, table)}\n"
                              f"page errors: {traffic.errors}") from None
     expect(banner).to_contain_text("Ignored:")
     expect(banner).to_contain_text("double press")
     shoot(page, "console-ignored-double-press-tablet")
     expect(main).to_have_attribute("data-command", "shot")
-    page.wait_for_function(f"window.shotclockConnection.lastSeq >= {seq_of(shared_server, 'dbl')}")
-    assert event_types(shared_server, "dbl").count("clock.started") == 1
-    assert "clock.stopped" not in event_types(shared_server, "dbl")
+    page.wait_for_function(f"window.shotclockConnection.lastSeq >= {seq_of(shared_server, table)}")
+    assert event_types(shared_server, table).count("clock.started") == 1
+    assert "clock.stopped" not in event_types(shared_server, table)
 
     past_guard(page)
     page.keyboard.press("PageDown")  # the shot, deliberately
     expect(main).to_have_attribute("data-command", "start")
     # Two taps of the main button in the same instant (a finger's bounce on a touch screen).
     past_guard(page)
-    seq = seq_of(shared_server, "dbl")
+    seq = seq_of(shared_server, table)
     page.evaluate("() => { const b = document.getElementById('btn-main'); b.click(); b.click(); }")
     expect(banner).to_have_attribute("data-code", "ignored")
     expect(main).to_have_attribute("data-command", "shot")
     page.wait_for_function(f"window.shotclockConnection.lastSeq > {seq}")
-    assert event_types(shared_server, "dbl", seq) == ["clock.started"]
+    assert event_types(shared_server, table, seq) == ["clock.started"]
 
 
 def test_a_main_tap_while_its_command_is_on_its_way_is_ignored(
@@ -238,10 +246,10 @@ def test_a_page_held_up_by_its_own_device_does_not_blame_the_link(
     stale threshold sent no ping meanwhile: the silence is its own, and it gives the link a
     fresh ping before it says "no news" (connection.js isStale). A healthy link flashed
     "stale" for 53-90 ms in clean-clone runs on a slow, busy machine before."""
-    make_table(shared_server, "held", profile=SLOW)
-    page = open_page(context, shared_server, "/referee?table=held&ping=250", TABLET)
+    make_table(shared_server, "held-up", profile=SLOW)  # not "held": one server, one module
+    page = open_page(context, shared_server, "/referee?table=held-up&ping=250", TABLET)
     page.wait_for_function("window.shotclockConnection && window.shotclockConnection.status === 'live'")
-    assert shared_server.command("held", "start")[0] == 200
+    assert shared_server.command("held-up", "start")[0] == 200
     for _ in range(3):  # the page's thread busy for 1.5 s (stale after 950 ms), three times
         page.evaluate("() => { const t = performance.now(); while (performance.now() - t < 1500) {} }")
         page.wait_for_timeout(1000)  # real time under test: the link judged again, awake
