@@ -27,9 +27,8 @@ and restarts, one test at a time. The other tests fill those waits:
 - then, as soon as the serial run has ended, in the same favoured session, the tests marked
   ``alone`` (a camera in real time, whose thread runs below the loop's priority), while the
   rest goes on at nice 10. They once ran after both runs, with the machine to themselves,
-  and added about 20 s to a suite whose rest ends about 100 s after the serial run; under
-  four busy loops in sessions of their own they pass (3 of 3 here), which is more load than
-  the rest's tail.
+  and added about 20 s to a suite whose rest ends about 100 s after the serial run. Beside
+  four busy loops, each in a session of its own, the camera's test passed 3 of 3.
 
 Which tests are serial or alone: harness/groups.py. Each line is printed as it comes,
 prefixed with its run (``serial |``, ``rest   |``, ``alone  |``); the run fails if any run

@@ -10,6 +10,7 @@ import os
 import ssl
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -59,9 +60,13 @@ def test_serve_speaks_https_with_the_hall_ca_and_refuses_other_cas(tmp_path: Pat
          str(server.port), "--db", str(server.db), "--tls-cert", str(tls / "table-7.crt"),
          "--tls-key", str(tls / "table-7.key")], cwd=ROOT, env=server.env,
         stdout=subprocess.DEVNULL, stderr=open(server.log, "wb"))  # noqa: SIM115
-    try:
-        import time
+    began = time.monotonic()
+    steps: list[str] = []  # when each step ended, for the message if one fails
 
+    def step(name: str) -> None:
+        steps.append(f"{name} at {time.monotonic() - began:.2f} s")
+
+    try:
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -71,13 +76,28 @@ def test_serve_speaks_https_with_the_hall_ca_and_refuses_other_cas(tmp_path: Pat
                 assert time.monotonic() < deadline, server.log.read_text()[-2000:]
                 time.sleep(0.1)
         assert status == 200 and json.loads(body)["ok"] is True
+        step("health")
         status, page = get(f"{https}/referee?table=1", tls / "ca.crt")
         assert status == 200 and b"<html" in page.lower()
+        step("page")
         # The pages open their socket as wss:// on https (connection.js): it works.
         context = ssl.create_default_context(cafile=str(tls / "ca.crt"))
-        with connect(f"wss://127.0.0.1:{server.port}/ws/tables/1", ssl=context,
-                     open_timeout=10) as ws:
-            assert json.loads(ws.recv(timeout=10))["type"] == "snapshot"
+        try:
+            with connect(f"wss://127.0.0.1:{server.port}/ws/tables/1", ssl=context,
+                         open_timeout=10) as ws:
+                step("wss open")
+                assert json.loads(ws.recv(timeout=10))["type"] == "snapshot"
+        except TimeoutError as exc:
+            # Clean-clone run 54: no answer to the upgrade in 10 s, with the machine 13-27%
+            # idle (cause not found). Whether the service still answers HTTPS tells a hung
+            # service from a socket-only fault.
+            step(f"wss timed out ({exc})")
+            try:
+                get(f"{https}/api/health", tls / "ca.crt")
+                step("health again")
+            except OSError as again:
+                step(f"health again failed: {again!r}")
+            raise AssertionError("; ".join(steps) + "\n" + server.log.read_text()[-2000:]) from exc
         # Another hall's CA: the handshake is refused.
         other = tmp_path / "other"
         tls_init(other)
