@@ -5,10 +5,10 @@ timeouts, real gpiozero hold times, a live camera): one at a time, at normal pri
 while the rest run beside them at a lower one. An entry is a directory, a file, or one
 test (``file::name``: the rest of its file runs with the rest).
 
-ALONE: tests that need more than their own turn: a camera that must look at 80% of a 30 fps
-file in real time while its thread runs at a lower priority than the loop (issue 21 point
-7). They run after the serial run, in its favoured session, with no other serial test
-beside them (the rest goes on at nice 10); they are `serial` too."""
+ALONE: tests that need the whole machine to themselves, not just their own turn: a camera
+that must look at 80% of a 30 fps file in real time while its thread runs at a lower
+priority than the loop (issue 21 point 7). They run after everything else; they are
+`serial` too."""
 
 from __future__ import annotations
 
