@@ -62,19 +62,17 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("clock_service", "firmware_bridge", "web_ui", "harness", "bench")
 
 
-def _lanes(argv: list[str]) -> tuple[dict[str, list[tuple[str, list[str]]]],
-                                     dict[str, list[tuple[str, list[str]]]]]:
-    """The lanes to run at once (in a lane, one run after the other), and the lanes to run
-    after them. Unless the arguments name paths, each run collects only its own files (a
-    collection of the whole suite costs seconds of CPU)."""
+def _runs(argv: list[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The runs at once, and the run after them. Unless the arguments name paths, each run
+    collects only its own files (a collection of the whole suite costs seconds of CPU)."""
     paths = any(not a.startswith("-") and Path(a.split("::")[0]).exists() for a in argv)
     serial = [] if paths else list(SERIAL)
     # (one test of a file: its marker keeps it out of the rest, -m "not serial")
     ignore = [] if paths else [f"--ignore={p}" for p in SERIAL if "::" not in p]
     alone = [] if paths else list(ALONE)
-    return ({"serial": [("serial", ["-m", "serial and not alone", *serial])],
-             "rest": [("rest", ["-n", "2", "--dist", "loadfile", "-m", "not serial", *ignore])]},
-            {"alone": [("alone", ["-m", "alone", *alone])]})
+    return ({"serial": ["-m", "serial and not alone", *serial],
+             "rest": ["-n", "2", "--dist", "loadfile", "-m", "not serial", *ignore]},
+            {"alone": ["-m", "alone", *alone]})
 
 
 def _pump(name: str, stream: IO[str], lock: threading.Lock, tail: list[str]) -> None:
@@ -94,51 +92,37 @@ def favour_session(pid: int, nice: int) -> None:
         Path(f"/proc/{pid}/autogroup").write_text(str(nice))
 
 
-def _run(lanes: dict[str, list[tuple[str, list[str]]]], argv: list[str], nice: int,
-         lock: threading.Lock, started: float, favoured: int = 0
-         ) -> dict[str, tuple[int, float, list[str]]]:
-    """Run the lanes at once, each lane's runs one after the other; each run's exit code,
-    seconds since ``started`` and the last lines it printed. ``favoured``: the autogroup nice
-    of the serial lane's session (0: none; its runs then stay in this session)."""
+def _run(runs: dict[str, list[str]], argv: list[str], nice: int, lock: threading.Lock,
+         started: float, favoured: int = 0) -> dict[str, tuple[int, float, list[str]]]:
+    """Run these pytest runs at once; each one's exit code, seconds since ``started`` and
+    the last lines it printed. ``favoured``: the serial run's autogroup nice (0: none)."""
     procs: dict[str, subprocess.Popen[str]] = {}
     pumps: list[threading.Thread] = []
     tails: dict[str, list[str]] = {}
     own_sessions: set[str] = set()  # the runs in a session of their own
-    waiting = {lane: list(runs) for lane, runs in lanes.items()}
-    running: dict[str, str] = {}  # lane -> its run now
-
-    def start(lane: str) -> None:
-        name, args = waiting[lane].pop(0)
-        command = [sys.executable, "-m", "pytest", "-q", *args, *argv]
-        if lane == "rest" and nice:
-            command = ["nice", "-n", str(nice), *command]
-        own_session = lane == "serial" and favoured != 0
-        procs[name] = proc = subprocess.Popen(command, stdout=subprocess.PIPE,
-                                              stderr=subprocess.STDOUT, text=True,
-                                              bufsize=1, start_new_session=own_session)
-        if own_session:
-            own_sessions.add(name)
-            favour_session(proc.pid, favoured)
-        running[lane] = name
-        tails[name] = []
-        assert proc.stdout is not None
-        pump = threading.Thread(target=_pump, args=(name, proc.stdout, lock, tails[name]),
-                                daemon=True)
-        pump.start()
-        pumps.append(pump)
-
     try:
-        for lane in lanes:
-            start(lane)
+        for name, args in runs.items():
+            command = [sys.executable, "-m", "pytest", "-q", *args, *argv]
+            if name == "rest" and nice:
+                command = ["nice", "-n", str(nice), *command]
+            own_session = name == "serial" and favoured != 0
+            procs[name] = proc = subprocess.Popen(command, stdout=subprocess.PIPE,
+                                                  stderr=subprocess.STDOUT, text=True,
+                                                  bufsize=1, start_new_session=own_session)
+            if own_session:
+                own_sessions.add(name)
+                favour_session(proc.pid, favoured)
+            tails[name] = []
+            assert proc.stdout is not None
+            pump = threading.Thread(target=_pump, args=(name, proc.stdout, lock, tails[name]),
+                                    daemon=True)
+            pump.start()
+            pumps.append(pump)
         ended: dict[str, tuple[int, float, list[str]]] = {}
-        while running:
-            for lane, name in list(running.items()):
-                proc = procs[name]
-                if proc.poll() is not None:
+        while len(ended) < len(procs):
+            for name, proc in procs.items():
+                if name not in ended and proc.poll() is not None:
                     ended[name] = (proc.returncode, time.monotonic() - started, tails[name])
-                    del running[lane]
-                    if waiting[lane]:
-                        start(lane)
             time.sleep(0.2)
     finally:  # Ctrl-C, or anything else: no pytest left running
         # A run in a session of its own does not get a terminal's Ctrl-C: it gets the
@@ -177,8 +161,8 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     _compile()
     try:
-        at_once, after = _lanes(argv)
-        ended = _run(at_once, argv, nice, lock, started, favoured)
+        runs, after = _runs(argv)
+        ended = _run(runs, argv, nice, lock, started, favoured)
         ended |= _run(after, argv, nice, lock, started)
     except KeyboardInterrupt:
         return 130
