@@ -127,18 +127,17 @@ class ServerProcess(Child):
             import pytest
 
             pytest.skip("starts a server or a broker: not in make test-fast (pytest --fast)")
-        first = self.proc is None
-        for attempt in (1, 2, 3):
+        other_ports = 2 if self.proc is None and self.port_chosen else 0
+        while True:
             mark = self.log.stat().st_size if self.log.exists() else 0
             self._spawn()
             if self._wait_up(timeout):
                 return self
             said = self.log.read_bytes()[mark:].decode(errors="replace")
-            if first and self.port_chosen and attempt < 3 and "address already in use" in said:
-                self.port = free_port()
-                continue
-            raise RuntimeError(f"server exited with {self.proc.returncode}:\n" + said[-3000:])
-        raise AssertionError("unreachable")
+            if not (other_ports and "address already in use" in said):
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n" + said[-3000:])
+            other_ports -= 1
+            self.port = free_port()
 
     def _spawn(self) -> None:
         out = open(self.log, "ab")  # noqa: SIM115 - owned by the process
