@@ -66,6 +66,8 @@ class Traffic:
     requests: list[str] = field(default_factory=list)
     sockets: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # requests that got no answer, and answers of 400 or more: "<status or error> <url>"
+    failed: list[str] = field(default_factory=list)
 
     def outside(self) -> list[str]:
         """URLs that were not for the server on 127.0.0.1 (data: URLs are not requests, nor
@@ -104,6 +106,13 @@ def _context(browser: Any, traffic: Traffic, *, guard_off: bool) -> Iterator[Any
     if guard_off:
         ctx.add_init_script(GUARD_OFF)
     ctx.on("request", lambda r: traffic.requests.append(r.url))
+    ctx.on("requestfailed", lambda r: traffic.failed.append(f"{r.failure} {r.url}"))
+
+    def answered(response: Any) -> None:
+        if response.status >= 400:
+            traffic.failed.append(f"{response.status} {response.url}")
+
+    ctx.on("response", answered)
 
     def watch(page: Any) -> None:
         page.wait_for_function = _polling_wait(page)

@@ -4,12 +4,16 @@ camera, four clicks on the bed's corners, saved; the camera takes it from the ne
 from __future__ import annotations
 
 import math
+import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
-from tests.browser.conftest import shoot
+from tests.browser.conftest import Traffic, shoot
 from tests.server import CAMERA_NICE, ServerProcess
 from tests.waiting import until
 
@@ -88,14 +92,45 @@ def _mean_chroma(page: Any) -> float:
     })()"""))
 
 
+def _what_it_saw(page: Any, server: ServerProcess, traffic: Traffic) -> str:
+    """What the page, its requests and the camera said, for a failure's message (two
+    clean-clone runs under 19% steal: the page never said ready within 30 s, cause unknown)."""
+    def ask(what: Callable[[], Any]) -> Any:
+        try:
+            return what()
+        except Exception as exc:  # a hung service or page is what this is to tell
+            return f"(not known: {exc!r})"
+
+    shown = ask(lambda: page.evaluate("""(() => {
+        const r = document.getElementById('ready'), f = document.getElementById('frame');
+        return {ready: r.textContent, state: r.dataset.state, balls: r.dataset.balls,
+                frame: f.dataset.frame, msg: document.getElementById('msg').textContent};
+    })()"""))
+    camera = ask(lambda: server.get("/api/camera"))
+    if isinstance(camera, dict):
+        keep = ("connected", "ended", "calibrated", "frames", "fps", "sure", "state", "balls",
+                "lag_ms", "cost_ms_p50", "skipped", "drained", "too_late", "live_view")
+        budget = {k: camera["budget"].get(k) for k in
+                  ("name", "why", "use", "limit", "looked", "not_looked", "looked_fps")}
+        camera = {**{k: camera.get(k) for k in keep}, "budget": budget}
+    faults = ask(lambda: [f.get("message") for f in server.get("/api/health").get("faults", [])
+                          if f.get("component") == "camera"])
+    asked = Counter(urlparse(u).path for u in traffic.requests
+                    if not u.startswith(("blob:", "data:")))
+    log = server.log.read_text(errors="replace")[-3000:]
+    return (f"page {shown}; camera {camera}; camera faults {faults}; requests {dict(asked)}; "
+            f"failed {traffic.failed[-10:]}; page errors {traffic.errors[-10:]}; "
+            f"service log:\n{log}")
+
+
 @pytest.mark.parametrize(("name", "viewport", "lang"), [
     ("phone", {"width": 390, "height": 844}, "en"),
     ("tablet", {"width": 768, "height": 1024}, "ru"),
     ("small", {"width": 800, "height": 480}, "en"),
 ])
 def test_the_page_shows_live_what_the_detector_sees(
-        context: Any, tmp_path: Path, resting_table: tuple[Path, Path], name: str,
-        viewport: dict[str, int], lang: str) -> None:
+        context: Any, traffic: Traffic, tmp_path: Path, resting_table: tuple[Path, Path],
+        name: str, viewport: dict[str, int], lang: str) -> None:
     video, cal = resting_table
     server = ServerProcess(tmp_path / "shotclock.db", env={
         "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal)}, nice=CAMERA_NICE).start()
@@ -103,7 +138,10 @@ def test_the_page_shows_live_what_the_detector_sees(
         page = context.new_page()
         page.set_viewport_size(viewport)
         page.goto(f"{server.url}/calibrate?lang={lang}")
-        page.wait_for_function("document.getElementById('ready').dataset.state === 'ready'")
+        try:
+            page.wait_for_function("document.getElementById('ready').dataset.state === 'ready'")
+        except Exception as exc:
+            raise AssertionError(f"the page never said ready: {_what_it_saw(page, server, traffic)}") from exc
         # the file ends; the page then shows its last frame and says so
         page.wait_for_function("document.getElementById('ready').textContent.includes("
                                + ("'ended'" if lang == "en" else "'закончилось'") + ")")
@@ -147,6 +185,49 @@ def test_the_page_shows_live_what_the_detector_sees(
         assert first > 0
         live = server.get("/api/camera")["live_view"]
         assert live["refused"] == 0 and live["encodes"] >= 1
+    finally:
+        server.stop()
+
+
+def test_a_lost_answer_is_asked_again_and_never_said_as_no_camera(
+        context: Any, traffic: Traffic, tmp_path: Path, resting_table: tuple[Path, Path]) -> None:
+    """The hall's Wi-Fi loses the page's first status read, then its first image's answer:
+    the page says the service did not answer (not "no camera", which would stay), asks
+    again, and shows what the detector sees; an image unanswered is given up after 10 s."""
+    video, cal = resting_table
+    server = ServerProcess(tmp_path / "shotclock.db", env={
+        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal)}, nice=CAMERA_NICE).start()
+    try:
+        page = context.new_page()
+        page.set_viewport_size({"width": 800, "height": 480})
+        held: dict[str, Any] = {}
+
+        def hold_the_first(route: Any) -> None:
+            path = urlparse(route.request.url).path
+            if path in held:
+                route.continue_()
+            else:
+                held[path] = route  # never answered by the service
+
+        page.route("**/api/camera", hold_the_first)
+        page.route("**/api/camera/view.jpg*", hold_the_first)
+        page.goto(server.url + "/calibrate")
+        deadline = time.monotonic() + 30
+        while "/api/camera" not in held and time.monotonic() < deadline:
+            page.wait_for_timeout(20)  # the route's handler is called between Playwright calls
+        held["/api/camera"].abort("internetdisconnected")
+        page.wait_for_function("document.getElementById('msg').textContent === "
+                               "'no answer from the service: the page asks again'")
+        assert page.evaluate("document.getElementById('msg').dataset.code") == "camera_unreachable"
+        assert not page.evaluate("document.body.classList.contains('no-camera')")
+        # asked again 2 s later; its first image is held, given up after 10 s, asked again
+        page.wait_for_function("document.getElementById('ready').dataset.state === 'ready'")
+        assert "/api/camera/view.jpg" in held
+        views = [u for u in traffic.requests if urlparse(u).path == "/api/camera/view.jpg"]
+        assert len(views) >= 2, traffic.requests
+        assert page.evaluate("document.getElementById('msg').dataset.code") is None
+        assert not page.evaluate("document.getElementById('felt').disabled")
+        shoot(page, "calibrate-asked-again-small")
     finally:
         server.stop()
 

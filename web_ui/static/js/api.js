@@ -13,8 +13,10 @@ export function setToken(token) {
   } catch { /* private mode: the token lives for this page only */ }
 }
 
-/** Result of a request: {ok, status, body}; status 0 when the server could not be reached. */
-export async function requestJson(method, path, body) {
+/** Result of a request: {ok, status, body}; status 0 when the server could not be reached,
+ * or (with ``timeoutMs``) did not answer in time: a lost answer must not hold up a page
+ * that asks again and again. */
+export async function requestJson(method, path, body, { timeoutMs } = {}) {
   const headers = { "content-type": "application/json" };
   const token = getToken();
   if (token) headers.authorization = `Bearer ${token}`;
@@ -24,6 +26,7 @@ export async function requestJson(method, path, body) {
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       cache: "no-store",
+      signal: timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined,
     });
     let data = null;
     try { data = await response.json(); } catch { data = null; }

@@ -51,6 +51,10 @@ bindLangToggle(document.getElementById("lang"));
 
 const VIEW_EVERY_MS = 330;
 const STATUS_EVERY_MS = 1000;
+// A request unanswered this long is given up and asked again (a lost answer on the hall's
+// Wi-Fi would otherwise stop the live view for good); an 800 px image is some 60 KB.
+const ANSWER_WITHIN_MS = 10000;
+const LOAD_AGAIN_MS = 2000; // the camera's status could not be read: asked again after
 
 const img = document.getElementById("frame");
 const canvas = document.getElementById("marks");
@@ -114,7 +118,8 @@ async function refreshView() {
   if (document.visibilityState !== "hidden") {
     try {
       const asked = felt; // the image says what was asked for, even if the button moved since
-      const response = await fetch(`/api/camera/view.jpg?felt=${asked ? 1 : 0}`, { cache: "no-store" });
+      const response = await fetch(`/api/camera/view.jpg?felt=${asked ? 1 : 0}`,
+        { cache: "no-store", signal: AbortSignal.timeout(ANSWER_WITHIN_MS) });
       if (response.ok) {
         const size = (response.headers.get("x-camera-size") || "").split("x").map(Number);
         const blob = await response.blob();
@@ -141,13 +146,13 @@ async function refreshView() {
       } else if (response.status === 503 && !frameSize) {
         msg.textContent = errorText({ code: "no_frame" }).text;
       }
-    } catch { /* the service restarts: the next round asks again */ }
+    } catch { /* the service restarts, or did not answer in time: the next round asks again */ }
   }
   setTimeout(refreshView, VIEW_EVERY_MS);
 }
 
 async function refreshStatus() {
-  const result = await requestJson("GET", "/api/camera");
+  const result = await requestJson("GET", "/api/camera", undefined, { timeoutMs: ANSWER_WITHIN_MS });
   if (result.ok) {
     status = result.body;
     showReady();
@@ -156,13 +161,22 @@ async function refreshStatus() {
 }
 
 async function load() {
-  const result = await requestJson("GET", "/api/camera");
+  const result = await requestJson("GET", "/api/camera", undefined, { timeoutMs: ANSWER_WITHIN_MS });
+  if (!result.ok && result.status !== 404) {
+    // Not an answer about the camera (no connection, no answer in time, a service busy or
+    // restarting): said, and asked again; "no camera" would be wrong, and would stay.
+    const error = result.status === 0 || !(result.body && result.body.error)
+      ? { code: "camera_unreachable" } : result.body.error;
+    msg.textContent = errorText(error).text;
+    msg.dataset.code = error.code;
+    setTimeout(load, LOAD_AGAIN_MS);
+    return;
+  }
+  delete msg.dataset.code;
   if (!result.ok) {
     // No camera on this service: the camera's routes are not mounted, so the answer is a
     // plain 404 ("Not Found"); say what it means, in the page's language (issue 23).
-    const error = result.status === 404 ? { code: "no_camera" }
-      : (result.body && result.body.error) || { code: "no_camera" };
-    msg.textContent = errorText(error).text;
+    msg.textContent = errorText({ code: "no_camera" }).text;
     document.body.classList.add("no-camera");
     save.disabled = true;
     feltButton.disabled = true;
