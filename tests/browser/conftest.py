@@ -66,7 +66,8 @@ class Traffic:
     requests: list[str] = field(default_factory=list)
     sockets: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    # requests that got no answer, and answers of 400 or more: "<status or error> <url>"
+    # requests that got no answer ("<error> <url>"; answers of 400 or more too, on a page
+    # given to ``watch_answers``: "<status> <url>")
     failed: list[str] = field(default_factory=list)
 
     def outside(self) -> list[str]:
@@ -107,12 +108,6 @@ def _context(browser: Any, traffic: Traffic, *, guard_off: bool) -> Iterator[Any
         ctx.add_init_script(GUARD_OFF)
     ctx.on("request", lambda r: traffic.requests.append(r.url))
     ctx.on("requestfailed", lambda r: traffic.failed.append(f"{r.failure} {r.url}"))
-
-    def answered(response: Any) -> None:
-        if response.status >= 400:
-            traffic.failed.append(f"{response.status} {response.url}")
-
-    ctx.on("response", answered)
 
     def watch(page: Any) -> None:
         page.wait_for_function = _polling_wait(page)
@@ -179,6 +174,16 @@ _WAIT_IN_PAGE = """async (ms) => {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }"""
+
+
+def watch_answers(page: Any, traffic: Traffic) -> None:
+    """``page``'s answers of 400 or more go to ``traffic.failed`` too (not on every page:
+    each answer is then one more message from the browser to the test)."""
+    def answered(response: Any) -> None:
+        if response.status >= 400:
+            traffic.failed.append(f"{response.status} {response.url}")
+
+    page.on("response", answered)
 
 
 def seq_of(server: ServerProcess, table: str) -> int:

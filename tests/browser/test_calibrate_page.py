@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.browser.conftest import Traffic, shoot
+from tests.browser.conftest import Traffic, shoot, watch_answers
 from tests.server import CAMERA_NICE, ServerProcess
 from tests.waiting import until
 
@@ -136,6 +136,7 @@ def test_the_page_shows_live_what_the_detector_sees(
         "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal)}, nice=CAMERA_NICE).start()
     try:
         page = context.new_page()
+        watch_answers(page, traffic)
         page.set_viewport_size(viewport)
         page.goto(f"{server.url}/calibrate?lang={lang}")
         try:
