@@ -36,7 +36,7 @@ from clock_service.camera import budget
 from clock_service.camera.core import Decision, Rest, Strike, Sure, Unsure
 from clock_service.camera.evidence import Evidence
 from clock_service.camera.geometry import Calibration, CalibrationError
-from clock_service.camera.liveview import LiveView, Seen
+from clock_service.camera.liveview import LiveView, Seen, see_again
 from clock_service.camera.modes import MODES, TableView, command_for
 from clock_service.camera.source import (
     FrameSource,
@@ -332,6 +332,7 @@ class CameraAdapter:
             except SourceError as exc:
                 self.connected = False
                 if source.ended:
+                    self._see_the_last_frame()  # before it says ended: seen is then final
                     self.ended = True
                     if self.evidence is not None:  # the clips still waiting: what there is
                         self.evidence.cut(float("inf"))
@@ -345,6 +346,22 @@ class CameraAdapter:
                 self._stop.wait(1.0)
             finally:
                 source.close()
+
+    def _see_the_last_frame(self) -> None:
+        """Camera thread, a file ended: when the last frame it handed over was not looked at
+        (left out to catch up with real time, which is over now; a busy machine can leave
+        out every frame of a short file), the detector looks at it now, for what the camera
+        is shown to see (the calibration page, ``balls``). Nothing is decided from it: it is
+        past, and the watcher is not fed."""
+        with self._lock:
+            calibration = self._calibration
+        frame, seen = self.last_frame, self.seen
+        looked_at = seen is not None and seen.number == self.frames
+        if frame is None or calibration is None or looked_at:
+            return
+        blank = Seen(frame, self.last_frame_at or 0.0, self.frames, (), None, 0.0, 0.0, None)
+        self.seen = see_again(blank, calibration)
+        self.balls = len(self.seen.balls)
 
     def _pace(self, kind: str, first: bool = False) -> None:
         """Camera thread: wait until a piece of work of ``kind`` fits the pacer's cap

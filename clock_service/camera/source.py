@@ -99,6 +99,7 @@ class FrameSource:
         self.origin: float | None = None
         self.index = 0
         self.ended = False
+        self.frame_count: int | None = None  # a file's frames, as its container says
         # capture times of the frames the last read dropped to stay at real time
         self.dropped: list[float] = []
         self.drained = 0  # a live camera's buffered frames left out (``_read_device``)
@@ -125,6 +126,8 @@ class FrameSource:
         self.fps = fps if 1.0 <= fps <= 240.0 else 30.0
         self.size = (int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)),
                      int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+        count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0) if self.spec.kind == "file" else 0
+        self.frame_count = count if count > 0 else None
         self.origin = None
         self.index = 0
         self.ended = False
@@ -177,6 +180,11 @@ class FrameSource:
         # builds up behind a slow detector (issue 21 point 4: a decision about a frame
         # seconds old is refused as stale). Their capture times are kept in ``dropped``.
         newest = int((self.now_ms() - self.origin) // period)
+        if self.frame_count is not None and self.index < self.frame_count:
+            # behind past the file's end: its last frame is handed over (the newest one, as
+            # a live camera's buffer keeps it), then the file ends; a container that counts
+            # too few frames plays on past its count as before
+            newest = min(newest, self.frame_count - 1)
         while self.index < newest:
             if not self.cap.grab():
                 return self._end()

@@ -92,6 +92,13 @@ def _mean_chroma(page: Any) -> float:
     })()"""))
 
 
+def _wait_ready(page: Any, server: ServerProcess, traffic: Traffic) -> None:
+    try:
+        page.wait_for_function("document.getElementById('ready').dataset.state === 'ready'")
+    except Exception as exc:
+        raise AssertionError(f"the page never said ready: {_what_it_saw(page, server, traffic)}") from exc
+
+
 def _what_it_saw(page: Any, server: ServerProcess, traffic: Traffic) -> str:
     """What the page, its requests and the camera said, for a failure's message (two
     clean-clone runs under 19% steal: the page never said ready within 30 s, cause unknown)."""
@@ -139,10 +146,7 @@ def test_the_page_shows_live_what_the_detector_sees(
         watch_answers(page, traffic)
         page.set_viewport_size(viewport)
         page.goto(f"{server.url}/calibrate?lang={lang}")
-        try:
-            page.wait_for_function("document.getElementById('ready').dataset.state === 'ready'")
-        except Exception as exc:
-            raise AssertionError(f"the page never said ready: {_what_it_saw(page, server, traffic)}") from exc
+        _wait_ready(page, server, traffic)
         # the file ends; the page then shows its last frame and says so
         page.wait_for_function("document.getElementById('ready').textContent.includes("
                                + ("'ended'" if lang == "en" else "'закончилось'") + ")")
@@ -200,6 +204,7 @@ def test_a_lost_answer_is_asked_again_and_never_said_as_no_camera(
         "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal)}, nice=CAMERA_NICE).start()
     try:
         page = context.new_page()
+        watch_answers(page, traffic)
         page.set_viewport_size({"width": 800, "height": 480})
         held: dict[str, Any] = {}
 
@@ -222,7 +227,7 @@ def test_a_lost_answer_is_asked_again_and_never_said_as_no_camera(
         assert page.evaluate("document.getElementById('msg').dataset.code") == "camera_unreachable"
         assert not page.evaluate("document.body.classList.contains('no-camera')")
         # asked again 2 s later; its first image is held, given up after 10 s, asked again
-        page.wait_for_function("document.getElementById('ready').dataset.state === 'ready'")
+        _wait_ready(page, server, traffic)
         assert "/api/camera/view.jpg" in held
         views = [u for u in traffic.requests if urlparse(u).path == "/api/camera/view.jpg"]
         assert len(views) >= 2, traffic.requests
@@ -234,7 +239,7 @@ def test_a_lost_answer_is_asked_again_and_never_said_as_no_camera(
 
 
 def test_saving_learns_the_balls_look_and_the_page_then_shows_them(
-        context: Any, tmp_path: Path, resting_table: tuple[Path, Path]) -> None:
+        context: Any, traffic: Traffic, tmp_path: Path, resting_table: tuple[Path, Path]) -> None:
     import json
 
     video, given = resting_table
@@ -244,6 +249,7 @@ def test_saving_learns_the_balls_look_and_the_page_then_shows_them(
         "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal_path)}, nice=CAMERA_NICE).start()
     try:
         page = context.new_page()
+        watch_answers(page, traffic)
         page.set_viewport_size({"width": 800, "height": 480})
         page.goto(server.url + "/calibrate")
         page.wait_for_function("document.getElementById('ready').dataset.state === 'not-ready'")
@@ -261,7 +267,7 @@ def test_saving_learns_the_balls_look_and_the_page_then_shows_them(
         saved = json.loads(cal_path.read_text())
         assert saved["appearance"]["balls"] >= 7
         # the same frame looked at again with the calibration just saved (the file ended)
-        page.wait_for_function("document.getElementById('ready').dataset.state === 'ready'")
+        _wait_ready(page, server, traffic)
         assert 7 <= int(page.evaluate("document.getElementById('ready').dataset.balls")) <= 8
         shoot(page, "calibrate-learned-small")
     finally:

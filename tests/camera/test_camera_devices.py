@@ -274,6 +274,35 @@ def test_picamera2_is_imported_only_when_the_pi_camera_is_opened(
 
 
 @pytest.mark.parametrize("fourcc", ["MJPG", "mp4v"])
+def test_a_file_behind_past_its_end_hands_over_its_last_frame_then_ends(
+        tmp_path: Any, fourcc: str) -> None:
+    """A machine behind real time by more than what is left of the file: the frames before
+    the last are dropped and the last is handed over (it used to drop them all and end with
+    nothing: a short file could end with no frame looked at, clean-clone run 73)."""
+    path = tmp_path / ("v.avi" if fourcc == "MJPG" else "v.mp4")
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), 10.0, (64, 48))
+    for k in range(8):
+        writer.write(np.full((48, 64, 3), 20 * k, np.uint8))
+    writer.release()
+    clock = [1000.0]
+    source = FrameSource(SourceSpec("file", str(path)), lambda: clock[0],
+                         lambda seconds: None)
+    source.open()
+    try:
+        assert source.frame_count == 8
+        source.read()  # frame 0, at 1000
+        clock[0] += 5000.0  # 50 frames later: the file's 8 are all past
+        frame, at = source.read()
+        assert source.dropped == [1100.0 + 100 * k for k in range(6)] and at == 1700.0
+        assert abs(float(frame.mean()) - 140) < 4  # frame 7, the last
+        with pytest.raises(SourceError, match="ended"):
+            source.read()
+        assert source.ended
+    finally:
+        source.close()
+
+
+@pytest.mark.parametrize("fourcc", ["MJPG", "mp4v"])
 def test_a_file_drops_frames_behind_real_time_and_an_mjpeg_one_decodes_only_those_handed_over(
         tmp_path: Any, fourcc: str) -> None:
     """Issue 21 point 7: a dropped MJPEG frame is not decoded (as a webcam's is not); the
