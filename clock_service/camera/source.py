@@ -10,7 +10,9 @@
   dropped, as a live camera drops what nobody took (its buffer holds one frame): the
   frame looked at is always the newest, so no backlog
   builds up and decisions keep the frames' own capture times without going stale (a
-  command more than 2 s late is refused, as a late press is). An MJPEG file (what a USB
+  command more than 2 s late is refused, as a late press is). Behind past the file's end,
+  its last frame is still handed over (by the frame count its container gives), then it
+  ends. An MJPEG file (what a USB
   webcam sends) is read as its JPEG packets and only the frames handed over are decoded,
   so a dropped frame costs what it costs a webcam: nearly nothing (OpenCV's FFmpeg
   reader decodes every frame it grabs: 2-3 ms of CPU for a 720p frame; issue 21 point
