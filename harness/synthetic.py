@@ -481,6 +481,18 @@ def write_video(path: str | Path, *, seconds: float | None = None, max_shots: in
     return table.truth
 
 
+def write_resting_table(folder: Path, seconds: float = 0.6) -> tuple[Path, Path]:
+    """A video of a table with its balls at rest and nobody at it (seed 3: the player's
+    arm comes into the picture at 0.67 s; no strike before 8 s), ``rest.mp4``, and its
+    calibration, ``calibration.json`` (the corners, no look learned), in ``folder``."""
+    video = folder / "rest.mp4"
+    truth = write_video(video, seconds=seconds, seed=3, size=(640, 360), fps=30.0,
+                        first_strike_ms=(8000, 9000))
+    cal = folder / "calibration.json"
+    cal.write_text(json.dumps({"corners": truth.corners, "frame_size": list(truth.size)}))
+    return video, cal
+
+
 @dataclass
 class Score:
     """Decisions against the truth (times in ms from the first frame)."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -19,16 +20,14 @@ from tests.waiting import until
 
 pytest.importorskip("cv2")
 
-from harness.synthetic import write_video  # noqa: E402
+from harness.synthetic import write_resting_table, write_video  # noqa: E402
 
 
 def test_four_clicks_on_the_frame_calibrate_the_camera(context: Any, tmp_path: Path) -> None:
     video = tmp_path / "table.mp4"
     truth = write_video(video, seconds=4, seed=3, size=(640, 360), fps=30.0)
     cal_path = tmp_path / "calibration.json"
-    server = ServerProcess(tmp_path / "shotclock.db", env={
-        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal_path)}, nice=CAMERA_NICE).start()
-    try:
+    with _camera_service(tmp_path, video, cal_path) as server:
         page = context.new_page()
         page.goto(server.url + "/calibrate")
         page.wait_for_function("document.getElementById('frame').naturalWidth > 0 && "
@@ -50,8 +49,6 @@ def test_four_clicks_on_the_frame_calibrate_the_camera(context: Any, tmp_path: P
         # the page shows the saved corners when it is opened again
         page.reload()
         page.wait_for_function("document.getElementById('msg').textContent.includes('4 of 4')")
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -60,15 +57,27 @@ def resting_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     calibration. (In this seed the player's arm comes into the picture at 0.67 s, and a
     hand at the cushion, learned from, counts as a ball: the calibration frame is one
     with nothing over the table, as the calibration page asks.)"""
-    import json
+    return write_resting_table(tmp_path_factory.mktemp("calibrate"), seconds=0.6)
 
-    folder = tmp_path_factory.mktemp("calibrate")
-    video = folder / "rest.mp4"
-    truth = write_video(video, seconds=0.6, seed=3, size=(640, 360), fps=30.0,
-                        first_strike_ms=(8000, 9000))
-    cal = folder / "calibration.json"
-    cal.write_text(json.dumps({"corners": truth.corners, "frame_size": list(truth.size)}))
-    return video, cal
+
+@contextmanager
+def _camera_service(tmp_path: Path, video: Path, cal: Path) -> Iterator[ServerProcess]:
+    """A service whose camera plays ``video``, calibrated by the file ``cal`` (which may
+    not exist yet)."""
+    server = ServerProcess(tmp_path / "shotclock.db", env={
+        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal)},
+        nice=CAMERA_NICE).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _new_page(context: Any, traffic: Traffic, viewport: dict[str, int]) -> Any:
+    page = context.new_page()
+    watch_answers(page, traffic)
+    page.set_viewport_size(viewport)
+    return page
 
 
 def _mean_chroma(page: Any) -> float:
@@ -139,12 +148,8 @@ def test_the_page_shows_live_what_the_detector_sees(
         context: Any, traffic: Traffic, tmp_path: Path, resting_table: tuple[Path, Path],
         name: str, viewport: dict[str, int], lang: str) -> None:
     video, cal = resting_table
-    server = ServerProcess(tmp_path / "shotclock.db", env={
-        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal)}, nice=CAMERA_NICE).start()
-    try:
-        page = context.new_page()
-        watch_answers(page, traffic)
-        page.set_viewport_size(viewport)
+    with _camera_service(tmp_path, video, cal) as server:
+        page = _new_page(context, traffic, viewport)
         page.goto(f"{server.url}/calibrate?lang={lang}")
         _wait_ready(page, server, traffic)
         # the file ends; the page then shows its last frame and says so
@@ -190,8 +195,6 @@ def test_the_page_shows_live_what_the_detector_sees(
         assert first > 0
         live = server.get("/api/camera")["live_view"]
         assert live["refused"] == 0 and live["encodes"] >= 1
-    finally:
-        server.stop()
 
 
 def test_a_lost_answer_is_asked_again_and_never_said_as_no_camera(
@@ -200,12 +203,8 @@ def test_a_lost_answer_is_asked_again_and_never_said_as_no_camera(
     the page says the service did not answer (not "no camera", which would stay), asks
     again, and shows what the detector sees; an image unanswered is given up after 10 s."""
     video, cal = resting_table
-    server = ServerProcess(tmp_path / "shotclock.db", env={
-        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal)}, nice=CAMERA_NICE).start()
-    try:
-        page = context.new_page()
-        watch_answers(page, traffic)
-        page.set_viewport_size({"width": 800, "height": 480})
+    with _camera_service(tmp_path, video, cal) as server:
+        page = _new_page(context, traffic, {"width": 800, "height": 480})
         held: dict[str, Any] = {}
 
         def hold_the_first(route: Any) -> None:
@@ -234,8 +233,6 @@ def test_a_lost_answer_is_asked_again_and_never_said_as_no_camera(
         assert page.evaluate("document.getElementById('msg').dataset.code") is None
         assert not page.evaluate("document.getElementById('felt').disabled")
         shoot(page, "calibrate-asked-again-small")
-    finally:
-        server.stop()
 
 
 def test_saving_learns_the_balls_look_and_the_page_then_shows_them(
@@ -245,12 +242,8 @@ def test_saving_learns_the_balls_look_and_the_page_then_shows_them(
     video, given = resting_table
     truth = json.loads(given.read_text())
     cal_path = tmp_path / "calibration.json"  # none yet: the page is where it is made
-    server = ServerProcess(tmp_path / "shotclock.db", env={
-        "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_CALIBRATION": str(cal_path)}, nice=CAMERA_NICE).start()
-    try:
-        page = context.new_page()
-        watch_answers(page, traffic)
-        page.set_viewport_size({"width": 800, "height": 480})
+    with _camera_service(tmp_path, video, cal_path) as server:
+        page = _new_page(context, traffic, {"width": 800, "height": 480})
         page.goto(server.url + "/calibrate")
         page.wait_for_function("document.getElementById('ready').dataset.state === 'not-ready'")
         assert "click the table's four corners" in page.inner_text("#ready")
@@ -270,5 +263,3 @@ def test_saving_learns_the_balls_look_and_the_page_then_shows_them(
         _wait_ready(page, server, traffic)
         assert 7 <= int(page.evaluate("document.getElementById('ready').dataset.balls")) <= 8
         shoot(page, "calibrate-learned-small")
-    finally:
-        server.stop()

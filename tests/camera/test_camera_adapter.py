@@ -184,16 +184,10 @@ async def test_a_file_left_out_to_its_end_is_looked_at_when_it_ends(
     """Every frame of a short file left out, the thread being behind (the calibration page
     said "no frame yet" for good: clean-clone runs 63, 65, 73): when the file ends, its last
     frame is looked at for what the camera is shown to see; nothing is decided from it."""
-    import json
-
     cv2 = pytest.importorskip("cv2")
-    from harness.synthetic import write_video
+    from harness.synthetic import write_resting_table
 
-    video = tmp_path / "rest.mp4"
-    truth = write_video(video, seconds=0.1, seed=3, size=(640, 360), fps=30.0,
-                        first_strike_ms=(8000, 9000))
-    cal = tmp_path / "calibration.json"
-    cal.write_text(json.dumps({"corners": truth.corners, "frame_size": list(truth.size)}))
+    video, cal = write_resting_table(tmp_path, seconds=0.1)
     cap = cv2.VideoCapture(str(video))
     frames = [cap.read()[1] for _ in range(2)]
     cap.release()

@@ -273,17 +273,23 @@ def test_picamera2_is_imported_only_when_the_pi_camera_is_opened(
     assert source_module.V4L2_SIZE == (1280, 720)
 
 
+def _eight_greys(folder: Any, fourcc: str) -> Any:
+    """A 10 fps file of 8 frames, frame k grey 20 * k."""
+    path = folder / ("v.avi" if fourcc == "MJPG" else "v.mp4")
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), 10.0, (64, 48))
+    for k in range(8):
+        writer.write(np.full((48, 64, 3), 20 * k, np.uint8))
+    writer.release()
+    return path
+
+
 @pytest.mark.parametrize("fourcc", ["MJPG", "mp4v"])
 def test_a_file_behind_past_its_end_hands_over_its_last_frame_then_ends(
         tmp_path: Any, fourcc: str) -> None:
     """A machine behind real time by more than what is left of the file: the frames before
     the last are dropped and the last is handed over (it used to drop them all and end with
     nothing: a short file could end with no frame looked at, clean-clone run 73)."""
-    path = tmp_path / ("v.avi" if fourcc == "MJPG" else "v.mp4")
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), 10.0, (64, 48))
-    for k in range(8):
-        writer.write(np.full((48, 64, 3), 20 * k, np.uint8))
-    writer.release()
+    path = _eight_greys(tmp_path, fourcc)
     clock = [1000.0]
     source = FrameSource(SourceSpec("file", str(path)), lambda: clock[0],
                          lambda seconds: None)
@@ -307,11 +313,7 @@ def test_a_file_drops_frames_behind_real_time_and_an_mjpeg_one_decodes_only_thos
         tmp_path: Any, fourcc: str) -> None:
     """Issue 21 point 7: a dropped MJPEG frame is not decoded (as a webcam's is not); the
     frames handed over are the right ones, decoded as OpenCV's reader decodes them."""
-    path = tmp_path / ("v.avi" if fourcc == "MJPG" else "v.mp4")
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*fourcc), 10.0, (64, 48))
-    for k in range(8):
-        writer.write(np.full((48, 64, 3), 20 * k, np.uint8))
-    writer.release()
+    path = _eight_greys(tmp_path, fourcc)
     clock = [1000.0]
 
     def sleep(seconds: float) -> None:
