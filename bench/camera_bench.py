@@ -33,9 +33,9 @@ import cv2
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from clock_service.camera.core import Rest, Strike  # noqa: E402
-from clock_service.camera.geometry import Calibration  # noqa: E402
-from clock_service.camera.pipeline import FramePipeline  # noqa: E402
+from clock_service.edges.camera.core import Rest, Strike  # noqa: E402
+from clock_service.edges.camera.geometry import Calibration  # noqa: E402
+from clock_service.edges.camera.pipeline import FramePipeline  # noqa: E402
 from harness.synthetic import SyntheticTable, score  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"

@@ -41,9 +41,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from clock_service.camera.core import Rest, Strike, Sure, Unsure  # noqa: E402
-from clock_service.camera.geometry import Calibration  # noqa: E402
-from clock_service.camera.pipeline import FramePipeline  # noqa: E402
+from clock_service.edges.camera.core import Rest, Strike, Sure, Unsure  # noqa: E402
+from clock_service.edges.camera.geometry import Calibration  # noqa: E402
+from clock_service.edges.camera.pipeline import FramePipeline  # noqa: E402
 from harness.scenes import (  # noqa: E402
     HELD_OUT,
     TUNING,
@@ -66,7 +66,7 @@ def calibrate(scene: Scene, frame: np.ndarray, learn: bool = True) -> Calibratio
     if not learn:
         return calibration
     try:
-        from clock_service.camera.appearance import AppearanceError, learn_appearance
+        from clock_service.edges.camera.appearance import AppearanceError, learn_appearance
     except ImportError:  # a detector from before issue 21 point 3a
         return calibration
     try:

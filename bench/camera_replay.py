@@ -28,7 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from clock_service.camera.core import (  # noqa: E402
+from clock_service.edges.camera.core import (  # noqa: E402
     Detection,
     Observation,
     Rest,
@@ -49,7 +49,7 @@ def record(name: str, out: Path) -> Path:
     sys.path.insert(0, str(ROOT / "bench"))
     from camera_matrix import calibrate
 
-    from clock_service.camera.pipeline import FramePipeline, frame_quality
+    from clock_service.edges.camera.pipeline import FramePipeline, frame_quality
     from harness.scenes import Scene, encode_frames
 
     cv2.setNumThreads(1)
@@ -126,7 +126,7 @@ class Recording:
         """Each frame's observation, with the spots the watcher asks about answered as
         ``FramePipeline.process`` answers them (it must be fed before the next is made):
         by ``BedView.felt_fraction`` on the recorded bare-felt mask."""
-        from clock_service.camera.detect import BedView
+        from clock_service.edges.camera.detect import BedView
 
         scale = self.meta["scale"]
         radius = self.meta["radius_mm"]

@@ -27,14 +27,14 @@ import cv2
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from clock_service.camera.evidence import (  # noqa: E402
+from clock_service.edges.camera.evidence import (  # noqa: E402
     AFTER_MS,
     BEFORE_MS,
     EvidenceSettings,
     encode_frame,
 )
-from clock_service.camera.geometry import Calibration  # noqa: E402
-from clock_service.camera.pipeline import FramePipeline  # noqa: E402
+from clock_service.edges.camera.geometry import Calibration  # noqa: E402
+from clock_service.edges.camera.pipeline import FramePipeline  # noqa: E402
 from harness.synthetic import SyntheticTable  # noqa: E402
 
 FPS = 30.0

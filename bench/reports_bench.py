@@ -32,13 +32,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from clock_service.clock import TableClock  # noqa: E402
-from clock_service.reports.export import record_json  # noqa: E402
-from clock_service.reports.records import build_from_store  # noqa: E402
-from clock_service.reports.stats import build_match  # noqa: E402
-from clock_service.storage import Store  # noqa: E402
-from clock_service.storage.index import list_matches_json, match_row  # noqa: E402
-from clock_service.storage.records import load_events  # noqa: E402
+from clock_service.core.clock import TableClock  # noqa: E402
+from clock_service.edges.reports.export import record_json  # noqa: E402
+from clock_service.edges.reports.records import build_from_store  # noqa: E402
+from clock_service.edges.reports.stats import build_match  # noqa: E402
+from clock_service.service.storage import Store  # noqa: E402
+from clock_service.service.storage.index import list_matches_json, match_row  # noqa: E402
+from clock_service.service.storage.records import load_events  # noqa: E402
 from harness.reports import play_200_shots, write_table  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
@@ -131,8 +131,8 @@ def fill_matches(store: Store, tables: int, per_table: int) -> None:
 async def _http_walk(db: Path, pages: int) -> dict[str, Any]:
     import httpx
 
-    from clock_service.cli import table_app
-    from clock_service.settings import Settings
+    from clock_service.edges.cli.main import table_app
+    from clock_service.service.settings import Settings
 
     app = table_app(Settings(db=str(db), default_table=None, command_rate=0, read_rate=0))
     walks, firsts = [], []

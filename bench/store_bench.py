@@ -77,7 +77,7 @@ class Service:
                "SHOTCLOCK_READ_RATE": "100000", "SHOTCLOCK_READ_BURST": "100000"}
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "clock_service.cli", "serve", "--host", "127.0.0.1",
+                [sys.executable, "-m", "clock_service", "serve", "--host", "127.0.0.1",
                  "--port", str(self.port), "--db", str(self.db), "--log-level", "warning"],
                 cwd=self.tree, env=env, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
@@ -365,12 +365,12 @@ def archive_figures(tree: Path, db: Path) -> dict[str, Any]:
     """``shotclock store archive --days 0`` on the stopped service's store: every finished
     match to its file; the files' bytes per event."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, "-m", "clock_service.cli", "store", "archive",
+    done = subprocess.run([sys.executable, "-m", "clock_service", "store", "archive",
                            "--db", str(db), "--days", "0"], cwd=tree, env=env,
                           capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         return {"error": (done.stderr or done.stdout)[-300:]}
-    stats = subprocess.run([sys.executable, "-m", "clock_service.cli", "store", "stats",
+    stats = subprocess.run([sys.executable, "-m", "clock_service", "store", "stats",
                             "--db", str(db), "--json"], cwd=tree, env=env,
                            capture_output=True, text=True, timeout=60)
     data = json.loads(stats.stdout)

@@ -51,11 +51,11 @@ def store_files(db: Path) -> int:
 
 
 async def day(db: Path, tables: int, hours: float, store_kind: str) -> dict[str, Any]:
-    from clock_service.commands import NewMatch, Shot, Start, Turn
-    from clock_service.hub import Hub
-    from clock_service.runtime import Runtime
-    from clock_service.storage import Store
-    from clock_service.timesource import FakeTime
+    from clock_service.core.commands import NewMatch, Shot, Start, Turn
+    from clock_service.service.hub import Hub
+    from clock_service.service.runtime import Runtime
+    from clock_service.service.storage import Store
+    from clock_service.service.timesource import FakeTime
 
     class DiscardingStore(Store):
         """The store with its writer, batching and callbacks, committing nothing."""

@@ -25,7 +25,7 @@ MSG_NAMES = {
     MSG_STATUS: "STATUS",
 }
 
-# Must equal firmware_bridge.render.STAGES (a test checks): the wire carries the index.
+# Must equal clock_service.core.readout.STAGES (a test checks): the wire carries the index.
 STAGES = ("off", "ready", "running", "warning", "critical", "paused", "expired", "frame_over")
 
 BUZZ_NONE = 0

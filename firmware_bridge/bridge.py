@@ -14,12 +14,12 @@ import asyncio
 import logging
 from typing import Any
 
-from clock_service.commands import Command, Extension, Pause, Resume, Shot, Start, Turn, Undo
-from clock_service.errors import ShotClockError
-from clock_service.runtime import Runtime
+from clock_service.core.commands import Command, Extension, Pause, Resume, Shot, Start, Turn, Undo
+from clock_service.core.errors import ShotClockError
+from clock_service.core.readout import DisplayFrame
+from clock_service.service.runtime import Runtime
 from firmware_bridge.driver import DeviceDriver
 from firmware_bridge.interfaces import ButtonPress, Buttons, Buzzer, Display
-from firmware_bridge.render import DisplayFrame
 
 __all__ = ["TableBridge", "command_for_press"]
 

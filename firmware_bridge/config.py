@@ -178,7 +178,7 @@ def _from_toml(data: Mapping[str, Any], source: str) -> dict[str, Any]:
 
 def load_config(environ: Mapping[str, str] | None = None) -> HardwareConfig:
     """Build the config from the environment (default ``os.environ``) and the TOML it names."""
-    from clock_service.settings import Settings
+    from clock_service.service.settings import Settings
 
     settings = Settings.from_env(environ)
     values: dict[str, Any] = {}

@@ -16,9 +16,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from clock_service.timesource import Timer, TimeSource
+from clock_service.core.readout import DisplayFrame, next_change_ms, render
+from clock_service.service.timesource import Timer, TimeSource
 from firmware_bridge.interfaces import Buzzer, Display
-from firmware_bridge.render import DisplayFrame, next_change_ms, render
 
 __all__ = ["DeviceDriver", "BUZZES", "SELF_TEST_TEXT", "SELF_TEST_MS"]
 

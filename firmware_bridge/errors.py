@@ -1,6 +1,6 @@
 """Hardware errors: "the table-side hardware failed or is misconfigured".
 
-Kept apart from the service's rule refusals (``clock_service.errors``): a dead display or a
+Kept apart from the service's rule refusals (``clock_service.core.errors``): a dead display or a
 wrong pin number is never the referee's fault, and a running clock never sees these raised
 from ``show``/``beep`` (drivers log and carry on); they surface at start-up from the config.
 """

@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from clock_service.core.readout import DisplayFrame
 from firmware_bridge import protocol_core as core
 from firmware_bridge.errors import HardwareConfigError
 from firmware_bridge.interfaces import BUTTONS, DOUBLE_PRESS_MS, ButtonPress, PressGuard
-from firmware_bridge.render import DisplayFrame
 
 __all__ = [
     "DEFAULT_BUTTON_PINS",

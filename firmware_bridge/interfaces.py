@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from firmware_bridge.render import DisplayFrame
+from clock_service.core.readout import DisplayFrame
 
 __all__ = [
     "BUTTONS",

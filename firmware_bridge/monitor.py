@@ -15,7 +15,7 @@ import errno
 import logging
 from typing import Any
 
-from clock_service.health import Health
+from clock_service.service.status import Health
 from firmware_bridge.config import HardwareConfig, permission_problems
 from firmware_bridge.interfaces import Buttons, Buzzer, Display
 

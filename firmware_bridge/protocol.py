@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from clock_service.core.readout import DisplayFrame
 from firmware_bridge import protocol_core as core
 from firmware_bridge.errors import ProtocolError
-from firmware_bridge.render import DisplayFrame
 
 __all__ = [
     "VERSION",

@@ -42,8 +42,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from clock_service.commands import PRESS_STALE_MS
-from clock_service.timesource import RealTime, Timer
+from clock_service.core.commands import PRESS_STALE_MS
+from clock_service.service.timesource import RealTime, Timer
 from firmware_bridge.bridge import command_for_press
 from firmware_bridge.driver import DeviceDriver
 from firmware_bridge.interfaces import ButtonPress, Buttons, Buzzer, Display
@@ -391,8 +391,8 @@ EX_CONFIG = 78  # as ``shotclock serve``: the unit's RestartPreventExitStatus
 
 
 def main(argv: list[str] | None = None) -> int:
-    from clock_service.sdnotify import Watchdog
-    from clock_service.settings import Settings
+    from clock_service.service.sdnotify import Watchdog
+    from clock_service.service.settings import Settings
     from firmware_bridge.config import build_devices, load_config, permission_problems
     from firmware_bridge.errors import HardwareConfigError
 

@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any
 
+from clock_service.core.readout import DisplayFrame
 from firmware_bridge import protocol_core as core
 from firmware_bridge.errors import HardwareConfigError, HardwareError
 from firmware_bridge.protocol import (
@@ -26,7 +27,6 @@ from firmware_bridge.protocol import (
     WireFrame,
     encode_frame,
 )
-from firmware_bridge.render import DisplayFrame
 
 __all__ = ["SerialDisplay"]
 

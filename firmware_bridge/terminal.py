@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from firmware_bridge.render import DisplayFrame
+from clock_service.core.readout import DisplayFrame
 
 __all__ = ["TerminalDisplay"]
 

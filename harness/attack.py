@@ -46,10 +46,10 @@ async def fill_store(db: Path, table_id: str, events: int) -> int:
     of time corrections would leave (each event as the store keeps it). One real correction
     is made through the core; the rest are copies of it with their own seq, written in
     big batches (making 100,000 through the core would take minutes)."""
-    from clock_service.commands import SetTime
-    from clock_service.runtime import Runtime
-    from clock_service.storage import Store
-    from clock_service.timesource import FakeTime
+    from clock_service.core.commands import SetTime
+    from clock_service.service.runtime import Runtime
+    from clock_service.service.storage import Store
+    from clock_service.service.timesource import FakeTime
 
     fake = FakeTime(time.time() * 1000.0 - 3_600_000)
     runtime = Runtime(Store(db), fake)

@@ -6,8 +6,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from clock_service.clock import TableClock
-from clock_service.commands import (
+from clock_service.core.clock import TableClock
+from clock_service.core.commands import (
     Command,
     Extension,
     NewFrame,
@@ -18,9 +18,9 @@ from clock_service.commands import (
     Start,
     Undo,
 )
-from clock_service.errors import RuleRefusal
-from clock_service.events import Event
-from clock_service.storage import Store
+from clock_service.core.errors import RuleRefusal
+from clock_service.core.events import Event
+from clock_service.service.storage import Store
 
 T0 = 1_700_000_000_000.0
 EARLY_POT = {

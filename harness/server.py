@@ -22,7 +22,7 @@ from harness.process import Child
 
 __all__ = ["CAMERA_NICE", "ServerProcess", "free_port", "http", "ONE_ADDRESS_LOAD"]
 
-# The per-address limits off (clock_service/limits.py), for a benchmark or test that drives
+# The per-address limits off (clock_service/service/limits.py), for a benchmark or test that drives
 # many clients and tables from one address (the limits have their own tests).
 ONE_ADDRESS_LOAD = {
     "SHOTCLOCK_COMMAND_RATE": "0", "SHOTCLOCK_READ_RATE": "0", "SHOTCLOCK_MESSAGE_RATE": "0",
@@ -164,7 +164,7 @@ class ServerProcess(Child):
                                            nofile=nofile, nice=nice)
         else:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "clock_service.cli", *argv],
+                [sys.executable, "-m", "clock_service", *argv],
                 cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                 preexec_fn=limit_files if nofile is not None or nice is not None else None,
                 start_new_session=self.session,

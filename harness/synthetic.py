@@ -35,7 +35,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from clock_service.camera.geometry import BALL_MM, POCKET_MM, TABLE_MM, pockets_mm
+from clock_service.edges.camera.geometry import BALL_MM, POCKET_MM, TABLE_MM, pockets_mm
 
 __all__ = ["Truth", "SyntheticTable", "write_video", "FELTS"]
 

@@ -17,7 +17,7 @@ from typing import Any
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
 
-from clock_service.mqtt.connection import publish_properties
+from clock_service.edges.mqtt.connection import publish_properties
 
 __all__ = ["Watcher", "Got"]
 

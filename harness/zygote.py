@@ -1,13 +1,13 @@
 """Start ``shotclock serve`` (and ``hall``) for the tests by forking a process that has
 already imported the service, instead of starting Python afresh each time.
 
-The suite starts about two hundred services. A fresh ``python -m clock_service.cli serve``
+The suite starts about two hundred services. A fresh ``python -m clock_service serve``
 spent about 1.0 s of CPU before it answered, three quarters of it importing FastAPI,
 pydantic, uvicorn and the service's own modules; on the 2-core machine that runs
 ``make test`` that was a fifth of the suite's CPU. Here one process per pytest process (the
 zygote: ``python -m harness.zygote FD``) imports them once and forks a child for each start;
 the child sets its working directory, environment, output file and open-file limit as the
-test asked, then runs ``clock_service.cli`` as ``python -m`` would (``runpy``, as
+test asked, then runs ``clock_service.edges.cli.main`` as ``python -m`` would (``runpy``, as
 ``__main__``), and exits through the interpreter's exit handlers. It is the same service
 code in its own process, on its own port, with its own SQLite file: a test can SIGKILL it,
 restart it, fill its disk, and see its exit code, as with ``subprocess.Popen``
@@ -48,11 +48,14 @@ ROOT = Path(__file__).resolve().parents[1]
 # service's modules pull in FastAPI, pydantic, starlette and the rest. A module missing here
 # is imported by the child, as without the zygote.
 PRELOAD = (
-    "clock_service.cli", "clock_service.api", "clock_service.serving",
-    "clock_service.broadcast.cli", "clock_service.config_cli", "clock_service.reports.cli",
-    "clock_service.tournament.cli", "clock_service.doctor", "clock_service.storage.cli",
-    "clock_service.tls", "clock_service.camera.config", "clock_service.mqtt.hall",
-    "clock_service.mqtt.publisher", "paho.mqtt.client",
+    "clock_service.edges.cli.main", "clock_service.edges.api",
+    "clock_service.edges.api.server",
+    "clock_service.edges.broadcast.cli", "clock_service.edges.cli.config",
+    "clock_service.edges.reports.cli", "clock_service.edges.tournament.cli",
+    "clock_service.edges.cli.doctor", "clock_service.service.storage.cli",
+    "clock_service.service.tls", "clock_service.edges.camera.config",
+    "clock_service.edges.mqtt.hall",
+    "clock_service.edges.mqtt.publisher", "paho.mqtt.client",
     "firmware_bridge.config", "firmware_bridge.monitor", "firmware_bridge.bridge",
     "firmware_bridge.terminal",
     "uvicorn", "uvicorn.loops.asyncio", "uvicorn.lifespan.on", "uvicorn.protocols.http.h11_impl",
@@ -107,8 +110,8 @@ def _child(request: dict[str, Any]) -> int:
         if request.get("nice") is not None:
             with contextlib.suppress(PermissionError):  # less nice than the zygote: root only
                 os.setpriority(os.PRIO_PROCESS, 0, request["nice"])
-        sys.argv = [str(ROOT / "clock_service" / "cli.py"), *request["argv"]]
-        runpy.run_module("clock_service.cli", run_name="__main__", alter_sys=True)
+        sys.argv = [str(ROOT / "clock_service" / "edges" / "cli" / "main.py"), *request["argv"]]
+        runpy.run_module("clock_service.edges.cli.main", run_name="__main__", alter_sys=True)
     except SystemExit as exc:
         code = exc.code
     except BaseException:  # noqa: BLE001 - printed, as the interpreter would
@@ -293,7 +296,7 @@ class Forked:
     def __init__(self, zygote: Zygote, pid: int, argv: list[str]) -> None:
         self._zygote = zygote
         self.pid = pid
-        self.args = ["python", "-m", "clock_service.cli", *argv]
+        self.args = ["python", "-m", "clock_service", *argv]
         self.returncode: int | None = None
 
     def poll(self) -> int | None:

@@ -1,5 +1,5 @@
 """The service's proof of life, read from outside its process as recovery reads it
-(clock_service/storage/heartbeat.py): the end-to-end tests wait for a heartbeat instead of
+(clock_service/service/storage/heartbeat.py): the end-to-end tests wait for a heartbeat instead of
 sleeping past one, and know the instant a killed clock must come back with."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
-from clock_service.storage.heartbeat import AliveFile
+from clock_service.service.storage.heartbeat import AliveFile
 
 __all__ = ["alive_at"]
 

@@ -183,7 +183,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:  # u
     Zygote.close_all()  # its running children, if any, are left for the check below
     if not _reaping:
         return  # not Linux, or a pytest-xdist worker (the controller checks)
-    worker = sys.modules.get("clock_service.reports.worker")
+    worker = sys.modules.get("clock_service.edges.reports.worker")
     pool = getattr(worker, "_executor", None)
     if pool is not None:
         pool.shutdown(wait=True, cancel_futures=True)

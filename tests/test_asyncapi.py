@@ -23,7 +23,9 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from clock_service.asyncapi import (
+from clock_service.core.commands import COMMANDS, ENVELOPE_FIELDS
+from clock_service.core.events import EVENT_TYPES
+from clock_service.edges.api.asyncapi import (
     CLIENT_MESSAGES,
     DEFAULT_PATH,
     HALL_MESSAGES,
@@ -32,8 +34,6 @@ from clock_service.asyncapi import (
     build_asyncapi,
     render,
 )
-from clock_service.commands import COMMANDS, ENVELOPE_FIELDS
-from clock_service.events import EVENT_TYPES
 from tests.server import ServerProcess
 
 TOKEN = "t0ken"
@@ -47,7 +47,7 @@ ENVELOPE = {"type", *ENVELOPE_FIELDS}  # the rest (at, by, source) is on Command
 
 def test_the_committed_document_is_up_to_date() -> None:
     assert DEFAULT_PATH.read_text(encoding="utf-8") == render(build_asyncapi()), (
-        "docs/asyncapi.json is stale: run `python -m clock_service.asyncapi` and commit it")
+        "docs/asyncapi.json is stale: run `python -m clock_service.edges.api.asyncapi` and commit it")
 
 
 def test_the_document_covers_every_event_type_and_command() -> None:

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from clock_service.runtime import Runtime
-from clock_service.storage import Store
-from clock_service.timesource import FakeTime
+from clock_service.core.readout import format_remaining, next_change_ms, render
+from clock_service.service.runtime import Runtime
+from clock_service.service.storage import Store
+from clock_service.service.timesource import FakeTime
 from firmware_bridge.bridge import TableBridge, command_for_press
 from firmware_bridge.driver import DeviceDriver
 from firmware_bridge.interfaces import ButtonPress, FakeButtons, FakeBuzzer, FakeDisplay
-from firmware_bridge.render import format_remaining, next_change_ms, render
 from tests.waiting import until_async
 
 PROFILE = {"shot_ms": 7000, "floor_ms": 7000, "warnings_ms": [5000, 1000]}

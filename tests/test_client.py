@@ -1,4 +1,4 @@
-"""clock_service.client: following a table's events across disconnects, and sending commands.
+"""clock_service.edges.client: following a table's events across disconnects, and sending commands.
 
 Against the real server (SIGKILL and restart in the middle), and against a scripted
 WebSocket server for the cases a real server makes rare (a duplicate, a gap, close 4001).
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
-from clock_service.client import (
+from clock_service.edges.client import (
     CommandRefused,
     UnknownTableError,
     follow,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from clock_service.clock import ALLOWED, PHASES, TableClock, round_of_visit
-from clock_service.commands import (
+from clock_service.core.clock import ALLOWED, PHASES, TableClock, round_of_visit
+from clock_service.core.commands import (
     COMMANDS,
     AnnounceCall,
     Extension,
@@ -30,8 +30,8 @@ from clock_service.commands import (
     Undo,
     parse_command,
 )
-from clock_service.errors import InvalidCommand, InvalidProfile, RuleRefusal
-from clock_service.profile import Profile
+from clock_service.core.errors import InvalidCommand, InvalidProfile, RuleRefusal
+from clock_service.core.profile import Profile
 
 T0 = 1_000_000.0
 

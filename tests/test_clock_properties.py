@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clock_service.clock import PHASES, TableClock
-from clock_service.commands import (
+from clock_service.core.clock import PHASES, TableClock
+from clock_service.core.commands import (
     Extension,
     Foul,
     HandBack,
@@ -25,8 +25,8 @@ from clock_service.commands import (
     Undo,
     parse_command,
 )
-from clock_service.errors import InvalidCommand, RuleRefusal
-from clock_service.profile import Profile
+from clock_service.core.errors import InvalidCommand, RuleRefusal
+from clock_service.core.profile import Profile
 
 # 300 in `make test`; PROPERTY_EXAMPLES=20000 for a longer hunt.
 EXAMPLES = int(os.environ.get("PROPERTY_EXAMPLES", "300"))

@@ -265,7 +265,7 @@ def test_shotclock_follow_prints_every_event_as_json_lines(server: ServerProcess
 
     ok(server.command("1", "start"))
     ok(server.command("1", "pause"))
-    proc = subprocess.Popen([sys.executable, "-m", "clock_service.cli", "follow", "1",
+    proc = subprocess.Popen([sys.executable, "-m", "clock_service", "follow", "1",
                              "--server", server.url, "--since", "2"],
                             stdout=subprocess.PIPE, text=True)
     try:

@@ -1,4 +1,4 @@
-"""The status and faults channel (clock_service/health.py, TEAM convention 2)."""
+"""The status and faults channel (clock_service/service/status.py, TEAM convention 2)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from clock_service.health import Health
-from clock_service.hub import Subscriber
-from clock_service.runtime import Runtime
-from clock_service.storage import Store
-from clock_service.timesource import FakeTime
+from clock_service.service.hub import Subscriber
+from clock_service.service.runtime import Runtime
+from clock_service.service.status import Health
+from clock_service.service.storage import Store
+from clock_service.service.timesource import FakeTime
 
 
 def test_components_show_each_provider_and_survive_a_broken_one() -> None:

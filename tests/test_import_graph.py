@@ -5,8 +5,8 @@ The graph is read from the source (ast), not by importing: every ``import`` and 
 ... import`` in clock_service, firmware_bridge, web_ui, harness and bench, at module level
 or inside a function (a function-level import that closes a circle still ties the two
 modules together), but not those under ``if TYPE_CHECKING:`` (never run). An import names
-its most specific module: ``from clock_service import events`` is an edge to
-clock_service.events, ``from clock_service.events import Event`` one to clock_service.events
+its most specific module: ``from clock_service.core import events`` is an edge to
+clock_service.core.events, ``from clock_service.core.events import Event`` one to clock_service.core.events
 (not to the package ``clock_service`` as well: a package's ``__init__`` is not counted as
 imported by each of its modules). The bench scripts import their neighbours by bare name
 (``from observer import Observer``, bench/ is on sys.path when they run).
@@ -129,7 +129,7 @@ def cycles(graph: Mapping[str, Collection[str]]) -> list[list[str]]:
 
 def test_no_import_circles() -> None:
     graph = import_graph()
-    assert len(graph) > 100 and "clock_service.clock" in graph  # the scan found the code
+    assert len(graph) > 100 and "clock_service.core.clock" in graph  # the scan found the code
     assert cycles(graph) == []
 
 
@@ -155,6 +155,90 @@ def test_the_scan_sees_circles_and_test_imports() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
     graph = import_graph()
     # Function-level imports count (cli.py imports most of the service inside functions).
-    assert "clock_service.tournament.part" in graph["clock_service.cli"]
+    assert "clock_service.edges.tournament.part" in graph["clock_service.edges.cli.main"]
     # Bare-name neighbours in bench/ resolve to bench modules.
     assert "bench.observer" in graph["bench.bench"]
+
+
+# -- the floors (issue 38 point 1) -------------------------------------------------------------
+# core: no I/O, imports only the core; service: the core and itself; edges: the core, the
+# service and their own package. Edges meet only through the service; the CLI is the
+# composition root (it builds every part and hands them over), so it may import any edge.
+# firmware_bridge (the hardware bridge) and web_ui (the pages) are edges outside the package.
+FLOORS = {"core": 0, "service": 1, "edges": 2}
+COMPOSITION = "clock_service.edges.cli"
+# Arrows that still cross between edges, each with what removes it. The test fails on any
+# other, and on one of these that no longer exists (so the list only shrinks).
+_APP = "the routers built by the composition root and handed to create_app (issue 38 point 3)"
+CROSSING: dict[tuple[str, str], str] = {
+    ("clock_service.edges.api.app", "clock_service.edges.tournament.part"): _APP,
+    ("clock_service.edges.api.app", "clock_service.edges.tournament.routes"): _APP,
+    ("clock_service.edges.api.app", "clock_service.edges.camera.routes"): _APP,
+    ("clock_service.edges.api.app", "clock_service.edges.broadcast.feeds"): _APP,
+    ("clock_service.edges.api.app", "clock_service.edges.reports.routes"): _APP,
+    ("clock_service.edges.api.app", "clock_service.edges.reports.service"): _APP,
+    ("clock_service.edges.api.app", "web_ui"): _APP,
+    ("clock_service.edges.reports.cli", "web_ui"): "the stylesheet's path handed over by the CLI",
+    ("clock_service.edges.tournament.results", "clock_service.edges.reports.export"):
+        "csv_cell moves to the one text policy (issue 35 point 2)",
+    ("clock_service.edges.tournament.results", "clock_service.edges.reports.service"):
+        "the match records handed over as a Protocol",
+}
+
+
+def floor_of(module: str) -> tuple[str, str] | None:
+    """(floor, room) of a module of the product: room is the edge's package."""
+    parts = module.split(".")
+    if parts[0] in ("firmware_bridge", "web_ui"):
+        return "edges", parts[0]
+    if parts[0] != "clock_service" or len(parts) < 2 or parts[1] not in FLOORS:
+        return None
+    if parts[1] == "edges":  # the package ``clock_service.edges`` itself is no room
+        return ("edges", ".".join(parts[:3])) if len(parts) > 2 else None
+    return parts[1], parts[1]
+
+
+def floor_violations(graph: Mapping[str, Collection[str]]) -> set[tuple[str, str]]:
+    found = set()
+    for module, imported in graph.items():
+        here = floor_of(module)
+        if here is None:
+            continue
+        for target in imported:
+            there = floor_of(target)
+            if there is None:
+                continue
+            if FLOORS[there[0]] > FLOORS[here[0]]:
+                found.add((module, target))  # upward
+            elif (here[0] == there[0] == "edges" and here[1] != there[1]
+                  and here[1] != COMPOSITION):
+                found.add((module, target))  # between edges
+    return found
+
+
+def test_every_module_is_on_a_floor() -> None:
+    """Nothing of clock_service sits beside the floors (only the package's own face)."""
+    loose = sorted(m for m in import_graph() if m.startswith("clock_service.")
+                   and floor_of(m) is None
+                   and m not in ("clock_service.__main__", "clock_service.edges"))
+    assert loose == []
+
+
+def test_no_floor_imports_upward_and_edges_meet_only_through_the_service() -> None:
+    found = floor_violations(import_graph())
+    assert found - set(CROSSING) == set(), "new arrows up or between edges"
+    assert set(CROSSING) - found == set(), "gone: take them off CROSSING"
+
+
+def test_the_floor_check_can_fail() -> None:
+    graph = {"clock_service.core.clock": {"clock_service.service.runtime"},
+             "clock_service.service.hub": {"clock_service.edges.api.app"},
+             "clock_service.edges.mqtt.hall": {"clock_service.edges.api.app",
+                                              "clock_service.service.hub"},
+             "clock_service.edges.cli.main": {"clock_service.edges.mqtt.hall"},
+             "firmware_bridge.bridge": {"clock_service.service.runtime", "web_ui"}}
+    assert floor_violations(graph) == {
+        ("clock_service.core.clock", "clock_service.service.runtime"),
+        ("clock_service.service.hub", "clock_service.edges.api.app"),
+        ("clock_service.edges.mqtt.hall", "clock_service.edges.api.app"),
+        ("firmware_bridge.bridge", "web_ui")}

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from clock_service.clock import TableClock
-from clock_service.commands import (
+from clock_service.core.clock import TableClock
+from clock_service.core.commands import (
     NewFrame,
     NewMatch,
     Pause,
@@ -22,8 +22,8 @@ from clock_service.commands import (
     Undo,
     parse_command,
 )
-from clock_service.errors import InvalidCommand, InvalidInput, RuleRefusal
-from clock_service.match_clock import AT_LIMIT
+from clock_service.core.errors import InvalidCommand, InvalidInput, RuleRefusal
+from clock_service.core.match_clock import AT_LIMIT
 from tests.waiting import settle
 
 T0 = 1_000_000.0
@@ -166,7 +166,7 @@ def test_the_choice_at_the_limit(choice: str, before: list[int], after: list[int
 
 
 def test_level_at_the_limit_the_tie_break_frame_gets_the_deciding_frame_extensions() -> None:
-    from clock_service.profile import Profile
+    from clock_service.core.profile import Profile
     clock = match(limit=MIN, at="tie_break_frame", race_to=9,
                   profile=Profile(extensions_deciding_frame=2))
     clock.handle(Start(), T0)
@@ -184,7 +184,7 @@ def test_between_frames_at_the_limit_the_leader_wins_at_once() -> None:
     clock.handle(Start(), T0)
     clock.handle(NewFrame(winner=1, reason="awarded"), T0 + 1000)
     # frame 2 (player 1 breaks, I3) ended by player 1's technical loss (10.5): 1-1
-    from clock_service.commands import Foul, HandBack
+    from clock_service.core.commands import Foul, HandBack
     for step in (Foul(reason="x"), HandBack(), Foul(reason="x")):
         clock.handle(step, T0 + 2000)
     assert clock.phase == "frame_over" and clock.match.score == (1, 1)
@@ -196,7 +196,7 @@ def test_between_frames_at_the_limit_the_leader_wins_at_once() -> None:
 def test_frame_decides_between_frames_the_next_frame_decides() -> None:
     clock = match(limit=MIN, at="frame_decides", race_to=9, timer=False)
     clock.handle(Start(), T0)
-    from clock_service.commands import Foul, HandBack
+    from clock_service.core.commands import Foul, HandBack
     for step in (Foul(reason="x"), HandBack(), Foul(reason="x")):
         clock.handle(step, T0 + 2000)
     events = clock.advance(T0 + MIN)
@@ -280,10 +280,10 @@ def test_an_old_stored_state_has_no_match_clock(tmp_path: Path) -> None:
 # -- the runtime wakes at the match clock's deadline (absolute, no ticks) ---------------------
 async def test_the_runtime_wakes_at_the_match_limit_and_stores_the_events(tmp_path: Path) -> None:
 
-    from clock_service.hub import Hub
-    from clock_service.runtime import Runtime
-    from clock_service.storage import Store
-    from clock_service.timesource import FakeTime
+    from clock_service.service.hub import Hub
+    from clock_service.service.runtime import Runtime
+    from clock_service.service.storage import Store
+    from clock_service.service.timesource import FakeTime
 
     time = FakeTime()
     runtime = Runtime(Store(tmp_path / "clock.db"), time, Hub())
@@ -323,9 +323,9 @@ async def test_the_runtime_wakes_at_the_match_limit_and_stores_the_events(tmp_pa
 def test_http_a_table_with_a_match_limit(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from clock_service.cli import table_app
-    from clock_service.settings import Settings
-    from clock_service.timesource import FakeTime
+    from clock_service.edges.cli.main import table_app
+    from clock_service.service.settings import Settings
+    from clock_service.service.timesource import FakeTime
 
     app = table_app(Settings(db=str(tmp_path / "c.db"), display="none"), time=FakeTime())
     with TestClient(app) as client:
@@ -346,8 +346,8 @@ def test_http_a_table_with_a_match_limit(tmp_path: Path) -> None:
 def test_the_statistics_see_through_the_new_events_when_steps_are_undone() -> None:
     """reports.stats.effective_events: a step's events, the match clock's and slow play's
     among them, go with its undo; the events around keep their steps."""
-    from clock_service.commands import ShotClockOn
-    from clock_service.reports.stats import effective_events
+    from clock_service.core.commands import ShotClockOn
+    from clock_service.edges.reports.stats import effective_events
 
     clock = match(limit=MIN, at="shot_clock", race_to=5, timer=False)
     log: list[dict[str, Any]] = []

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from clock_service.clock import TableClock
-from clock_service.commands import (
+from clock_service.core.clock import TableClock
+from clock_service.core.commands import (
     PRESS_FUTURE_MS,
     PRESS_STALE_MS,
     Command,
@@ -29,7 +29,7 @@ from clock_service.commands import (
     Undo,
     parse_command,
 )
-from clock_service.errors import InvalidCommand, RuleRefusal
+from clock_service.core.errors import InvalidCommand, RuleRefusal
 
 T0 = 1_000_000.0
 LIMIT = 35_000
@@ -193,9 +193,9 @@ def test_parse_command_reads_the_envelope() -> None:
 def test_http_stale_press_is_409_and_future_is_422(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from clock_service.cli import table_app
-    from clock_service.settings import Settings
-    from clock_service.timesource import FakeTime
+    from clock_service.edges.cli.main import table_app
+    from clock_service.service.settings import Settings
+    from clock_service.service.timesource import FakeTime
 
     time = FakeTime()
     app = table_app(Settings(db=str(tmp_path / "c.db"), display="none"), time=time)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from clock_service import presets
-from clock_service.clock import TableClock
-from clock_service.commands import Extension, NewFrame, NewMatch, Result, Shot, Start, Turn
-from clock_service.errors import InvalidProfile, RuleRefusal
-from clock_service.presets import PresetError, PresetLibrary
-from clock_service.profile import PROFILE_FIELDS, Profile
+from clock_service.core import presets
+from clock_service.core.clock import TableClock
+from clock_service.core.commands import Extension, NewFrame, NewMatch, Result, Shot, Start, Turn
+from clock_service.core.errors import InvalidProfile, RuleRefusal
+from clock_service.core.presets import PresetError, PresetLibrary
+from clock_service.core.profile import PROFILE_FIELDS, Profile
 
 T0 = 1_000_000.0
 
@@ -259,9 +259,9 @@ def test_bad_preset_files_stop_loading_with_the_file_and_reason(
 def test_http_presets_listed_and_named_at_table_creation(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from clock_service.cli import table_app
-    from clock_service.settings import Settings
-    from clock_service.timesource import FakeTime
+    from clock_service.edges.cli.main import table_app
+    from clock_service.service.settings import Settings
+    from clock_service.service.timesource import FakeTime
 
     own = tmp_path / "presets"
     own.mkdir()

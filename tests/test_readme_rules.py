@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from clock_service.clock import TableClock
-from clock_service.commands import AnnounceCall, parse_command
-from clock_service.rules import Route, ShotType, judge_call, qualifies_as_early_pot
+from clock_service.core.clock import TableClock
+from clock_service.core.commands import AnnounceCall, parse_command
+from clock_service.core.rules import Route, ShotType, judge_call, qualifies_as_early_pot
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SECTION = "### The call and the result as the referee says them"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from clock_service.clock import TableClock
-from clock_service.commands import (
+from clock_service.core.clock import TableClock
+from clock_service.core.commands import (
     Foul,
     HandBack,
     NewFrame,
@@ -24,8 +24,8 @@ from clock_service.commands import (
     Undo,
     parse_command,
 )
-from clock_service.errors import InvalidCommand, RuleRefusal
-from clock_service.events import EVENT_TYPES, Event
+from clock_service.core.errors import InvalidCommand, RuleRefusal
+from clock_service.core.events import EVENT_TYPES, Event
 from tests.server import ServerProcess
 from tests.waiting import until
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from clock_service.commands import Extension, Pause, Shot, Start, Turn
-from clock_service.errors import RuleRefusal, UnknownTable
-from clock_service.hub import Hub
-from clock_service.runtime import Runtime
-from clock_service.storage import Store
-from clock_service.timesource import FakeTime
+from clock_service.core.commands import Extension, Pause, Shot, Start, Turn
+from clock_service.core.errors import RuleRefusal, UnknownTable
+from clock_service.service.hub import Hub
+from clock_service.service.runtime import Runtime
+from clock_service.service.storage import Store
+from clock_service.service.timesource import FakeTime
 from tests.waiting import settle
 
 SHORT = {"shot_ms": 3000, "floor_ms": 2000, "step_ms": 500, "extension_ms": 2000,
@@ -214,7 +214,7 @@ async def test_a_failing_disk_delays_events_but_never_loses_or_reorders_them(
 
 async def test_a_disk_down_longer_than_the_wait_answers_503_and_catches_up(
         rt: Runtime) -> None:
-    from clock_service.errors import StoreError
+    from clock_service.core.errors import StoreError
 
     await rt.create_table("t", ["A", "B"], profile=SHORT)
     rt.store_wait_s = 0.2

@@ -1,5 +1,5 @@
 """One settings object for every setting (issue 18 point 4): types, defaults and help in
-clock_service/settings.py, read nowhere else; `shotclock config` says where each value came
+clock_service/service/settings.py, read nowhere else; `shotclock config` says where each value came
 from with secrets redacted; README's table is made from the object; every command finds
 the same store by default."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from clock_service import settings as config
-from clock_service.settings import Settings, default_db_path, load
+from clock_service.service import settings as config
+from clock_service.service.settings import Settings, default_db_path, load
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [ROOT / "clock_service", ROOT / "firmware_bridge", ROOT / "web_ui"]
@@ -33,7 +33,7 @@ def test_every_shotclock_variable_in_the_code_is_a_setting() -> None:
             used.setdefault(name, set()).add(str(path.relative_to(ROOT)))
     unknown = {name: where for name, where in used.items() if name not in known}
     assert not unknown, ("SHOTCLOCK_* names that are not settings: add them to "
-                         f"clock_service/settings.py: {unknown}")
+                         f"clock_service/service/settings.py: {unknown}")
 
 
 def test_only_settings_py_reads_the_environment_for_a_setting() -> None:
@@ -42,7 +42,7 @@ def test_only_settings_py_reads_the_environment_for_a_setting() -> None:
     lookup = re.compile(r"""(?:environ|getenv|env)\s*(?:\.get\(|\[|\()\s*["']SHOTCLOCK_""")
     readers = [str(p.relative_to(ROOT)) for p in python_sources()
                if p.name != "settings.py" and lookup.search(p.read_text())]
-    assert readers == [], f"read SHOTCLOCK_* themselves (use clock_service.settings): {readers}"
+    assert readers == [], f"read SHOTCLOCK_* themselves (use clock_service.service.settings): {readers}"
 
 
 def test_every_setting_has_a_type_default_and_help() -> None:
@@ -58,8 +58,8 @@ def test_readme_table_is_the_settings_object() -> None:
     assert BEGIN in text and END in text, "README lost its settings markers"
     table = text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip("\n") + "\n"
     assert table == config.markdown_table(), (
-        "README's settings table differs from clock_service/settings.py: "
-        "run `python -m clock_service.settings README.md` to regenerate it")
+        "README's settings table differs from clock_service/service/settings.py: "
+        "run `python -m clock_service.service.settings README.md` to regenerate it")
 
 
 def test_sources_flag_over_env_over_file_over_default(tmp_path: Path) -> None:
@@ -113,7 +113,7 @@ def test_the_camera_calibration_default_is_beside_the_store(tmp_path: Path) -> N
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clock_service.cli", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "clock_service", *args], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=60)
 
 
@@ -143,13 +143,13 @@ def test_every_command_finds_the_same_store_by_default(tmp_path: Path) -> None:
     env = {"XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path)}
     expected = str(tmp_path / "state" / "shotclock" / "shotclock.db")
     assert Settings.from_env(env).db == expected
-    from clock_service.reports import cli as report_cli
+    from clock_service.edges.reports import cli as report_cli
 
     assert report_cli.default_store(env) == expected
 
 
 def test_readme_says_the_undo_depth_the_core_keeps() -> None:
-    from clock_service.clock import UNDO_DEPTH
+    from clock_service.core.clock import UNDO_DEPTH
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     said = re.search(r"up to (\d+) deep", text)

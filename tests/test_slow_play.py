@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from clock_service.clock import TableClock
-from clock_service.commands import (
+from clock_service.core.clock import TableClock
+from clock_service.core.commands import (
     Extension,
     Foul,
     HandBack,
@@ -23,8 +23,8 @@ from clock_service.commands import (
     Undo,
     parse_command,
 )
-from clock_service.errors import InvalidCommand, RuleRefusal
-from clock_service.profile import Profile
+from clock_service.core.errors import InvalidCommand, RuleRefusal
+from clock_service.core.profile import Profile
 
 T0 = 1_000_000.0
 SLOW = 60_000

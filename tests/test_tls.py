@@ -27,7 +27,7 @@ TOKEN = "tls-director-token-0123456789"
 
 def tls_init(out: Path, *devices: str) -> None:
     args = [a for d in devices for a in ("--device", d)]
-    done = subprocess.run([sys.executable, "-m", "clock_service.cli", "tls", "init", "--out",
+    done = subprocess.run([sys.executable, "-m", "clock_service", "tls", "init", "--out",
                            str(out), *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr
@@ -56,7 +56,7 @@ def test_serve_speaks_https_with_the_hall_ca_and_refuses_other_cas(tmp_path: Pat
     # ServerProcess waits on plain HTTP: against a TLS port that never answers, so start
     # it by hand and wait on HTTPS.
     server.proc = subprocess.Popen(
-        [sys.executable, "-m", "clock_service.cli", "serve", "--host", "127.0.0.1", "--port",
+        [sys.executable, "-m", "clock_service", "serve", "--host", "127.0.0.1", "--port",
          str(server.port), "--db", str(server.db), "--tls-cert", str(tls / "table-7.crt"),
          "--tls-key", str(tls / "table-7.key")], cwd=ROOT, env=server.env,
         stdout=subprocess.DEVNULL, stderr=open(server.log, "wb"))  # noqa: SIM115
@@ -127,7 +127,7 @@ def test_a_certificate_without_its_key_is_refused(tmp_path: Path) -> None:
     env = {**os.environ, "SHOTCLOCK_DISPLAY": "none"}
     for args in (["--tls-cert", str(tls / "a.crt")],
                  ["--tls-cert", str(tls / "a.crt"), "--tls-key", str(tls / "b.key")]):
-        done = subprocess.run([sys.executable, "-m", "clock_service.cli", "serve", "--port",
+        done = subprocess.run([sys.executable, "-m", "clock_service", "serve", "--port",
                                str(free_port()), "--db", str(tmp_path / "x.db"), *args],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
                               check=False)

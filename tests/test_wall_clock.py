@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from clock_service.commands import Start, Turn
-from clock_service.runtime import Runtime
-from clock_service.storage import Store
-from clock_service.timesource import RealTime
+from clock_service.core.commands import Start, Turn
+from clock_service.service.runtime import Runtime
+from clock_service.service.storage import Store
+from clock_service.service.timesource import RealTime
 from tests.waiting import until_async
 
 HOUR_MS = 3_600_000.0
@@ -82,7 +82,7 @@ async def test_a_wall_clock_step_while_running_is_logged_and_moves_no_event_time
     try:
         before = clock.now_ms()
         step["ms"] = 7 * HOUR_MS  # NTP arrives after a boot at the last shutdown's time
-        with caplog.at_level(logging.WARNING, "clock_service.runtime"):
+        with caplog.at_level(logging.WARNING, "clock_service.service.runtime"):
             runtime._beat()  # the heartbeat (every 500 ms) notices it
         assert clock.now_ms() - before < 60_000  # the timeline did not jump
         (record,) = [r for r in caplog.records if "stepped" in r.getMessage()]

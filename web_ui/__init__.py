@@ -26,7 +26,7 @@ PAGES: dict[str, str] = {
     "/calibrate": "calibrate.html",  # the overhead camera's table corners (issue 15)
     "/clips": "clips.html",  # the camera's clips of a match, frame by frame (issue 21)
     # Live match statistics for commentators (reports, issue 14); the protocol page
-    # (/report?match=ID) is rendered by clock_service/reports/routes.py.
+    # (/report?match=ID) is rendered by clock_service/edges/reports/routes.py.
     "/stats": "stats.html",
 }
 

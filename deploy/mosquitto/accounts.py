@@ -46,7 +46,7 @@ PREFIX = "shotclock/v1"
 
 
 def table_user(hall: str, table: str) -> str:
-    return f"shotclock-{hall}-table-{table}"  # = clock_service.mqtt.publisher.client_id_of
+    return f"shotclock-{hall}-table-{table}"  # = clock_service.edges.mqtt.publisher.client_id_of
 
 
 def hall_user(hall: str) -> str:

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from clock_service.broadcast import rows
-from clock_service.broadcast.feeds import ALL, FeedBoard
-from clock_service.commands import parse_command
-from clock_service.hub import Hub
-from clock_service.runtime import Runtime
-from clock_service.store import Store
-from clock_service.timesource import FakeTime
+from clock_service.core.commands import parse_command
+from clock_service.edges.broadcast import rows
+from clock_service.edges.broadcast.feeds import ALL, FeedBoard
+from clock_service.service.hub import Hub
+from clock_service.service.runtime import Runtime
+from clock_service.service.storage.log import Store
+from clock_service.service.timesource import FakeTime
 from tests.waiting import settle
 
 PROFILE = {"shot_ms": 12000, "full_rounds": 1, "step_ms": 1000, "floor_ms": 8000,
@@ -168,9 +168,9 @@ def test_xml_escapes_names() -> None:
 def test_the_feeds_take_the_read_limit_of_a_tables_state(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from clock_service.cli import table_app
-    from clock_service.limits import read_cost
-    from clock_service.settings import Settings
+    from clock_service.edges.cli.main import table_app
+    from clock_service.service.limits import read_cost
+    from clock_service.service.settings import Settings
 
     assert read_cost("/feeds/tables.json", b"") == read_cost("/api/tables/1", b"") == 0.25
     settings = Settings(db=str(tmp_path / "l.db"), read_rate=1, read_burst=1, display="none")
@@ -204,7 +204,7 @@ def test_event_texts(event: dict[str, Any], en: str, ru: str) -> None:
 
 
 def test_every_notable_event_is_an_event_and_has_both_texts() -> None:
-    from clock_service.events import EVENT_TYPES
+    from clock_service.core.events import EVENT_TYPES
 
     assert rows.NOTABLE <= EVENT_TYPES, rows.NOTABLE - EVENT_TYPES
     for lang in rows.LANGS:

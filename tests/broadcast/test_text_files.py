@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from clock_service.broadcast.rows import FIELDS
-from clock_service.broadcast.textfiles import FILE_OF, TextFiles
+from clock_service.edges.broadcast.rows import FIELDS
+from clock_service.edges.broadcast.textfiles import FILE_OF, TextFiles
 from tests.server import ROOT, ServerProcess
 from tests.waiting import until
 
@@ -118,7 +118,7 @@ def test_shotclock_feed_polls_and_writes_the_same(tmp_path: Path) -> None:
     directory = tmp_path / "obs"
     server = ServerProcess(tmp_path / "s.db").start()
     feed = subprocess.Popen(
-        [sys.executable, "-m", "clock_service.cli", "feed", "--dir", str(directory),
+        [sys.executable, "-m", "clock_service", "feed", "--dir", str(directory),
          "--table", "tf", "--server", server.url, "--lang", "ru"],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ)
     try:
@@ -145,7 +145,7 @@ def test_every_table_in_its_own_directory_and_an_unchanged_feed_writes_nothing(
     import json
     import urllib.error
 
-    from clock_service.broadcast import cli
+    from clock_service.edges.broadcast import cli
 
     answers: list[object] = []
     asked: list[str | None] = []

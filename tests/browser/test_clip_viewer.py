@@ -30,7 +30,7 @@ def level(k: int) -> int:
 def _clips(folder: Path, rest_at: float) -> None:
     """Two clips of match 1.1 as the camera keeps them: a rest (the clock started 30 ms
     after the balls stopped) and a strike 5.67 s later (the clock stopped 30 ms after)."""
-    from clock_service.camera.evidence import ClipStore
+    from clock_service.edges.camera.evidence import ClipStore
 
     store = ClipStore(folder, 100, 10**9)
     for kind, at, step in (

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from clock_service.clock import FRAME_OVER_REFUSAL, REFUSALS
+from clock_service.core.clock import FRAME_OVER_REFUSAL, REFUSALS
 from tests.browser.conftest import make_table
 from tests.server import ROOT, ServerProcess
 
@@ -28,7 +28,7 @@ SOURCES = [ROOT / "clock_service", ROOT / "firmware_bridge"]
 TEMPLATES = {"bad_{name}": {"bad_call", "bad_route"}}
 # Codes that never reach a page or a client, each with the reason.
 NEVER_SENT = {
-    "http_error": "clock_service/client.py: the Python client's own, for a reply it could not read",
+    "http_error": "clock_service/edges/client.py: the Python client's own, for a reply it could not read",
     "bad_state": "raised only while loading a stored state: a corrupt store, not a request",
     "bad_outcome": "the rules core checking an Outcome it built itself",
     "bad_result": "the rules core called with something that is not a ShotResult (internal)",
@@ -80,13 +80,13 @@ def service_codes() -> dict[str, set[str]]:
                 if index is not None and index < len(node.args):
                     add(_str(node.args[index]), path)
     for code, _, _ in [*REFUSALS.values(), FRAME_OVER_REFUSAL]:
-        add(code, ROOT / "clock_service" / "clock.py")
-    clock = ast.parse((ROOT / "clock_service" / "clock.py").read_text())
+        add(code, ROOT / "clock_service" / "core" / "clock.py")
+    clock = ast.parse((ROOT / "clock_service" / "core" / "clock.py").read_text())
     for node in ast.walk(clock):  # the guards' (code, message, rule) tuples
         if isinstance(node, ast.FunctionDef) and (node.name.startswith("_guard") or node.name == "_why_not"):
             for ret in ast.walk(node):
                 if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Tuple):
-                    add(_str(ret.value.elts[0]), ROOT / "clock_service" / "clock.py")
+                    add(_str(ret.value.elts[0]), ROOT / "clock_service" / "core" / "clock.py")
     unknown = templates - set(TEMPLATES)
     assert not unknown, f"codes made from a template the test cannot expand: {unknown}"
     for template in templates:

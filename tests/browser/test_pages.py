@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from firmware_bridge.render import format_remaining
+from clock_service.core.readout import format_remaining
 from tests.browser.conftest import (
     FULL_HD,
     PHONE,

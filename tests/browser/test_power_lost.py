@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from clock_service.storage.heartbeat import MEMORY_DIRS
+from clock_service.service.storage.heartbeat import MEMORY_DIRS
 from tests.browser.conftest import PHONE, Traffic, make_table, shoot
 from tests.server import ServerProcess
 

@@ -149,7 +149,7 @@ def test_shotclock_report_prints_the_pdf_from_the_store(
     pdf = ARTIFACTS / "protocol-cli-en.pdf"
     pdf.unlink(missing_ok=True)
     done = subprocess.run(
-        [sys.executable, "-m", "clock_service.cli", "report", "rep", "--db",
+        [sys.executable, "-m", "clock_service", "report", "rep", "--db",
          str(shared_server.db), "--pdf", str(pdf), "--lang", "en", "--csv", "-"],
         capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert done.returncode == 0, done.stderr

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from clock_service.camera.adapter import CameraAdapter
-from clock_service.camera.core import Rest, Strike, Sure, Unsure
-from clock_service.camera.source import SourceError, SourceSpec
-from clock_service.commands import Shot, Start, Undo
-from clock_service.hub import Hub
-from clock_service.runtime import Runtime
-from clock_service.storage import Store
-from clock_service.timesource import FakeTime
+from clock_service.core.commands import Shot, Start, Undo
+from clock_service.edges.camera.adapter import CameraAdapter
+from clock_service.edges.camera.core import Rest, Strike, Sure, Unsure
+from clock_service.edges.camera.source import SourceError, SourceSpec
+from clock_service.service.hub import Hub
+from clock_service.service.runtime import Runtime
+from clock_service.service.storage import Store
+from clock_service.service.timesource import FakeTime
 from tests.waiting import settle as settled
 from tests.waiting import until_async
 

@@ -12,10 +12,10 @@ import pytest
 
 pytest.importorskip("cv2")
 
-from clock_service.camera.appearance import Appearance, AppearanceError, learn_appearance  # noqa: E402
-from clock_service.camera.detect import BallDetector  # noqa: E402
-from clock_service.camera.geometry import Calibration, CalibrationError  # noqa: E402
-from clock_service.cli import main  # noqa: E402
+from clock_service.edges.camera.appearance import Appearance, AppearanceError, learn_appearance  # noqa: E402
+from clock_service.edges.camera.detect import BallDetector  # noqa: E402
+from clock_service.edges.camera.geometry import Calibration, CalibrationError  # noqa: E402
+from clock_service.edges.cli.main import main  # noqa: E402
 from harness.scenes import CONDITIONS, Scene, encode_frames  # noqa: E402
 from harness.synthetic import Truth  # noqa: E402
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from clock_service.camera import budget
-from clock_service.camera.adapter import CameraAdapter
-from clock_service.camera.budget import BudgetSettings, Shedder
-from clock_service.camera.evidence import ClipStore, Evidence
-from clock_service.camera.source import SourceSpec
-from clock_service.runtime import Runtime
+from clock_service.edges.camera import budget
+from clock_service.edges.camera.adapter import CameraAdapter
+from clock_service.edges.camera.budget import BudgetSettings, Shedder
+from clock_service.edges.camera.evidence import ClipStore, Evidence
+from clock_service.edges.camera.source import SourceSpec
+from clock_service.service.runtime import Runtime
 from tests.camera.test_camera_adapter import rt  # noqa: F401
 from tests.waiting import until_async
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from clock_service.cli import main
+from clock_service.edges.cli.main import main
 from harness.synthetic import Truth
 from tests.server import ServerProcess, http
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from clock_service.camera.adapter import CameraAdapter
-from clock_service.camera.core import Rest
-from clock_service.camera.evidence import ClipStore, Evidence, EvidenceSettings
-from clock_service.camera.source import SourceSpec
-from clock_service.commands import Start
-from clock_service.runtime import Runtime
+from clock_service.core.commands import Start
+from clock_service.edges.camera.adapter import CameraAdapter
+from clock_service.edges.camera.core import Rest
+from clock_service.edges.camera.evidence import ClipStore, Evidence, EvidenceSettings
+from clock_service.edges.camera.source import SourceSpec
+from clock_service.service.runtime import Runtime
 from tests.camera.test_camera_adapter import DeadCamera, rt, settle  # noqa: F401
 
 cv2 = pytest.importorskip("cv2")
@@ -57,7 +57,7 @@ async def test_a_clip_names_its_match_and_the_clock_steps_in_its_window(
 def _app(store: ClipStore, table: str = "1") -> Any:
     from fastapi import FastAPI
 
-    from clock_service.camera.routes import camera_router
+    from clock_service.edges.camera.routes import camera_router
 
     class Adapter:
         evidence = Evidence(store, table)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from clock_service.camera.core import (
+from clock_service.edges.camera.core import (
     Detection,
     Observation,
     Rest,
@@ -15,10 +15,10 @@ from clock_service.camera.core import (
     Watcher,
     WatchSettings,
 )
-from clock_service.camera.geometry import Calibration, CalibrationError
-from clock_service.camera.modes import TableView, command_for
-from clock_service.camera.pipeline import look_at
-from clock_service.camera.source import parse_source, redact
+from clock_service.edges.camera.geometry import Calibration, CalibrationError
+from clock_service.edges.camera.modes import TableView, command_for
+from clock_service.edges.camera.pipeline import look_at
+from clock_service.edges.camera.source import parse_source, redact
 
 FRAME = 1000 / 30
 BALLS = [(500.0, 500.0, "white"), (1500.0, 800.0, "white"), (2500.0, 1200.0, "colour")]

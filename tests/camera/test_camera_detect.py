@@ -10,8 +10,8 @@ import cv2
 import numpy as np
 import pytest
 
-from clock_service.camera.detect import BallDetector
-from clock_service.camera.geometry import TABLE_MM, Calibration
+from clock_service.edges.camera.detect import BallDetector
+from clock_service.edges.camera.geometry import TABLE_MM, Calibration
 
 W, H = TABLE_MM
 PX = 0.3  # frame pixels per mm: the bed fills a 1065 x 532 frame (a 720p camera's scale)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from clock_service.camera import source as source_module
-from clock_service.camera.picamera import PicameraSource
-from clock_service.camera.source import (
+from clock_service.edges.camera import source as source_module
+from clock_service.edges.camera.picamera import PicameraSource
+from clock_service.edges.camera.source import (
     FrameSource,
     SourceError,
     SourceSpec,
@@ -132,7 +132,7 @@ class BufferingCamera:
 
 @pytest.mark.parametrize("cost_ms", [5.0, 150.0, 400.0])
 def test_a_live_camera_behind_a_slow_detector_hands_over_a_fresh_frame(cost_ms: float) -> None:
-    from clock_service.timesource import FakeTime
+    from clock_service.service.timesource import FakeTime
 
     time = FakeTime()
     camera = BufferingCamera(time, origin=time.now_ms())

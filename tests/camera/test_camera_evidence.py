@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from clock_service.camera.adapter import CameraAdapter
-from clock_service.camera.core import Rest, Strike
-from clock_service.camera.evidence import (
+from clock_service.core.commands import Start
+from clock_service.edges.camera.adapter import CameraAdapter
+from clock_service.edges.camera.core import Rest, Strike
+from clock_service.edges.camera.evidence import (
     AFTER_MS,
     BEFORE_MS,
     ClipStore,
@@ -22,9 +23,8 @@ from clock_service.camera.evidence import (
     EvidenceSettings,
     FrameRing,
 )
-from clock_service.camera.source import SourceSpec
-from clock_service.commands import Start
-from clock_service.runtime import Runtime
+from clock_service.edges.camera.source import SourceSpec
+from clock_service.service.runtime import Runtime
 from tests.camera.test_camera_adapter import DeadCamera, rt, settle  # noqa: F401
 from tests.waiting import until_async
 
@@ -175,7 +175,7 @@ def test_clips_are_listed_and_served_as_json_mjpeg_and_zip(tmp_path: Path) -> No
     from fastapi import FastAPI
     from fastapi.testclient import TestClient
 
-    from clock_service.camera.routes import camera_router
+    from clock_service.edges.camera.routes import camera_router
 
     store = ClipStore(tmp_path, 10, 10**9)
     jpegs = [cv2.imencode(".jpg", frame(k, (64, 36)))[1].tobytes() for k in range(3)]
@@ -229,7 +229,7 @@ class LaggingFile:
     def read(self) -> tuple[Any, float]:
         if self.index == 10:
             LaggingFile.ended = self.ended = True
-            from clock_service.camera.source import SourceError
+            from clock_service.edges.camera.source import SourceError
 
             raise SourceError("the video file ended")
         self.index += 1

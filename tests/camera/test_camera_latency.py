@@ -12,14 +12,21 @@ from typing import Any
 
 import pytest
 
-from clock_service.camera.adapter import SEND_LIMIT_MS, CameraAdapter
-from clock_service.camera.core import Detection, Observation, Rest, Strike, Watcher, WatchSettings
-from clock_service.camera.source import FrameSource, SourceError, SourceSpec
-from clock_service.commands import PRESS_STALE_MS
-from clock_service.hub import Hub
-from clock_service.runtime import Runtime
-from clock_service.storage import Store
-from clock_service.timesource import FakeTime
+from clock_service.core.commands import PRESS_STALE_MS
+from clock_service.edges.camera.adapter import SEND_LIMIT_MS, CameraAdapter
+from clock_service.edges.camera.core import (
+    Detection,
+    Observation,
+    Rest,
+    Strike,
+    Watcher,
+    WatchSettings,
+)
+from clock_service.edges.camera.source import FrameSource, SourceError, SourceSpec
+from clock_service.service.hub import Hub
+from clock_service.service.runtime import Runtime
+from clock_service.service.storage import Store
+from clock_service.service.timesource import FakeTime
 from tests.camera.test_camera_adapter import PROFILE, DeadCamera, codes, settle
 
 FPS = 30.0

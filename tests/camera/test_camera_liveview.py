@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from clock_service.camera.geometry import Calibration
-from clock_service.camera.liveview import LiveView, Seen, outlines, render_seen
+from clock_service.edges.camera.geometry import Calibration
+from clock_service.edges.camera.liveview import LiveView, Seen, outlines, render_seen
 
 cv2 = pytest.importorskip("cv2")
 np = pytest.importorskip("numpy")
@@ -23,7 +23,7 @@ FELT = (40, 115, 30)
 
 def table(balls_mm: list[tuple[float, float]]) -> tuple[Any, Calibration, Seen]:
     """A flat green bed with white balls at ``balls_mm``, and the detector's view of it."""
-    from clock_service.camera.detect import BallDetector
+    from clock_service.edges.camera.detect import BallDetector
 
     cal = Calibration(CORNERS, SIZE)
     img = np.full((SIZE[1], SIZE[0], 3), 60, np.uint8)

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from clock_service.camera import budget
-from clock_service.camera.adapter import CameraAdapter
-from clock_service.camera.budget import BudgetSettings, Pacer, Shedder
+from clock_service.edges.camera import budget
+from clock_service.edges.camera.adapter import CameraAdapter
+from clock_service.edges.camera.budget import BudgetSettings, Pacer, Shedder
 
 MS = 0.001
 

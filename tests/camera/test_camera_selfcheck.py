@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from clock_service.camera.core import (
+from clock_service.edges.camera.core import (
     Detection,
     Observation,
     Rest,

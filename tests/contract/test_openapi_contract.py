@@ -67,7 +67,7 @@ def test_405_names_every_method_of_the_path(server: ServerProcess) -> None:
 
 
 def test_the_command_schema_is_one_of_the_known_commands(server: ServerProcess) -> None:
-    from clock_service.commands import COMMANDS
+    from clock_service.core.commands import COMMANDS
 
     document = httpx.get(f"{server.url}/openapi.json").json()
     operation = document["paths"]["/api/tables/{table_id}/commands"]["post"]

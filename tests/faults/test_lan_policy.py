@@ -24,7 +24,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin, Subprotocol
 
-from clock_service.cli import EXIT_REFUSED, EXIT_STORE_CORRUPT, EXIT_STORE_LOCKED
+from clock_service.edges.cli.main import EXIT_REFUSED, EXIT_STORE_CORRUPT, EXIT_STORE_LOCKED
 from harness.attack import fill_store
 from tests.faults.conftest import RawWebSocket
 from tests.server import ROOT, ServerProcess, free_port, http
@@ -42,7 +42,7 @@ def serve_once(db: Path, *args: str, env: dict[str, str] | None = None,
     import os
 
     return subprocess.run(
-        [sys.executable, "-m", "clock_service.cli", "serve", "--port", str(free_port()),
+        [sys.executable, "-m", "clock_service", "serve", "--port", str(free_port()),
          "--db", str(db), *args],
         cwd=ROOT, env={**os.environ, "SHOTCLOCK_DISPLAY": "none", "SHOTCLOCK_REFEREE_TOKEN": "",
                        **(env or {})},

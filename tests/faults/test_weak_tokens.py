@@ -15,7 +15,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from clock_service.cli import EXIT_REFUSED
+from clock_service.edges.cli.main import EXIT_REFUSED
 from tests.server import ROOT, ServerProcess, free_port
 from tests.waiting import until
 
@@ -26,7 +26,7 @@ GOOD = "k3Q9-vT7x_Lm2pR8zW4n"
 
 def serve_once(db: Path, token: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "clock_service.cli", "serve", "--host", "0.0.0.0", "--port",
+        [sys.executable, "-m", "clock_service", "serve", "--host", "0.0.0.0", "--port",
          str(free_port()), "--db", str(db)], cwd=ROOT,
         env={**os.environ, "SHOTCLOCK_DISPLAY": "none", "SHOTCLOCK_REFEREE_TOKEN": token},
         capture_output=True, text=True, timeout=30, check=False)

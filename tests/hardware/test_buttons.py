@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from clock_service.runtime import Runtime
-from clock_service.storage import Store
-from clock_service.timesource import FakeTime
+from clock_service.service.runtime import Runtime
+from clock_service.service.storage import Store
+from clock_service.service.timesource import FakeTime
 from firmware_bridge.errors import HardwareConfigError
 from firmware_bridge.interfaces import ButtonPress, Buttons, FakeBuzzer, FakeDisplay
 from tests.waiting import until_async

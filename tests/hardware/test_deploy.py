@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from clock_service.cli import EX_CONFIG
+from clock_service.edges.cli.main import EX_CONFIG
 from firmware_bridge import remote
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -210,7 +210,7 @@ def test_readme_is_checked_against_the_files_the_script_and_the_code() -> None:
     code += (DEPLOY / "shotclock-kiosk.service").read_text().replace("=", '"')
     from dataclasses import fields
 
-    from clock_service.settings import Settings, env_name
+    from clock_service.service.settings import Settings, env_name
 
     settings = {env_name(f) for f in fields(Settings)}  # one settings object (issue 18)
     for name in set(re.findall(r"\b(SHOTCLOCK_[A-Z_]+)", text)):
@@ -225,7 +225,7 @@ def test_readme_is_checked_against_the_files_the_script_and_the_code() -> None:
 
 def test_blank_sends_a_blank_frame_to_the_serial_controller(
         emulator: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from clock_service.cli import main
+    from clock_service.edges.cli.main import main
 
     monkeypatch.setenv("SHOTCLOCK_HARDWARE", "serial")
     monkeypatch.setenv("SHOTCLOCK_SERIAL_PORT", emulator.path)
@@ -236,7 +236,7 @@ def test_blank_sends_a_blank_frame_to_the_serial_controller(
 
 def test_blank_turns_the_tm1637_off_and_the_buzzer_silent(
         mock_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from clock_service.cli import main
+    from clock_service.edges.cli.main import main
 
     monkeypatch.setenv("SHOTCLOCK_HARDWARE", "gpio")
     monkeypatch.delenv("SHOTCLOCK_HARDWARE_CONFIG", raising=False)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from clock_service import doctor
+from clock_service.edges.cli import doctor
 from firmware_bridge.emulator import DisplayEmulator
 from tests.server import ServerProcess, http
 from tests.waiting import until
@@ -173,7 +173,7 @@ def test_no_display_and_a_lan_address_without_a_token_fail_the_cli(
                "SHOTCLOCK_PORT": str(server.port), "SHOTCLOCK_HOST": "0.0.0.0"}
         env.pop("SHOTCLOCK_REFEREE_TOKEN", None)
         wait_for_a_fault(server)  # the service raises the missing display's fault on its own time
-        done = subprocess.run([sys.executable, "-m", "clock_service.cli", "doctor", "--json",
+        done = subprocess.run([sys.executable, "-m", "clock_service", "doctor", "--json",
                                "--url", server.url], env=env, capture_output=True, text=True,
                               timeout=60)
         assert done.returncode == 1, done.stderr[-2000:]

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from clock_service.core.readout import DisplayFrame
 from firmware_bridge import protocol_core as core
 from firmware_bridge.interfaces import Buzzer, Display
-from firmware_bridge.render import DisplayFrame
 
 WaitUntil = Callable[..., bool]
 

@@ -94,7 +94,7 @@ def _venv(scratch: Path) -> Path:
                                 "install", "--quiet", "--no-deps", "--no-build-isolation",
                                 str(ROOT)], capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stderr[-2000:]
-    assert (target / "clock_service" / "cli.py").exists()
+    assert (target / "clock_service" / "edges" / "cli" / "main.py").exists()
     assert (venv / "bin" / "shotclock").read_text().startswith(f"#!{venv}/bin/python")
     return venv
 

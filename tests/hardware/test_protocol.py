@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from cobs import cobs
 
+from clock_service.core.readout import STAGES, DisplayFrame
 from firmware_bridge import protocol_core as core
 from firmware_bridge.protocol import (
     Ack,
@@ -22,7 +23,6 @@ from firmware_bridge.protocol import (
     encode_frame,
     encode_hello,
 )
-from firmware_bridge.render import STAGES, DisplayFrame
 
 ROOT = Path(__file__).resolve().parents[2]
 FRAME_35 = WireFrame(DisplayFrame("35", "running", 0, (1, 1), (0, 0)))

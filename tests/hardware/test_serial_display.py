@@ -8,11 +8,11 @@ from collections.abc import Callable
 
 import serial
 
+from clock_service.core.readout import DisplayFrame
 from firmware_bridge import protocol_core as core
 from firmware_bridge.emulator import DisplayEmulator
 from firmware_bridge.interfaces import Buzzer, Display
 from firmware_bridge.protocol import FrameMessage, StreamDecoder, WireFrame, encode_frame
-from firmware_bridge.render import DisplayFrame
 from firmware_bridge.serial_display import SerialDisplay
 from harness.bare_loop import BareLoopThread
 

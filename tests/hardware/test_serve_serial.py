@@ -24,7 +24,7 @@ def _texts(emu: DisplayEmulator) -> list[str]:
     return [line.split()[1] for line in emu.lines if line.startswith("DISPLAY ")]
 
 
-# What the digits promise (firmware_bridge/render.py, driver.py, serial_display.py): each
+# What the digits promise (clock_service/core/readout.py, driver.py, serial_display.py): each
 # tenth is drawn at the instant the deadline says, never before it; a wake-up that comes
 # late draws the tenth that is true then (a display shows the latest, never a backlog:
 # the tenths in between are skipped), so the digits lag the truth by the wake-up error of

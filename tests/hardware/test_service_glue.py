@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from clock_service.health import Health
-from clock_service.sdnotify import Watchdog, notify, watchdog_interval_s
-from clock_service.settings import Settings, default_db_path
+from clock_service.service.sdnotify import Watchdog, notify, watchdog_interval_s
+from clock_service.service.settings import Settings, default_db_path
+from clock_service.service.status import Health
 from firmware_bridge.config import HardwareConfig, permission_problems
 from firmware_bridge.errors import HardwareConfigError
 
@@ -176,8 +176,8 @@ def test_hid_keymap_refuses_bad_names() -> None:
 def test_brightness_api_dims_the_display_or_says_there_is_none(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from clock_service.cli import table_app
-    from clock_service.timesource import FakeTime
+    from clock_service.edges.cli.main import table_app
+    from clock_service.service.timesource import FakeTime
 
     class Dimmable:
         def __init__(self) -> None:
@@ -227,7 +227,7 @@ def test_a_missing_group_is_logged_at_warning_and_raised_as_a_fault(
 def test_unconfigured_bridge_and_refused_config_exit_78(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Defect 10: the units' RestartPreventExitStatus=78 keeps them from restart-looping."""
-    from clock_service.cli import EX_CONFIG, main
+    from clock_service.edges.cli.main import EX_CONFIG, main
     from firmware_bridge import remote
 
     monkeypatch.delenv("SHOTCLOCK_SERVER", raising=False)
@@ -242,7 +242,7 @@ def test_unconfigured_bridge_and_refused_config_exit_78(
 def test_the_terminal_display_says_the_link_is_lost() -> None:
     import io
 
-    from firmware_bridge.render import DisplayFrame
+    from clock_service.core.readout import DisplayFrame
     from firmware_bridge.terminal import TerminalDisplay
 
     out = io.StringIO()

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from clock_service.runtime import Runtime
-from clock_service.settings import Settings
-from clock_service.storage import Store
-from clock_service.timesource import RealTime
+from clock_service.service.runtime import Runtime
+from clock_service.service.settings import Settings
+from clock_service.service.storage import Store
+from clock_service.service.timesource import RealTime
 from harness.broker import ACL, ROLES, Broker, mosquitto_missing
 
 pytestmark = pytest.mark.mqtt

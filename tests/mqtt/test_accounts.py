@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from clock_service.tls import Device, init
+from clock_service.service.tls import Device, init
 from tests.mqtt.conftest import need_mosquitto
 from tests.mqtt.watcher import Watcher
 from tests.server import ServerProcess, free_port

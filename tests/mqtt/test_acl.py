@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from clock_service.mqtt.publisher import MqttPublisher
-from clock_service.mqtt.topics import parse_url
-from clock_service.runtime import Runtime
+from clock_service.edges.mqtt.publisher import MqttPublisher
+from clock_service.edges.mqtt.topics import parse_url
+from clock_service.service.runtime import Runtime
 from tests.broker import Broker
 from tests.mqtt.conftest import ROLES, settings
 from tests.mqtt.watcher import Watcher

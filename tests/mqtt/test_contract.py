@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from clock_service.asyncapi import MQTT_MESSAGES, SERVER_MESSAGES, build_asyncapi
-from clock_service.mqtt.publisher import MqttPublisher
-from clock_service.mqtt.topics import parse_url
-from clock_service.runtime import Runtime
-from clock_service.schemas import MqttStatus, PingMessage, WsTableState
+from clock_service.edges.api.asyncapi import MQTT_MESSAGES, SERVER_MESSAGES, build_asyncapi
+from clock_service.edges.mqtt.publisher import MqttPublisher
+from clock_service.edges.mqtt.topics import parse_url
+from clock_service.service.runtime import Runtime
+from clock_service.service.wire import MqttStatus, PingMessage, WsTableState
 from tests.broker import Broker
 from tests.mqtt.conftest import settings
 from tests.mqtt.watcher import Watcher

@@ -1,4 +1,4 @@
-"""The publisher's core (clock_service/mqtt/feed.py), synchronous and table-driven.
+"""The publisher's core (clock_service/edges/mqtt/feed.py), synchronous and table-driven.
 
 A small simulated broker link runs each scenario: steps are executed (a Send is "on the
 wire", a Read is answered from a list that plays the store), and the test decides which
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from clock_service.mqtt.feed import Read, Send, SendState, TableFeed
+from clock_service.edges.mqtt.feed import Read, Send, SendState, TableFeed
 
 
 def ev(seq: int) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
-from clock_service.schemas import HallMessage, HallTable, SnapshotMessage, StatusMessage
+from clock_service.service.wire import HallMessage, HallTable, SnapshotMessage, StatusMessage
 from tests.broker import Broker
 from tests.mqtt.conftest import ACL, ROLES, need_mosquitto
 from tests.mqtt.watcher import Watcher
@@ -37,7 +37,7 @@ class Hall:
         need_mosquitto()
         self.broker = Broker(workdir, users=ROLES, acl=ACL.read_text()).start()
         # READ_RATE 0: these tests compare whole logs in tight loops, faster than the
-        # per-address read limit lets a client (clock_service/limits.py).
+        # per-address read limit lets a client (clock_service/service/limits.py).
         common = {"SHOTCLOCK_REFEREE_TOKEN": TOKEN, "SHOTCLOCK_DEFAULT_TABLE": "",
                   "SHOTCLOCK_READ_RATE": "0"}
         self.table = ServerProcess(workdir / "table.db", env={
@@ -355,11 +355,11 @@ def test_the_hall_refuses_what_serve_refuses(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from clock_service.cli import EXIT_REFUSED, EXIT_STORE_LOCKED
-    from clock_service.storage import Store
+    from clock_service.edges.cli.main import EXIT_REFUSED, EXIT_STORE_LOCKED
+    from clock_service.service.storage import Store
 
     env = {k: v for k, v in os.environ.items() if k != "SHOTCLOCK_REFEREE_TOKEN"}
-    base = [sys.executable, "-m", "clock_service.cli", "hall", "--mqtt",
+    base = [sys.executable, "-m", "clock_service", "hall", "--mqtt",
             "mqtt://127.0.0.1:1/h", "--db", str(tmp_path / "hall.db")]
     refused = subprocess.run([*base, "--host", "0.0.0.0"], env=env, capture_output=True,
                              text=True, timeout=60)
@@ -384,8 +384,8 @@ def test_the_hall_store_is_where_serve_keeps_its_own_whatever_the_cwd(
     import subprocess
     import sys
 
-    from clock_service.cli import EXIT_STORE_LOCKED
-    from clock_service.storage import Store
+    from clock_service.edges.cli.main import EXIT_STORE_LOCKED
+    from clock_service.service.storage import Store
 
     env = {k: v for k, v in os.environ.items() if k not in (
         "SHOTCLOCK_HALL_DB", "SHOTCLOCK_DB", "STATE_DIRECTORY", "XDG_STATE_HOME",
@@ -399,7 +399,7 @@ def test_the_hall_store_is_where_serve_keeps_its_own_whatever_the_cwd(
     holder = Store(str(expected))
     holder.lock()
     try:
-        run = subprocess.run([sys.executable, "-m", "clock_service.cli", "hall", "--mqtt",
+        run = subprocess.run([sys.executable, "-m", "clock_service", "hall", "--mqtt",
                               "mqtt://127.0.0.1:1/h"], cwd="/", env=env, capture_output=True,
                              text=True, timeout=60)
     finally:

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from clock_service.commands import Pause, Resume, Start
-from clock_service.hub import Hub
-from clock_service.mqtt.hall import HallRuntime
-from clock_service.mqtt.publisher import MqttPublisher
-from clock_service.mqtt.topics import parse_url
-from clock_service.runtime import Runtime
-from clock_service.storage import Store
-from clock_service.timesource import RealTime
+from clock_service.core.commands import Pause, Resume, Start
+from clock_service.edges.mqtt.hall import HallRuntime
+from clock_service.edges.mqtt.publisher import MqttPublisher
+from clock_service.edges.mqtt.topics import parse_url
+from clock_service.service.hub import Hub
+from clock_service.service.runtime import Runtime
+from clock_service.service.storage import Store
+from clock_service.service.timesource import RealTime
 from tests.broker import Broker
 from tests.mqtt.conftest import settings
 from tests.waiting import until_async

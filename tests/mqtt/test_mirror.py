@@ -1,4 +1,4 @@
-"""The hall's mirror core (clock_service/mqtt/mirror.py), synchronous and table-driven."""
+"""The hall's mirror core (clock_service/edges/mqtt/mirror.py), synchronous and table-driven."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from clock_service.mqtt.mirror import ClockSkew, TableMirror
+from clock_service.edges.mqtt.mirror import ClockSkew, TableMirror
 
 
 def t(seq: int) -> str:

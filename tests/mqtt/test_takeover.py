@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from clock_service.mqtt.publisher import MqttPublisher, client_id_of
-from clock_service.mqtt.topics import parse_url
-from clock_service.runtime import Runtime
+from clock_service.edges.mqtt.publisher import MqttPublisher, client_id_of
+from clock_service.edges.mqtt.topics import parse_url
+from clock_service.service.runtime import Runtime
 from tests.broker import Broker
 from tests.mqtt.conftest import settings
 from tests.mqtt.proxy import Relay
@@ -60,7 +60,7 @@ async def test_a_takeover_while_subscribing_ends_the_connection_not_the_publishe
         # And it still publishes: a command's events reach the broker.
         with Watcher(broker.port) as watcher:
             watcher.subscribe("shotclock/v1/hall/tables/1/events")
-            from clock_service.commands import Start
+            from clock_service.core.commands import Start
 
             await runtime.command("1", Start())
             await until_async(lambda: any(m.json()["type"] == "clock.started"

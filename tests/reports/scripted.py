@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from clock_service.timesource import FakeTime
+from clock_service.service.timesource import FakeTime
 from tests.waiting import settle
 
 EARLY_POT = {

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from clock_service.reports.charts import _dec, distribution_svg, timeline_svg
-from clock_service.reports.stats import MatchRecord, build_match
+from clock_service.edges.reports.charts import _dec, distribution_svg, timeline_svg
+from clock_service.edges.reports.stats import MatchRecord, build_match
 from harness.reports import Table
 
 NAMES = ["Александр Петров-Водкин-Ястржембский", "Александр Николаевич Иванов-Салтыков"]
@@ -17,7 +17,7 @@ NAMES = ["Александр Петров-Водкин-Ястржембский"
 
 def record() -> MatchRecord:
     """A frame of a few timed shots between two players with 36-character names."""
-    from clock_service.commands import Shot, Start
+    from clock_service.core.commands import Shot, Start
 
     table = Table(players=(NAMES[0], NAMES[1]))
     for _ in range(3):

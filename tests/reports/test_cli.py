@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from clock_service.commands import Result
-from clock_service.storage import Store
+from clock_service.core.commands import Result
+from clock_service.service.storage import Store
 from harness.reports import Table, write_table
 from tests.server import ROOT
 
@@ -33,7 +33,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def report(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clock_service.cli", "report", *args],
+    return subprocess.run([sys.executable, "-m", "clock_service", "report", *args],
                           capture_output=True, text=True, timeout=60, cwd=ROOT,
                           env={**os.environ, **(env or {})})
 

@@ -24,7 +24,7 @@ def test_ctrl_c_ends_the_service_and_its_worker_without_a_traceback(tmp_path: Pa
     with log.open("wb") as out:
         # Its own process group, as a terminal gives a foreground job: SIGINT goes to all.
         proc = subprocess.Popen(
-            [sys.executable, "-m", "clock_service.cli", "serve", "--host", "127.0.0.1",
+            [sys.executable, "-m", "clock_service", "serve", "--host", "127.0.0.1",
              "--port", str(port), "--db", str(tmp_path / "clock.db")],
             cwd=ROOT, env={**os.environ, "SHOTCLOCK_DISPLAY": "none"}, stdout=out,
             stderr=subprocess.STDOUT, start_new_session=True)

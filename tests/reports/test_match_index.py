@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from clock_service.commands import NewFrame, NewMatch, Result, Undo
-from clock_service.storage import Store
-from clock_service.storage.index import MAX_PAGE, SCHEMA, index_ops, list_matches
+from clock_service.core.commands import NewFrame, NewMatch, Result, Undo
+from clock_service.service.storage import Store
+from clock_service.service.storage.index import MAX_PAGE, SCHEMA, index_ops, list_matches
 from harness.reports import EARLY_POT, Table
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from clock_service.clock import TableClock
-from clock_service.commands import (
+from clock_service.core.clock import TableClock
+from clock_service.core.commands import (
     Extension,
     Foul,
     NewFrame,
@@ -18,7 +18,7 @@ from clock_service.commands import (
     Undo,
     parse_command,
 )
-from clock_service.errors import InvalidCommand, RuleRefusal
+from clock_service.core.errors import InvalidCommand, RuleRefusal
 
 T0 = 1_000_000.0
 QUICK = {"shot_ms": 3000, "floor_ms": 2000, "step_ms": 500, "extension_ms": 2000}

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from clock_service.commands import Foul
-from clock_service.reports.protocol import TEXTS, render_protocol
-from clock_service.reports.stats import build_match
-from clock_service.rules.fouls import FoulCode
+from clock_service.core.commands import Foul
+from clock_service.core.rules.fouls import FoulCode
+from clock_service.edges.reports.protocol import TEXTS, render_protocol
+from clock_service.edges.reports.stats import build_match
 from harness.reports import Table
 
 

@@ -16,7 +16,7 @@ import psutil
 import pytest
 from websockets.sync.client import connect
 
-from clock_service.storage import Store
+from clock_service.service.storage import Store
 from harness.bare_loop import BareLoop, gross_bound
 from harness.reports import play_200_shots, write_table
 from tests.server import ServerProcess

@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-from clock_service.cli import table_app
-from clock_service.settings import Settings
-from clock_service.timesource import FakeTime
+from clock_service.edges.cli.main import table_app
+from clock_service.service.settings import Settings
+from clock_service.service.timesource import FakeTime
 from tests.reports.scripted import FRAMES, PLAYERS, SHOTS, play_match_1, settle_runtime
 
 PLAYER_NAMES = ["Ivanov", "Petrov"]
@@ -410,7 +410,7 @@ def test_the_charts_carry_one_mark_per_shot_bin_visit_foul_and_extension(
 
 def test_every_answer_matches_its_documented_schema(played: dict[str, Any]) -> None:
     """The OpenAPI models (schemas.py) are closed: a field the document lacks fails here."""
-    from clock_service.schemas import MatchPage, MatchRecordOut
+    from clock_service.service.wire import MatchPage, MatchRecordOut
 
     for name in ("match_1", "match_2", "match_1_again", "match_1_brief"):
         MatchRecordOut.model_validate(played[name])

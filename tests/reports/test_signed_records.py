@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from clock_service.reports.protocol import render_protocol
-from clock_service.reports.stats import MatchRecord
+from clock_service.edges.reports.protocol import render_protocol
+from clock_service.edges.reports.stats import MatchRecord
 from tests.server import ServerProcess, http
 from tests.waiting import until
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from clock_service.commands import (
+from clock_service.core.commands import (
     Extension,
     Foul,
     NewFrame,
@@ -26,7 +26,7 @@ from clock_service.commands import (
     Turn,
     Undo,
 )
-from clock_service.reports.stats import build_match, effective_events, foul_rule, opens_step
+from clock_service.edges.reports.stats import build_match, effective_events, foul_rule, opens_step
 from harness.reports import EARLY_POT, Table
 
 

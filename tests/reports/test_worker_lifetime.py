@@ -1,4 +1,4 @@
-"""The reports worker process (clock_service/reports/worker.py) ends with its service,
+"""The reports worker process (clock_service/edges/reports/worker.py) ends with its service,
 however the service ends: a SIGKILLed ``shotclock serve`` used to leave the worker, and
 multiprocessing's resource tracker with it, running for good (issue 18)."""
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from clock_service.rules import (
+from clock_service.core.rules import (
     Call,
     CallTiming,
     EndReason,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clock_service.rules import (
+from clock_service.core.rules import (
     Call,
     CallVerdict,
     Contact,

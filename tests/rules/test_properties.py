@@ -7,7 +7,7 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clock_service.rules import (
+from clock_service.core.rules import (
     Call,
     FrameRules,
     Outcome,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from clock_service.rules import (
+from clock_service.core.rules import (
     EndReason,
     FrameRules,
     InvalidResult,

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from clock_service.cli import main
-from clock_service.commands import NewMatch, Shot, Start
-from clock_service.runtime import Runtime
-from clock_service.storage import Store
-from clock_service.storage.archive import archive_dir, read_match_file
-from clock_service.storage.index import list_matches, rebuild_index
-from clock_service.storage.records import load_events
-from clock_service.timesource import FakeTime
+from clock_service.core.commands import NewMatch, Shot, Start
+from clock_service.edges.cli.main import main
+from clock_service.service.runtime import Runtime
+from clock_service.service.storage import Store
+from clock_service.service.storage.archive import archive_dir, read_match_file
+from clock_service.service.storage.index import list_matches, rebuild_index
+from clock_service.service.storage.records import load_events
+from clock_service.service.timesource import FakeTime
 
 DAY = 86_400_000
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from clock_service.commands import Undo
-from clock_service.runtime import Runtime
-from clock_service.storage import Store
-from clock_service.storage.index import REFRESH_TYPES, list_matches
-from clock_service.storage.records import load_events, open_read_only
-from clock_service.timesource import FakeTime
+from clock_service.core.commands import Undo
+from clock_service.service.runtime import Runtime
+from clock_service.service.storage import Store
+from clock_service.service.storage.index import REFRESH_TYPES, list_matches
+from clock_service.service.storage.records import load_events, open_read_only
+from clock_service.service.timesource import FakeTime
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXPECTED = json.loads((FIXTURES / "v1_digests.json").read_text())
@@ -141,8 +141,8 @@ def test_a_migration_asks_systemd_to_wait_for_it(v1_db: Path, tmp_path: Path,
 # chunk's transaction, from SQLite's progress handler: a kill at any moment of a chunk.
 KILLED_MIDWAY = """
 import os, signal, sqlite3, sys
-from clock_service.storage.index import REFRESH_TYPES
-from clock_service.storage.schema import migrate
+from clock_service.service.storage.index import REFRESH_TYPES
+from clock_service.service.storage.schema import migrate
 
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
 conn.execute("PRAGMA journal_mode=WAL")
@@ -206,7 +206,7 @@ def test_a_migration_killed_in_its_vacuum_finishes_it_at_the_next_open(v1_db: Pa
     # The events and the undo history are done (schema 2) but the VACUUM into incremental
     # mode did not happen (killed in it: all or nothing): the next open does it.
     conn = sqlite3.connect(v1_db, isolation_level=None)
-    from clock_service.storage import schema
+    from clock_service.service.storage import schema
 
     real = schema._vacuum_into_incremental  # noqa: SLF001
     schema._vacuum_into_incremental = lambda conn: None  # noqa: SLF001

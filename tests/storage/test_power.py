@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from clock_service.commands import Resume, Shot, Start, Turn
-from clock_service.hub import Hub
-from clock_service.runtime import Runtime
-from clock_service.storage import Store
-from clock_service.timesource import FakeTime
+from clock_service.core.commands import Resume, Shot, Start, Turn
+from clock_service.service.hub import Hub
+from clock_service.service.runtime import Runtime
+from clock_service.service.storage import Store
+from clock_service.service.timesource import FakeTime
 from tests.waiting import settle
 
 SHORT = {"shot_ms": 30000, "floor_ms": 20000, "step_ms": 500, "extension_ms": 2000,

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from clock_service.clock import UNDO_DEPTH
-from clock_service.commands import NewMatch, Pause, Resume, Shot, Start, Turn, Undo
-from clock_service.hub import Hub
-from clock_service.runtime import HEARTBEAT_MS, Runtime
-from clock_service.storage import Store
-from clock_service.timesource import FakeTime
+from clock_service.core.clock import UNDO_DEPTH
+from clock_service.core.commands import NewMatch, Pause, Resume, Shot, Start, Turn, Undo
+from clock_service.service.hub import Hub
+from clock_service.service.runtime import HEARTBEAT_MS, Runtime
+from clock_service.service.storage import Store
+from clock_service.service.timesource import FakeTime
 from tests.waiting import until_async
 
 SHORT = {"shot_ms": 30000, "floor_ms": 20000, "step_ms": 500, "extension_ms": 2000,

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from clock_service.cli import EXIT_STORE_UNWRITABLE
-from clock_service.errors import StoreUnwritable
-from clock_service.storage import Store
+from clock_service.core.errors import StoreUnwritable
+from clock_service.edges.cli.main import EXIT_STORE_UNWRITABLE
+from clock_service.service.storage import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,7 +38,7 @@ def test_serve_on_a_read_only_file_system_says_so_once_and_exits_73(
     where.mkdir()
     if not _read_only_mount_works(where):
         pytest.skip("no user namespace here to mount a read-only file system")
-    serve = f"exec {sys.executable} -m clock_service.cli serve --port 0 --db {where}/{db}"
+    serve = f"exec {sys.executable} -m clock_service serve --port 0 --db {where}/{db}"
     done = subprocess.run(["unshare", "-rm", "sh", "-c",
                            f"mount -t tmpfs -o ro tmpfs {where} && {serve}"],
                           capture_output=True, text=True, timeout=60, cwd=ROOT)

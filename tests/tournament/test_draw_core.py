@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from clock_service.tournament.draw import Draw, DrawError, parse_draw
+from clock_service.edges.tournament.draw import Draw, DrawError, parse_draw
 
 TABLES = ["1", "2"]
 HEADER = "number,player1,player2,race_to,event,round,table\n"

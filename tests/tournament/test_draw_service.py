@@ -19,7 +19,7 @@ DRAW = ("number,player1,player2,race_to,event,round,table\n"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clock_service.cli", "draw", *args],
+    return subprocess.run([sys.executable, "-m", "clock_service", "draw", *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
 
 

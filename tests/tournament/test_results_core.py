@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import io
 
-from clock_service.tournament.results import (
+from clock_service.edges.tournament.results import (
     FORMAT,
     RESULT_COLUMNS,
     result_from,
@@ -58,9 +58,9 @@ def test_tournament_routes_on_a_service_without_the_tournament_say_so() -> None:
     from fastapi import FastAPI
     from fastapi.testclient import TestClient
 
-    from clock_service.api.app import _on_shotclock_error
-    from clock_service.errors import ShotClockError
-    from clock_service.tournament.routes import router
+    from clock_service.core.errors import ShotClockError
+    from clock_service.edges.api.app import _on_shotclock_error
+    from clock_service.edges.tournament.routes import router
 
     app = FastAPI()
     app.include_router(router)

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from clock_service.cli import table_app
-from clock_service.settings import Settings
-from clock_service.timesource import FakeTime
-from clock_service.tournament.part import TournamentPart
+from clock_service.edges.cli.main import table_app
+from clock_service.edges.tournament.part import TournamentPart
+from clock_service.service.settings import Settings
+from clock_service.service.timesource import FakeTime
 
 
 def test_the_table_service_starts_and_stops_its_tournament_part(tmp_path: Path) -> None:

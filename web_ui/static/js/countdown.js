@@ -1,5 +1,5 @@
 // What a clock shows, derived from the state and the server's time: the same rule as
-// firmware_bridge/render.py. Whole seconds rounded up; tenths (rounded up) at and below
+// clock_service/core/readout.py. Whole seconds rounded up; tenths (rounded up) at and below
 // 5 s. Nothing counts: every picture is computed from the deadline.
 
 export const TENTHS_BELOW_MS = 5000;

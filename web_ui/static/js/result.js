@@ -1,7 +1,7 @@
 // The referee's report of a shot (the `result` command) and the summary of what the rules
 // made of it (the `shot.result` event, then `respot`, `frame.ended`, `match.ended`).
 //
-// Vocabulary as clock_service/rules/call.py: six pockets, six cushion segments, contacts
+// Vocabulary as clock_service/core/rules/call.py: six pockets, six cushion segments, contacts
 // "striker>struck" with the balls cue, colour, white1..white7.
 //
 // The panel is this module's own: `mountResultPanel(host, page)` builds it into the

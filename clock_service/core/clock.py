@@ -1,0 +1,1240 @@
+"""The shot clock of one table: commands and the time go in, events come out. No I/O.
+
+Time is a float of milliseconds on one monotonic timeline given by the caller (the
+runtime aligns it with unix ms at start, so deadlines read as unix ms). The clock keeps a
+deadline while it runs and derives every remaining time from it; nothing is counted.
+The caller asks ``next_wakeup()`` when it must call ``advance(now)`` again.
+
+Which command is legal in which phase is the table just below; what the rules add on top
+(12.5 once per frame, 12.7 before time runs out, 10.4 only after a foul, nothing after the
+match) is checked by the command's guard in ``_GUARDS``. Phase table and guards are one
+check, ``refusal(name, now)``: ``handle`` raises what it says, and ``state()["allowed"]``
+lists the commands for which it says nothing, so a page never keeps its own copy of the
+rules. A refusal that depends on the state only (not on the command's fields) therefore
+belongs in a guard, never in a handler; every refusal names the command, the phase and
+the rule.
+
+One owner of each fact. The clock owns time, phase, visit, round and the player at the
+table. The frame rules (``rules.Match`` holding a ``FrameRules``, kept in ``self.match``)
+own credited whites, the foul count (one count for time, referee and shot fouls, I12), the
+10.4 choice and the frame's and the match's result; the clock reads those from the rules
+and drives its visits from the rules' ``Outcome``. Every command that changes the turn
+(``result``, ``turn``, ``foul``, ``hand_back``, the implicit accept by ``start``) goes
+through the rules too, so the two always agree on who is at the table. The rules' state
+is part of ``_dump``/``_load``: undo, refusals and restarts restore it with the clock's.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypedDict, TypeVar
+
+from clock_service.core.commands import (
+    PRESS_FUTURE_MS,
+    PRESS_STALE_MS,
+    SAME,
+    TIMED,
+    AnnounceCall,
+    Command,
+    Extension,
+    Foul,
+    HandBack,
+    NewFrame,
+    NewMatch,
+    Pause,
+    Result,
+    Resume,
+    SetTime,
+    Shot,
+    ShotClockOn,
+    Start,
+    Turn,
+    Undo,
+)
+from clock_service.core.errors import InvalidCommand, InvalidInput, RuleRefusal
+from clock_service.core.events import (
+    CALL_ANNOUNCED,
+    CLOCK_CORRECTED,
+    CLOCK_EXPIRED,
+    CLOCK_EXTENDED,
+    CLOCK_PAUSED,
+    CLOCK_RESUMED,
+    CLOCK_STARTED,
+    CLOCK_STOPPED,
+    CLOCK_WARNING,
+    CORRECTION_UNDONE,
+    FOUL,
+    FRAME_ENDED,
+    FRAME_STARTED,
+    MATCH_CLOCK_APPLIED,
+    MATCH_ENDED,
+    MATCH_STARTED,
+    RESPOT,
+    SHOT_CLOCK_OFF,
+    SHOT_CLOCK_ON,
+    SHOT_RESULT,
+    TURN,
+    Decision,
+    Event,
+    MatchStartedData,
+    PauseReason,
+    SlowPlayScope,
+    StopReason,
+    TurnReason,
+)
+from clock_service.core.match_clock import AT_LIMIT, MatchClock, check_match_limit
+from clock_service.core.profile import Profile
+from clock_service.core.rules import EndReason, FoulCode, InvalidResult, Match, Outcome, RulesError
+from clock_service.core.rules import RuleRefusal as RulesRefusal
+from clock_service.core.rules import Turn as TurnOutcome
+
+__all__ = ["TableClock", "PHASES", "ALLOWED", "round_of_visit"]
+
+_T = TypeVar("_T")
+
+
+class _Shown(TypedDict):
+    """The shot clock as every clock event shows it: the player at the table, the time
+    left, and the deadline while the clock keeps running."""
+
+    player: int
+    remaining_ms: int | None
+    deadline: float | None
+
+
+PHASES = ("ready", "running", "paused", "expired", "frame_over")
+
+# ---------------------------------------------------------------------------------------
+# The transition table. command -> the phases in which it may be given.
+#   ready      the next shot's limit is shown, not counting (balls moving, re-spots 11.4)
+#   running    counting down (I15: from balls at rest to cue tip on the cue ball)
+#   paused     referee stoppage, remaining time frozen
+#   expired    time ran out (12.4): time foul taken, turn passed; waiting for the
+#              opponent to accept (start) or hand back (10.4)
+#   frame_over technical loss (10.5) or the referee ended the frame; only a new frame
+ALLOWED: dict[str, frozenset[str]] = {
+    "start": frozenset({"ready", "expired"}),
+    "shot": frozenset({"running", "paused"}),
+    "extension": frozenset({"ready", "running", "paused"}),
+    "pause": frozenset({"running"}),
+    "resume": frozenset({"paused"}),
+    "turn": frozenset({"ready", "running", "paused"}),
+    "foul": frozenset({"ready", "running", "paused", "expired"}),
+    "hand_back": frozenset({"ready", "expired"}),
+    "new_frame": frozenset(PHASES),
+    "undo": frozenset(PHASES),
+    "set_time": frozenset({"ready", "running", "paused"}),
+    # What the shot did (sections 3-11): once the clock stopped on the shot (I15).
+    "result": frozenset({"ready"}),
+    # The strict call, announced while the player is at the table before the shot (7.1).
+    # The rules on top (_guard_call): not after the shot, not on the break (4.4).
+    "call": frozenset({"ready", "running", "paused"}),
+    # A new match on the table (the previous one stays on record): not while a shot is
+    # being timed; also once the match is over (_why_not).
+    "new_match": frozenset({"ready", "expired", "frame_over"}),
+    # The referee switches the shot clock on for slow play in a match without one (12.1
+    # leaves timing to the organiser; this lets the referee decide it at the table).
+    "shot_clock_on": frozenset({"ready", "running", "paused", "frame_over"}),
+}
+
+# Why a command is refused in a phase, where the generic message would not say enough:
+# (command, phase) -> (code, message, rule).
+REFUSALS: dict[tuple[str, str], tuple[str, str, str | None]] = {
+    ("start", "running"): ("already_running", "the clock is already running", None),
+    ("start", "paused"): ("paused", "the clock is paused: resume it instead", None),
+    ("shot", "ready"): (
+        "not_running", "the clock was not started for this shot: start it first", "I15"),
+    ("shot", "expired"): (
+        "too_late", "the shot time has already run out; the expiry stands", "I17"),
+    ("extension", "expired"): (
+        "extension_too_late", "an extension must be asked before the main time runs out", "12.7"),
+    ("pause", "ready"): ("not_running", "the clock is not running", None),
+    ("pause", "paused"): ("already_paused", "the clock is already paused", None),
+    ("resume", "ready"): ("not_paused", "the clock is not paused: start it instead", None),
+    ("resume", "running"): ("not_paused", "the clock is already running", None),
+    ("turn", "expired"): (
+        "turn_already_passed",
+        "the turn already passed on the time foul; start (accept) or hand back", "10.4"),
+    ("hand_back", "running"): (
+        "already_accepted", "the opponent already accepted by playing on", "10.4"),
+    ("set_time", "expired"): (
+        "expired", "time already ran out: undo the expiry first, then set the time", "I17"),
+    ("result", "running"): (
+        "clock_running",
+        "the shot is still being timed: press shot when it is played, then report its result",
+        "I15"),
+    ("result", "paused"): (
+        "clock_paused",
+        "the clock is paused: press shot when the shot is played, then report its result",
+        "I15"),
+    ("new_match", "running"): (
+        "clock_counting", "a shot is being timed: stop the clock (shot or turn) first", None),
+    ("new_match", "paused"): (
+        "clock_counting", "a shot is being timed (paused): stop the clock (shot or turn) "
+        "first", None),
+    ("call", "expired"): (
+        "call_after_expiry",
+        "the shot time ran out (a time foul, 12.4); the opponent accepts (start) or hands "
+        "back first, then announces", "10.4"),
+    ("result", "expired"): (
+        "result_after_expiry",
+        "the shot time ran out (a time foul, 12.4); the opponent accepts (start) or hands "
+        "back first", "10.4"),
+}
+
+# (code, message, rule) of a refusal.
+_Why = tuple[str, str, str | None]
+
+FRAME_OVER_REFUSAL: _Why = ("frame_over", "the frame is over: start a new frame", None)
+
+UNDO_DEPTH = 20
+
+
+def round_of_visit(visit: int) -> int:
+    """Round r holds visits 2r-1 and 2r (SPEC: round = ceil(visit / 2))."""
+    return (visit + 1) // 2
+
+
+def _ceil_ms(value: float) -> int:
+    return max(0, math.ceil(value - 1e-6))
+
+
+class TableClock:
+    """Clock and foul state of one table's match; see the module docstring."""
+
+    def __init__(
+        self,
+        players: Sequence[str],
+        *,
+        timer: bool = True,
+        profile: Profile | None = None,
+        first_breaker: int = 0,
+        race_to: int | None = None,
+        match_limit_ms: int | None = None,
+        at_match_limit: str = "leader_wins",
+    ) -> None:
+        names = [str(p).strip() if isinstance(p, str) else p for p in players]
+        if len(names) != 2 or not all(isinstance(p, str) and 0 < len(p) <= 60 for p in names):
+            raise InvalidInput(
+                f"players must be two names of 1..60 characters, got {list(players)!r}",
+                code="invalid_players",
+            )
+        if first_breaker not in (0, 1):
+            raise InvalidInput(f"first_breaker must be 0 or 1, got {first_breaker!r}")
+        self.players: tuple[str, str] = (names[0], names[1])
+        self.timer = bool(timer)
+        self.profile = profile or Profile()
+        self.first_breaker = first_breaker
+        try:
+            # The frame rules and the score: race_to None is an open-ended match.
+            self.match = Match(race_to, first_breaker)
+        except RulesError as exc:
+            raise InvalidInput(str(exc), code="invalid_race_to") from exc
+        # The match's time limit and the organiser's choice at it (match_clock.AT_LIMIT).
+        check_match_limit(match_limit_ms, at_match_limit)
+        self.match_limit_ms = match_limit_ms
+        self.at_match_limit = at_match_limit
+        self.match_clock = (None if match_limit_ms is None
+                            else MatchClock(match_limit_ms, at_match_limit))
+        # After the limit: the choice still to apply when the frame in play ends
+        # (leader_wins, tie_break_frame, frame_decides); None otherwise.
+        self.limit_pending: str | None = None
+        # 1 for the table's first match; new_match counts on (the match's id is
+        # "<table>.<number>", GET /api/matches/{id}).
+        self.match_number = 1
+        self.frame = 0
+        self.breaker = first_breaker
+        self.visit = 1
+        self.player = first_breaker
+        self.phase = "frame_over"  # until open() starts frame 1
+        self.remaining: int | None = None  # authoritative when not running
+        self.deadline: float | None = None  # authoritative while running
+        self.pending_warnings: list[int] = []
+        self.extensions_used = [0, 0]
+        # Shots played this frame (``shot`` presses; the break's result counts when its
+        # clock was not timed): the one after the first is the shot after the break.
+        self.frame_shots = 0
+        # Slow play (shot_clock_on): None, or "frame"/"match", the rest of which it lasts.
+        self.slow_play: str | None = None
+        self.slow_play_reason: str | None = None
+        # The instant of the last step (a command, an expiry, a restart): a press time given
+        # with a command is never placed before it (see ``press_instant``).
+        self.last_step_at: float | None = None
+        # True from ``shot`` until the next result, start or change of turn: the shot was
+        # played and its result is still to come, so a ``call`` now would be after it (7.1).
+        self.shot_played = False
+        # The correction (undo) stack: (step, at, state as JSON). Kept as text so that a
+        # hall of tables does not hold thousands of small dicts for the garbage collector
+        # to walk (its full passes showed up as 100 ms stalls at 500 tables).
+        self.history: list[tuple[str, float, str]] = []
+
+    # -- derived -----------------------------------------------------------------------
+    @property
+    def round(self) -> int:
+        return round_of_visit(self.visit)
+
+    # Facts owned by the rules (I12, 10.4, 3.2, 10.5), read from them.
+    @property
+    def fouls(self) -> list[int]:
+        return list(self.match.frame.fouls)
+
+    @property
+    def whites(self) -> list[int]:
+        return list(self.match.frame.credited)
+
+    @property
+    def hand_back_to(self) -> int | None:
+        """The fouler, while the opponent's 10.4 choice is open."""
+        chooser = self.match.frame.choice_for
+        return None if chooser is None else 1 - chooser
+
+    @property
+    def frame_winner(self) -> int | None:
+        return self.match.frame.winner
+
+    @property
+    def frame_end_reason(self) -> str | None:
+        reason = self.match.frame.end_reason
+        return None if reason is None else reason.value
+
+    @property
+    def frames_won(self) -> list[int]:
+        return list(self.match.score)
+
+    @property
+    def deciding_frame(self) -> bool:
+        """The frame in play decides the match: both players one frame from the race."""
+        if self.limit_pending == "frame_decides":  # the time limit's deciding frame
+            return True
+        race = self.match.race_to
+        return race is not None and self.match.score == (race - 1, race - 1)
+
+    def extensions_allowed(self) -> int:
+        """Extensions per player in this frame (12.5; the profile's deciding-frame number)."""
+        return self.profile.extensions(self.deciding_frame)
+
+    @property
+    def timed(self) -> bool:
+        """The shot clock counts: the match is timed (12.1), or the referee switched the
+        clock on for slow play (``shot_clock_on``)."""
+        return self.timer or self.slow_play is not None
+
+    def shot_limit(self) -> int | None:
+        if not self.timed:
+            return None
+        if self.slow_play is not None:  # one flat limit, no reduction by round
+            return self.profile.slow_play_ms
+        if self.frame_shots == 1 and self.profile.after_break_ms is not None:
+            # The first shot after the break (WPA §20: up to 60 s).
+            return self.profile.after_break_ms
+        return self.profile.shot_limit(self.round)
+
+    def remaining_ms(self, now: float) -> int | None:
+        if not self.timed:
+            return None
+        if self.phase == "running" and self.deadline is not None:
+            return _ceil_ms(self.deadline - now)
+        return self.remaining
+
+    def next_wakeup(self) -> float | None:
+        """The next instant at which ``advance`` has something to do: a warning or expiry
+        of the shot clock or of the match clock."""
+        shot = self._shot_wakeup()
+        match = None if self.match_clock is None else self.match_clock.next_wakeup()
+        if shot is None or match is None:
+            return shot if match is None else match
+        return min(shot, match)
+
+    def _shot_wakeup(self) -> float | None:
+        if self.phase != "running" or self.deadline is None:
+            return None
+        if self.pending_warnings:
+            return self.deadline - self.pending_warnings[0]
+        return self.deadline
+
+    def state(self, now: float) -> dict[str, Any]:
+        per = self.extensions_allowed()
+        remaining = self.remaining_ms(now)
+        return {
+            "phase": self.phase,
+            "remaining_ms": remaining,
+            "limit_ms": self.shot_limit(),
+            "deadline": self.deadline if self.phase == "running" else None,
+            "player": self.player,
+            "players": list(self.players),
+            "round": self.round,
+            "visit": self.visit,
+            "extensions_left": [max(0, per - used) for used in self.extensions_used],
+            "fouls": list(self.fouls),
+            "frame": self.frame,
+            "breaker": self.breaker,
+            # Whether the shot clock counts now: the match's timer (12.1), or slow play.
+            "timer": self.timed,
+            "slow_play": (None if self.slow_play is None else {
+                "scope": self.slow_play, "reason": self.slow_play_reason,
+                "limit_ms": self.profile.slow_play_ms}),
+            "hand_back_to": self.hand_back_to,
+            "frame_winner": self.frame_winner,
+            "frame_end_reason": self.frame_end_reason,
+            "frames_won": self.frames_won,
+            "can_undo": self.history[-1][0] if self.history else None,
+            "profile": self.profile.to_dict(),
+            "deciding_frame": self.deciding_frame,
+            # The profile's show_from_ms: whether the players see the clock now (a running
+            # clock appears when its deadline is show_from_ms away; pages derive that).
+            "clock_shown": self.profile.shown(remaining),
+            "whites": self.whites,
+            "on_break": not self.match.frame.break_done and self.phase != "frame_over",
+            "announced_call": (None if self.match.frame.announced_call is None
+                               else self.match.frame.announced_call.to_dict()),
+            "match": self._match_summary(),
+            "match_clock": (None if self.match_clock is None
+                            else self.match_clock.state(now)),
+            **self._legality(now),
+        }
+
+    def allowed(self, now: float) -> list[str]:
+        """The commands legal at ``now``, sorted: those ``refusal`` has nothing against."""
+        return sorted(name for name in ALLOWED if self._why_not(name, now) is None)
+
+    def _legality(self, now: float) -> dict[str, Any]:
+        """``allowed`` and, for every other command, the code and rule of its refusal (a
+        page shows why a button is disabled without a copy of the rules)."""
+        allowed: list[str] = []
+        refused: dict[str, dict[str, str]] = {}
+        for name in sorted(ALLOWED):
+            why = self._why_not(name, now)
+            if why is None:
+                allowed.append(name)
+            else:
+                code, _, rule = why
+                refused[name] = {"code": code, "rule": rule} if rule else {"code": code}
+        return {"allowed": allowed, "refused": refused}
+
+    def refusal(self, name: str, now: float) -> RuleRefusal | None:
+        """Why ``name`` would be refused at ``now`` whatever its fields, or None.
+
+        The one legality check: ``handle`` raises it, ``allowed`` lists what passes it.
+        Due deadlines are the caller's business (``handle`` advances first).
+        """
+        why = self._why_not(name, now)
+        if why is None:
+            return None
+        code, message, rule = why
+        suffix = f" ({rule})" if rule else ""
+        return RuleRefusal(f"{name} refused in phase {self.phase}: {message}{suffix}",
+                           code=code, rule=rule)
+
+    def _match_summary(self) -> dict[str, Any]:
+        match = self.match
+        return {
+            "number": self.match_number,
+            "race_to": match.race_to, "score": list(match.score), "frames_won": self.frames_won,
+            "winner": match.winner, "over": match.over, "undecided": match.undecided,
+            "drawn": match.drawn, "by_time_limit": match.decided_by_limit,
+            "match_limit_ms": self.match_limit_ms, "at_match_limit": self.at_match_limit,
+        }
+
+    # -- entry points --------------------------------------------------------------------
+    def open(self, now: float) -> list[Event]:
+        """Start frame 1 of the match (table creation)."""
+        if self.frame != 0:
+            raise RuntimeError("open() is for a new table only")
+        self.last_step_at = now
+        return self._start_frame(now)
+
+    def advance(self, now: float) -> list[Event]:
+        """Emit what is due at ``now``: the shot clock's warnings at the profile's
+        thresholds, then its expiry; then the match clock's warnings and its limit."""
+        return self._advance_shot(now) + self._advance_match(now)
+
+    def _advance_match(self, now: float) -> list[Event]:
+        if self.match_clock is None:
+            return []
+        events, reached = self.match_clock.advance(now)
+        if reached:
+            events += self._limit_reached(now)
+        return events
+
+    def _advance_shot(self, now: float) -> list[Event]:
+        if self.phase != "running" or self.deadline is None:
+            return []
+        deadline = self.deadline
+        if now >= deadline:
+            return self._expire(now)
+        due = [w for w in self.pending_warnings if now >= deadline - w]
+        if not due:
+            return []
+        # Woken late past several thresholds (a stalled host): announce only the latest,
+        # one beep rather than a burst of stale ones.
+        self.pending_warnings = self.pending_warnings[len(due):]
+        return [CLOCK_WARNING({
+            "threshold_ms": due[-1],
+            "remaining_ms": _ceil_ms(deadline - now),
+            "deadline": deadline,
+            "player": self.player,
+        })]
+
+    def handle(self, command: Command, now: float) -> list[Event]:
+        """Apply a referee command at ``now``; return its events.
+
+        Due deadlines are applied first, so a press that arrives at or after the deadline
+        is too late (I17, tie rule: the expiry wins at ``now >= deadline``). If the command
+        is then refused, ``RuleRefusal.events`` carries what happened anyway (the expiry)
+        and nothing else has changed.
+
+        A command that carries its press time (``at``, TEAM convention 1) is refused when
+        that press is stale (409 ``stale_press``) or from the future (422), and a timed step
+        (start, shot, pause, resume) happens at ``press_instant``: the table's press, not
+        the network's delay, decides how much time was used.
+        """
+        self._check_not_future(command, now)
+        events = self.advance(now)
+        try:
+            self._check_fresh(command, now)
+            refusal = self.refusal(command.name, now)
+            if refusal is not None:
+                raise refusal
+            at = self.press_instant(command, now)
+            before = self._dump()
+            try:
+                made = self._handlers[command.name](self, command, at)
+            except Exception:
+                self._load(before)
+                raise
+        except RuleRefusal as refusal:
+            refusal.events = events
+            raise
+        events += [e.caused_by(command) for e in made]
+        if command.undoable:
+            self._remember(command.name, at, before)
+        self.last_step_at = at
+        events += self.advance(now)  # e.g. resume or set_time with nothing left
+        return events
+
+    def press_instant(self, command: Command, now: float) -> float:
+        """When a command takes effect: ``now``, or for a timed step with a press time,
+        ``max(last step, min(now, at))`` (never after it arrived, never before the step it
+        follows: a shot cannot be timed before its own start)."""
+        if command.at is None or command.name not in TIMED:
+            return now
+        instant = min(now, float(command.at))
+        if self.last_step_at is not None:
+            instant = max(instant, self.last_step_at)
+        return instant
+
+    def _check_not_future(self, command: Command, now: float) -> None:
+        if command.at is not None and command.at - now > PRESS_FUTURE_MS:
+            raise InvalidCommand(
+                f"{command.name}: press time at={command.at:.0f} is {command.at - now:.0f} ms "
+                f"ahead of the service's clock (at most {PRESS_FUTURE_MS} ms allowed): the "
+                "sender's clock offset is wrong", code="press_in_future")
+
+    def _check_fresh(self, command: Command, now: float) -> None:
+        if command.at is not None and now - command.at > PRESS_STALE_MS:
+            raise RuleRefusal(
+                f"{command.name} refused: the press is {now - command.at:.0f} ms old (more "
+                f"than {PRESS_STALE_MS} ms): it reached the service too late to be applied; "
+                "press again", code="stale_press")
+
+    def recover(self, alive_at: float, now: float, *, power_lost: bool = False) -> list[Event]:
+        """After a restart: a running clock comes back paused with the time it had when the
+        service was last known alive, so downtime never causes a time foul (12.4). If the
+        deadline had already passed while the service was alive, the expiry stands.
+
+        ``power_lost`` (I19): the machine lost power, so the proof of life in memory is
+        gone and ``alive_at`` is the table's last durable event. The clock comes back
+        paused at that moment (reason ``power_lost``: the referee checks the time). The
+        shot's warnings are stored without an fsync of their own (README "Durability"):
+        one that was sent may have been lost with the power, and its seq must never be
+        given to another event. So the warnings this snapshot still had ahead are derived
+        again first, with the seqs they had or would have had (each is a function of the
+        snapshot: threshold, deadline, player), then the pause. Never the expiry: it is
+        synced before it is sent, so one that was sent is in the store. (A resume sets
+        the warnings ahead of the time left again.)"""
+        if self.phase != "running" or self.deadline is None:
+            return []
+        left = self.deadline - alive_at
+        if left <= 0:
+            return self.advance(max(now, self.deadline))
+        events: list[Event] = []
+        if power_lost:
+            events = [CLOCK_WARNING({
+                "threshold_ms": w, "remaining_ms": w, "deadline": self.deadline,
+                "player": self.player}) for w in self.pending_warnings]
+        self.last_step_at = now
+        self.phase = "paused"
+        # ``alive_at`` may be a stored event's time, rounded down below the moment the
+        # deadline was set: never give back more than the shot had then.
+        had = self.remaining if self.remaining is not None else _ceil_ms(left)
+        self.remaining = min(_ceil_ms(left), had)
+        self.deadline = None
+        reason: PauseReason = "power_lost" if power_lost else "restart"
+        return [*events, CLOCK_PAUSED({"reason": reason, **self._shown(now)})]
+
+    # -- the rules on top of the table ------------------------------------------------------
+    def _why_not(self, name: str, now: float) -> _Why | None:
+        phase = self.phase
+        if self.match.over and name not in ("undo", "new_match"):
+            winner = self.match.winner
+            a, b = self.match.score
+            result = (f"drawn {a}-{b}" if winner is None
+                      else f"{self.players[winner]} won {a}-{b}")
+            rule = (AT_LIMIT[self.at_match_limit].rule if self.match.decided_by_limit
+                    else f"race to {self.match.race_to}")
+            return ("match_over", f"the match is over: {result}; only undo or a new match is "
+                    "allowed", rule)
+        if phase not in ALLOWED[name]:
+            return REFUSALS.get(
+                (name, phase),
+                FRAME_OVER_REFUSAL if phase == "frame_over" else
+                ("not_allowed", f"not allowed while the clock is {phase}", None),
+            )
+        guard = self._GUARDS.get(name)
+        return guard(self, now) if guard is not None else None
+
+    # Guards: what the rules forbid on top of the phase table, from the state alone.
+    def _guard_timer(self, now: float) -> _Why | None:
+        if not self.timed:
+            return ("no_timer", "this match is played without a timer", "12.1")
+        return None
+
+    def _guard_extension(self, now: float) -> _Why | None:
+        if not self.timed:
+            return self._guard_timer(now)
+        player = self.player
+        allowed = self.extensions_allowed()
+        if self.extensions_used[player] >= allowed:
+            used = ("the extension" if allowed == 1 else
+                    "no extension" if allowed == 0 else f"all {allowed} extensions")
+            where = "this deciding frame" if self.deciding_frame else "this frame"
+            return ("extension_used",
+                    f"{self.players[player]} already used {used} {where}"
+                    if allowed else f"the profile gives {used} in {where}", "12.5")
+        if (self.remaining_ms(now) or 0) <= 0:
+            return ("extension_too_late", "the main time has run out", "12.7")
+        return None
+
+    def _guard_hand_back(self, now: float) -> _Why | None:
+        if self.hand_back_to is None:
+            return ("no_foul_pending", "there is no foul to hand back", "10.4")
+        return None
+
+    def _guard_undo(self, now: float) -> _Why | None:
+        if not self.history:
+            return ("nothing_to_undo", "there is nothing to undo", None)
+        return None
+
+    def _guard_call(self, now: float) -> _Why | None:
+        # The call is announced before the shot (7.1); the break has none (4.4, D2).
+        if not self.match.frame.break_done:
+            return ("call_on_break", "the break is played without a call: the coloured ball "
+                    "can only drop by chance on it and goes back on the spot", "4.4-4.5")
+        if self.shot_played:
+            return ("call_after_shot", "the shot was already played: give its call inside "
+                    "result (it is recorded as given after the shot), then announce the next "
+                    "one", "7.1")
+        return None
+
+    def _guard_shot_clock_on(self, now: float) -> _Why | None:
+        if self.timer:
+            return ("already_timed", "this match is played with the shot clock", "12.1")
+        if self.slow_play == "match":
+            return ("shot_clock_already_on", "the shot clock is already on for the rest of "
+                    "the match (slow play)", None)
+        return None
+
+    _GUARDS: dict[str, Callable[[TableClock, float], _Why | None]] = {
+        "shot_clock_on": _guard_shot_clock_on,
+        "call": _guard_call,
+        "extension": _guard_extension,
+        "hand_back": _guard_hand_back,
+        "undo": _guard_undo,
+        "set_time": _guard_timer,
+    }
+
+    def _rules(self, name: str, action: Callable[[], _T]) -> _T:
+        """Run a rules command; its refusals become the service's (409 / 422)."""
+        try:
+            return action()
+        except RulesRefusal as exc:
+            raise RuleRefusal(f"{name} refused in phase {self.phase}: {exc}",
+                              code=exc.code, rule=exc.rule) from exc
+        except InvalidResult as exc:  # fields named as in the command ("legal_break")
+            message = str(exc).replace("shot_result.", "")
+            raise InvalidCommand(f"{name}: {message}", code=exc.code) from exc
+
+    def _accept_if_choice_open(self, name: str) -> None:
+        """Playing on accepts the position (10.4, D15): start, turn and result imply it."""
+        if self.match.frame.choice_for is not None:
+            self._rules(name, self.match.accept)
+
+    def _on_start(self, command: Start, now: float) -> list[Event]:
+        if self.phase == "expired":  # the opponent accepts the position (10.4)
+            self.remaining = self.shot_limit()
+        self._accept_if_choice_open("start")
+        self.phase = "running"
+        self.shot_played = False
+        return [CLOCK_STARTED({"limit_ms": self._run(now), **self._shown(now)}),
+                *self._match_clock_step("start", now)]
+
+    def _on_shot(self, command: Shot, now: float) -> list[Event]:
+        event = CLOCK_STOPPED({"reason": "shot", **self._shown(now, stopping=True)})
+        self.frame_shots += 1
+        self._make_ready(self.shot_limit())
+        self.shot_played = True
+        return [event]
+
+    def _on_call(self, command: AnnounceCall, now: float) -> list[Event]:
+        """The strict call announced before the shot (7.1); ``result`` is judged against it."""
+        replaced = self._rules("call", lambda: self.match.announce(command.call))
+        return [CALL_ANNOUNCED({
+            "call": command.call.to_dict(),
+            "replaced": None if replaced is None else replaced.to_dict(),
+            "frame": self.frame, "visit": self.visit, "phase": self.phase,
+            **self._shown(now),
+        })]
+
+    def _on_extension(self, command: Extension, now: float) -> list[Event]:
+        player = self.player
+        if command.player is not None and command.player != player:
+            raise RuleRefusal(
+                f"extension refused in phase {self.phase}: {self.players[command.player]} asked "
+                f"for it, but {self.players[player]} is at the table (12.5)",
+                code="not_at_table", rule="12.5")
+        left = self.remaining_ms(now) or 0
+        self.extensions_used[player] += 1
+        extra = self.profile.extension_ms
+        if self.phase == "running":
+            assert self.deadline is not None
+            self._set_deadline(self.deadline + extra, now)
+        else:
+            self.remaining = left + extra  # I16: ready or paused, it adds to this shot
+        return [CLOCK_EXTENDED({"player": player, "extension_ms": extra,
+                                "remaining_ms": self.remaining_ms(now),
+                                "deadline": self.deadline if self.phase == "running" else None})]
+
+    def _on_pause(self, command: Pause, now: float) -> list[Event]:
+        self.remaining = self.remaining_ms(now)
+        self.deadline = None
+        self.phase = "paused"
+        # The referee's pause is the only one that stops the match clock too.
+        return [CLOCK_PAUSED({"reason": "referee", **self._shown(now)}),
+                *self._match_clock_step("pause", now)]
+
+    def _on_resume(self, command: Resume, now: float) -> list[Event]:
+        self.phase = "running"
+        return [CLOCK_RESUMED({"limit_ms": self._run(now), **self._shown(now)}),
+                *self._match_clock_step("resume", now)]
+
+    def _match_clock_step(self, step: str, now: float) -> list[Event]:
+        """The match clock follows the first break (start, or the break's result), the
+        referee's pause and resume; it never stops for anything else."""
+        if self.match_clock is None:
+            return []
+        made: list[Event] = getattr(self.match_clock, step)(now)
+        return made
+
+    # -- the match's time limit (the organiser's choice, 12.1) ------------------------------
+    def _limit_reached(self, now: float) -> list[Event]:
+        """The match clock reached the limit: apply the organiser's choice (AT_LIMIT)."""
+        choice = self.at_match_limit
+        if self.match.over:
+            return []
+        if choice == "shot_clock":
+            return self._limit_shot_clock(now)
+        self.limit_pending = choice
+        if self.phase == "frame_over":  # between frames: no frame in play to finish
+            return self._apply_limit(now, frame_just_ended=False)
+        return []
+
+    def _limit_shot_clock(self, now: float) -> list[Event]:
+        was_timed = self.timed
+        self.slow_play = "match"
+        self.slow_play_reason = "match time limit"
+        limit = self.profile.slow_play_ms
+        if not was_timed:  # as shot_clock_on: a shot being played gets the full limit
+            if self.phase == "running":
+                self._set_deadline(now + limit, now)
+            elif self.phase in ("ready", "paused"):
+                self.remaining = limit
+        return [SHOT_CLOCK_ON({"reason": "match time limit", "scope": "match",
+                               "limit_ms": limit, "frame": self.frame, **self._shown(now)}),
+                self._applied("shot_clock_on", None)]
+
+    def _keep_the_limit(self) -> None:
+        """Undo never reaches the match clock: a limit reached stays reached, and a step
+        taken back from before it comes back under the organiser's choice."""
+        if self.match_clock is None or self.match_clock.phase != "expired" or self.match.over:
+            return
+        if self.at_match_limit == "shot_clock":
+            if self.slow_play != "match":
+                self.slow_play, self.slow_play_reason = "match", "match time limit"
+        elif self.limit_pending is None:
+            self.limit_pending = self.at_match_limit
+
+    def _applied(self, decision: Decision, winner: int | None) -> Event:
+        choice = AT_LIMIT[self.at_match_limit]
+        return MATCH_CLOCK_APPLIED({
+            "at_limit": choice.code, "decision": decision, "rule": choice.rule,
+            "winner": winner, "score": list(self.match.score), "frame": self.frame})
+
+    def _apply_limit(self, now: float, *, frame_just_ended: bool) -> list[Event]:
+        """After the limit, at the end of the frame in play (or at once between frames)."""
+        pending = self.limit_pending
+        if pending is None or self.match.over:
+            self.limit_pending = None
+            return []
+        a, b = self.match.score
+        leader = None if a == b else (0 if a > b else 1)
+        if pending == "frame_decides":
+            winner = self.match.frame.winner if frame_just_ended else None
+            if winner is None:  # no frame decided it yet: the next one will
+                return [self._applied("next_frame_decides", None)]
+            return self._decide(now, winner, "frame_decides")
+        if leader is not None:
+            return self._decide(now, leader, "leader_wins")
+        if pending == "tie_break_frame":
+            self.limit_pending = "frame_decides"
+            return [self._applied("tie_break_frame", None)]
+        return self._decide(now, None, "drawn")
+
+    def _decide(self, now: float, winner: int | None, decision: Decision) -> list[Event]:
+        self._rules("match_limit", lambda: self.match.decide(winner))
+        self.limit_pending = None
+        events = [self._applied(decision, winner), self._match_ended()]
+        if self.match_clock is not None:
+            self.match_clock.stop(now)
+        return events
+
+    def _match_ended(self) -> Event:
+        return MATCH_ENDED({
+            "winner": self.match.winner, "score": list(self.match.score),
+            "frames_won": self.frames_won, "race_to": self.match.race_to,
+            "frames": self.frame, "by_time_limit": self.match.decided_by_limit,
+            "drawn": self.match.drawn,
+        })
+
+    def _on_turn(self, command: Turn, now: float) -> list[Event]:
+        events = self._stop_if_counting(now, "turn")
+        self._accept_if_choice_open("turn")
+        outcome = self._rules("turn", self.match.pass_turn)  # no result reported: I1
+        assert outcome.next_player is not None
+        return events + self._pass_turn(outcome.next_player, "turn", now)
+
+    def _on_foul(self, command: Foul, now: float) -> list[Event]:
+        """A foul the referee saw outside a shot's result (9, D10), or one given by its rule."""
+        events = self._stop_if_counting(now, "foul")
+        general = command.general
+        fouler = command.player
+        if fouler is None:  # out of turn: the one who played is not the player at the table
+            out_of_turn = general is not None and general.code is FoulCode.OUT_OF_TURN
+            fouler = 1 - self.player if out_of_turn else self.player
+        who = fouler
+        if general is None:
+            assert command.rule is not None and command.reason is not None
+            rule, reason = command.rule, command.reason
+            record = lambda: self.match.record_foul(who, rule, reason)  # noqa: E731
+        else:
+            record = lambda: self.match.referee_foul(who, general)  # noqa: E731
+        return events + self._add_foul(record, "foul", now)
+
+    def _on_hand_back(self, command: HandBack, now: float) -> list[Event]:
+        outcome = self._rules("hand_back", self.match.hand_back)
+        assert outcome.next_player is not None
+        return self._pass_turn(outcome.next_player, "hand_back", now)
+
+    def _on_new_frame(self, command: NewFrame, now: float) -> list[Event]:
+        events = self._stop_if_counting(now, "new_frame")
+        if self.phase != "frame_over":
+            self._rules("new_frame", lambda: self.match.end_frame_by_referee(
+                command.winner, command.reason))  # D9: outside the rules, with a reason
+            events += self._frame_ended(now, referee_reason=command.reason)
+            if self.match.over:  # the referee's award decided the match
+                return events
+        return events + self._start_frame(now)
+
+    def _on_new_match(self, command: NewMatch, now: float) -> list[Event]:
+        """The next match on this table, from frame 1 (I3: its first breaker breaks).
+
+        Everything was checked before anything changes (the command validated its fields;
+        ``Match`` here cannot refuse them). The undo history is dropped: a correction never
+        reaches back into the previous match, which is now a closed record.
+        """
+        def kept(value: Any, current: Any) -> Any:
+            return current if value is SAME else value
+
+        unfinished = not self.match.over and (self.match.race_to is not None
+                                              or self.phase != "frame_over")
+        if unfinished and command.reason is None:  # as D9 for a frame
+            raise InvalidCommand(
+                "new_match: reason is missing: the match in play is not finished (no winner "
+                "yet, or a frame in progress); leaving it is the referee's decision: give "
+                "the reason", code="missing_reason")
+
+        race_to = kept(command.race_to, self.match.race_to)
+        first_breaker = kept(command.first_breaker, self.first_breaker)
+        match = Match(race_to, first_breaker)
+        self.players = kept(command.players, self.players)
+        self.timer = kept(command.timer, self.timer)
+        self.profile = command.built_profile or self.profile
+        self.first_breaker = first_breaker
+        self.match = match
+        self.match_limit_ms = kept(command.match_limit_ms, self.match_limit_ms)
+        self.at_match_limit = kept(command.at_match_limit, self.at_match_limit)
+        self.match_clock = (None if self.match_limit_ms is None
+                            else MatchClock(self.match_limit_ms, self.at_match_limit))
+        self.limit_pending = None
+        self.slow_play = None  # slow play was that match's
+        self.slow_play_reason = None
+        self.match_number += 1
+        self.frame = 0
+        self.history.clear()
+        data: MatchStartedData = {
+            "number": self.match_number, "players": list(self.players), "timer": self.timer,
+            "profile": self.profile.to_dict(), "first_breaker": first_breaker,
+            "race_to": race_to,
+        }
+        if self.match_limit_ms is not None:  # the match clock, when this match has one
+            data["match_limit_ms"] = self.match_limit_ms
+            data["at_match_limit"] = self.at_match_limit
+        if command.event is not None:
+            data["event"] = command.event
+        if command.referee is not None:
+            data["referee"] = command.referee
+        if unfinished and command.reason is not None:
+            data["reason"] = command.reason
+        return [MATCH_STARTED(data), *self._start_frame(now)]
+
+    def _on_result(self, command: Result, now: float) -> list[Event]:
+        """Apply the referee's report of the shot just played (sections 3-11)."""
+        report = command.shot_result  # on the break legal_break is required (4.2, D11)
+        self._accept_if_choice_open("result")
+        started: list[Event] = []
+        if not self.match.frame.break_done:  # the break's result without its clock timed
+            self.frame_shots = max(self.frame_shots, 1)
+            started = self._match_clock_step("start", now)
+        shooter = self.player
+        outcome = self._rules("result", lambda: self.match.shot(report))
+        events = [SHOT_RESULT({
+            "player": shooter, "frame": self.frame, "visit": self.visit,
+            "report": report.to_dict(), "outcome": outcome.to_dict(),
+            "whites": self.whites, "fouls": self.fouls,
+        })]
+        events += self._foul_events(outcome) + self._respot_events(outcome)
+        if outcome.frame_over:
+            return events + self._frame_ended(now) + started
+        if outcome.turn is TurnOutcome.PASSES:
+            assert outcome.next_player is not None
+            reason: TurnReason = "foul" if outcome.fouls else "result"
+            events += self._pass_turn(outcome.next_player, reason, now)
+        else:  # I1, 4.6: the same visit goes on with the same limit
+            self._make_ready(self.shot_limit())
+        return events + started  # last: the rules' own sequence stays as it was
+
+    def _on_undo(self, command: Undo, now: float) -> list[Event]:
+        step, at, state = self.history.pop()
+        self._load(json.loads(state))
+        self._keep_the_limit()
+        if self.phase == "running" and self.deadline is not None:
+            # Back as it was at that step, but frozen: the referee resumes when ready.
+            self.remaining = _ceil_ms(self.deadline - at)
+            self.deadline = None
+            self.phase = "paused"
+        return [CORRECTION_UNDONE({
+            "undone": step, "by": command.by, "reason": command.reason,
+            "remaining_ms": self.remaining_ms(now),
+        })]
+
+    def _on_set_time(self, command: SetTime, now: float) -> list[Event]:
+        if self.phase == "running":
+            self._set_deadline(now + command.remaining_ms, now)
+        else:
+            self.remaining = command.remaining_ms
+        return [CLOCK_CORRECTED({"by": command.by, "reason": command.reason,
+                                 **self._shown(now)})]
+
+    def _on_shot_clock_on(self, command: ShotClockOn, now: float) -> list[Event]:
+        """Slow play: the referee switches the clock on, with the profile's flat
+        ``slow_play_ms``, for the rest of the frame or of the match. A shot being played
+        gets the full limit from now; a ready or paused one shows it."""
+        if self.slow_play == command.scope:
+            raise RuleRefusal(
+                f"shot_clock_on refused in phase {self.phase}: the shot clock is already on "
+                f"for the rest of the {command.scope} (slow play)", code="shot_clock_already_on")
+        if self.phase == "frame_over" and command.scope == "frame":
+            raise RuleRefusal(
+                "shot_clock_on refused in phase frame_over: the frame is over; switch it on "
+                "for the match, or once the next frame has started", code="frame_over")
+        upgrade = self.slow_play is not None  # frame -> match: the shot's time stays
+        self.slow_play = command.scope
+        self.slow_play_reason = command.reason
+        limit = self.profile.slow_play_ms
+        if upgrade:
+            pass
+        elif self.phase == "running":
+            self._set_deadline(now + limit, now)
+        elif self.phase in ("ready", "paused"):
+            self.remaining = limit
+        scope: SlowPlayScope = "frame" if command.scope == "frame" else "match"  # checked
+        return [SHOT_CLOCK_ON({
+            "reason": command.reason, "scope": scope, "limit_ms": limit,
+            "frame": self.frame, **self._shown(now)})]
+
+    _handlers: dict[str, Callable[[TableClock, Any, float], list[Event]]] = {
+        "shot_clock_on": _on_shot_clock_on,
+        "start": _on_start,
+        "shot": _on_shot,
+        "extension": _on_extension,
+        "pause": _on_pause,
+        "resume": _on_resume,
+        "turn": _on_turn,
+        "foul": _on_foul,
+        "hand_back": _on_hand_back,
+        "new_frame": _on_new_frame,
+        "undo": _on_undo,
+        "set_time": _on_set_time,
+        "result": _on_result,
+        "call": _on_call,
+        "new_match": _on_new_match,
+    }
+
+    # -- building blocks -------------------------------------------------------------------
+    def _run(self, now: float) -> int | None:
+        """Turn the shown remaining time into a deadline (start, resume); the shot's limit."""
+        if self.timed:
+            self._set_deadline(now + (self.remaining or 0), now)
+        return self.shot_limit()
+
+    def _set_deadline(self, deadline: float, now: float) -> None:
+        self.deadline = deadline
+        left = deadline - now
+        # While running, ``remaining`` keeps the time the shot had when its deadline was
+        # last set (start, resume, extension, set_time): the most a restart may give back.
+        self.remaining = _ceil_ms(left)
+        # Announce only the thresholds still ahead; after an extension the ones that are
+        # ahead again are announced again.
+        self.pending_warnings = [w for w in self.profile.warnings_ms if w < left]
+
+    def _make_ready(self, remaining: int | None) -> None:
+        self.phase = "ready"
+        self.shot_played = False
+        self.deadline = None
+        self.pending_warnings = []
+        self.remaining = remaining if self.timed else None
+
+    def _stop_if_counting(self, now: float, reason: StopReason) -> list[Event]:
+        if self.phase not in ("running", "paused"):
+            return []
+        event = CLOCK_STOPPED({"reason": reason, **self._shown(now, stopping=True)})
+        self._make_ready(self.remaining_ms(now))
+        return [event]
+
+    def _pass_turn(self, to: int, reason: TurnReason, now: float) -> list[Event]:
+        """A new visit begins whenever the right to shoot passes (turn, foul, hand-back)."""
+        self.visit += 1
+        self.player = to
+        self._make_ready(self.shot_limit())
+        return [TURN({
+            "player": to, "visit": self.visit, "round": self.round,
+            "limit_ms": self.shot_limit(), "reason": reason,
+        })]
+
+    def _add_foul(self, record: Callable[[], Outcome], turn_reason: TurnReason,
+                  now: float) -> list[Event]:
+        """Fouls count per player per frame whatever their cause, in the rules (I12); the
+        second one is a technical loss (10.5-10.6) that needs no 10.4 choice (I13)."""
+        outcome = self._rules("foul", record)
+        events = self._foul_events(outcome) + self._respot_events(outcome)
+        if outcome.frame_over:
+            return events + self._frame_ended(now)
+        # The opponent now chooses (10.4); the turn passes if the fouler was at the table.
+        if outcome.turn is TurnOutcome.PASSES:
+            assert outcome.next_player is not None
+            events += self._pass_turn(outcome.next_player, turn_reason, now)
+        return events
+
+    def _respot_events(self, outcome: Outcome) -> list[Event]:
+        if not outcome.respots:  # I14: instructions; the referee starts the clock when done
+            return []
+        return [RESPOT({
+            "player": outcome.next_player,
+            "respots": [r.to_dict() for r in outcome.respots],
+            "instructions": [r.instruction for r in outcome.respots],
+        })]
+
+    def _foul_events(self, outcome: Outcome) -> list[Event]:
+        return [FOUL({
+            "player": foul.player, "reason": foul.reason, "rule": foul.rule,
+            "code": foul.code.value, "breaches": [b.to_dict() for b in foul.breaches],
+            "fouls": self.fouls, "technical_loss": outcome.frame_over,
+        }) for foul in outcome.fouls]
+
+    def _expire(self, now: float) -> list[Event]:
+        before = self._dump()
+        fouler = self.player
+        deadline = self.deadline
+        assert deadline is not None  # only a running clock expires
+        self.last_step_at = deadline
+        self.phase = "expired"
+        self.deadline = None
+        self.pending_warnings = []
+        self.remaining = 0
+        events = [CLOCK_EXPIRED({
+            "player": fouler, "deadline": deadline, "remaining_ms": 0,
+            "late_ms": round(now - deadline, 3),
+        })]
+        events += self._add_foul(
+            lambda: self.match.record_foul(fouler, "12.4", "time", FoulCode.SHOT_TIME),
+            "time_foul", now)
+        if self.phase == "ready":  # the foul passed the turn: show 0 until someone acts
+            self.phase = "expired"
+            self.remaining = 0
+        self._remember("expiry", now, before)
+        return events
+
+    def _frame_ended(self, now: float, referee_reason: str | None = None) -> list[Event]:
+        """The rules ended the frame (3.2, 10.5-10.6), or the referee did (D9): stop here.
+
+        The fouls shown from here on are the frame's final count; the next frame starts
+        from zero (10.5, D8)."""
+        self.phase = "frame_over"
+        self.deadline = None
+        self.pending_warnings = []
+        self.remaining = None
+        frame = self.match.frame
+        reason = self.frame_end_reason
+        assert reason is not None  # the rules or the referee ended it
+        events = [FRAME_ENDED({
+            "frame": self.frame, "winner": self.frame_winner, "reason": reason,
+            "frames_won": self.frames_won, "rule": frame.end_rule,
+            "outside_rules": frame.end_reason is EndReason.REFEREE,
+            "referee_reason": referee_reason, "fouls": self.fouls,
+        })]
+        if self.slow_play == "frame":  # switched on for the rest of the frame only
+            self.slow_play = None
+            self.slow_play_reason = None
+            events.append(SHOT_CLOCK_OFF({"frame": self.frame, "reason": "frame_ended"}))
+        if self.match.over:
+            events.append(self._match_ended())
+            if self.match_clock is not None:
+                self.match_clock.stop(now)
+        elif self.limit_pending is not None:  # the time limit's choice, at this frame's end
+            events += self._apply_limit(now, frame_just_ended=True)
+        return events
+
+    def _start_frame(self, now: float) -> list[Event]:
+        self.frame += 1
+        if self.frame > 1:  # fresh frame rules: fouls and credits from zero (10.5)
+            self._rules("new_frame", self.match.start_next_frame)
+        # Breaks alternate by frame (I3).
+        self.breaker = self.match.frame.breaker
+        self.player = self.breaker
+        self.visit = 1  # the break opens visit 1
+        self.extensions_used = [0, 0]  # 12.5: once per frame
+        self.frame_shots = 0
+        self._make_ready(self.shot_limit())
+        return [FRAME_STARTED({
+            "frame": self.frame, "breaker": self.breaker, "player": self.player,
+            "visit": self.visit, "round": self.round, "limit_ms": self.shot_limit(),
+        })]
+
+    def _shown(self, now: float, *, stopping: bool = False) -> _Shown:
+        """What a clock event shows of the shot clock, after its fields (events.py)."""
+        return {
+            "player": self.player,
+            "remaining_ms": self.remaining_ms(now),
+            # A deadline only while the clock keeps running (not on the stop itself).
+            "deadline": self.deadline if self.phase == "running" and not stopping else None,
+        }
+
+    def _remember(self, step: str, now: float, before: dict[str, Any]) -> None:
+        self.history.append((step, now, json.dumps(before, separators=(",", ":"))))
+        del self.history[:-UNDO_DEPTH]
+
+    # -- persistence -------------------------------------------------------------------------
+    # The clock's own facts; "match" (the rules' state) is dumped beside them.
+    _FIELDS = (
+        "frame", "breaker", "visit", "player", "phase", "remaining", "deadline",
+        "pending_warnings", "extensions_used", "last_step_at", "shot_played", "frame_shots",
+        "slow_play", "slow_play_reason", "limit_pending",
+    )
+    # Fields added after states were first stored, with the value an old state means.
+    _FIELD_DEFAULTS: dict[str, Any] = {"last_step_at": None, "shot_played": False,
+                                       "frame_shots": 2, "slow_play": None,
+                                       "slow_play_reason": None, "limit_pending": None}
+
+    def _dump(self) -> dict[str, Any]:
+        data = {name: copy.copy(getattr(self, name)) for name in self._FIELDS}
+        data["match"] = self.match.to_dict()
+        return data
+
+    def _load(self, data: Mapping[str, Any]) -> None:
+        for name in self._FIELDS:
+            setattr(self, name, copy.copy(data.get(name, self._FIELD_DEFAULTS.get(name))
+                                          if name in self._FIELD_DEFAULTS else data[name]))
+        match = data.get("match")
+        self.match = Match.from_dict(match if match is not None else self._legacy_match(data))
+
+    def _legacy_match(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """A state stored before the rules joined the clock: fouls, choice and score only."""
+        over = data["phase"] == "frame_over"
+        winner = data.get("frame_winner")
+        fouler = data.get("hand_back_to")
+        score = list(data.get("frames_won", [0, 0]))
+        number = max(1, data["frame"])
+        return {
+            "race_to": None, "first_breaker": self.first_breaker, "score": score,
+            "undecided": max(0, number - (0 if over else 1) - sum(score)),
+            "frame_number": number,
+            "frame": {
+                "breaker": data["breaker"], "player_at_table": data["player"],
+                "break_done": data["visit"] > 1, "credited": [0, 0],
+                "fouls": list(data.get("fouls", [0, 0])),
+                "choice_for": None if fouler is None else 1 - fouler,
+                "winner": winner if over else None,
+                "end_reason": (data.get("frame_end_reason") or "referee") if over else None,
+            },
+        }
+
+    def to_dict(self, *, history: bool = True) -> dict[str, Any]:
+        """The clock as data; ``history=False`` without the undo history (the store keeps
+        its entries as rows of their own, one written per undoable step)."""
+        data = {
+            "players": list(self.players),
+            "timer": self.timer,
+            "profile": self.profile.to_dict(),
+            "first_breaker": self.first_breaker,
+            "match_number": self.match_number,
+            "match_limit_ms": self.match_limit_ms,
+            "at_match_limit": self.at_match_limit,
+            # Not in the undo dump: undo never reaches the match clock (its deadline stays).
+            "match_clock": None if self.match_clock is None else self.match_clock.to_dict(),
+            **self._dump(),
+        }
+        if history:
+            # Entries are immutable tuples: this copy shares their text.
+            data["history"] = [list(entry) for entry in self.history]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TableClock:
+        clock = cls(data["players"], timer=data["timer"],
+                    profile=Profile.from_partial(data["profile"]),
+                    first_breaker=data["first_breaker"],
+                    race_to=(data.get("match") or {}).get("race_to"),
+                    match_limit_ms=data.get("match_limit_ms"),
+                    at_match_limit=data.get("at_match_limit", "leader_wins"))
+        clock._load(data)
+        if data.get("match_clock") is not None:
+            clock.match_clock = MatchClock.from_dict(data["match_clock"])
+        clock.match_number = int(data.get("match_number", 1))  # stored before new_match: 1
+        clock.history = [
+            (e["step"], e["at"], json.dumps(e["state"])) if isinstance(e, dict) else
+            (e[0], e[1], e[2])
+            for e in data.get("history", [])
+        ]
+        return clock

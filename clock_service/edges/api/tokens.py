@@ -1,0 +1,81 @@
+"""``/api/tokens``: a director issues, lists and revokes tokens (clock_service/service/auth.py).
+
+The token itself is in the answer to ``POST`` only (the store keeps its digest): hand it
+to the referee's console (``?token=`` once, or the console's token field) or device.
+A revoked token's next request is refused: no restart."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.convertors import Convertor, register_url_convertor
+
+from clock_service.service.auth import Authority, Credential
+from clock_service.service.doors import error_responses
+
+__all__ = ["tokens_router", "IssueToken"]
+
+
+class _TokenId(Convertor[str]):
+    """A token's id as ``Authority.issue`` makes it (12 hex digits), so that
+    ``/api/tokens/me`` is not also a token's path (its Allow header named DELETE)."""
+
+    regex = "[0-9a-f]{12}"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("token_id", _TokenId())
+
+
+class IssueToken(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: str = Field(default="referee", description="referee (its tables only) or director",
+                      examples=["referee"])
+    tables: list[str] | None = Field(default=None, max_length=200,
+                                     description="a referee's tables (ids)", examples=[["7"]])
+    name: str = Field(max_length=40, description="who holds it, as the log will record",
+                      examples=["table 7 referee"])
+
+
+def tokens_router(auth_of: Callable[[Request], Authority],
+                  credential_of: Callable[[Request], Credential],
+                  guard: list[Any], now_ms: Callable[[Request], float]) -> APIRouter:
+    router = APIRouter(prefix="/api/tokens", tags=["tokens"], dependencies=guard)
+
+    def director(request: Request) -> None:
+        credential_of(request).check_director("managing tokens")
+
+    @router.post("", status_code=201, dependencies=[Depends(director)],
+                 responses=error_responses(400, 401, 403, 422, 429))
+    async def issue(body: IssueToken, request: Request) -> dict[str, Any]:
+        """Issue a token (a director's token): ``{"role": "referee", "tables": ["7"],
+        "name": ...}``. 201 with ``token`` (shown only here) and its ``id``."""
+        record, token = auth_of(request).issue(body.role, body.tables, body.name,
+                                               now_ms(request))
+        return {**record, "token": token}
+
+    @router.get("", dependencies=[Depends(director)])
+    async def listed(request: Request) -> list[dict[str, Any]]:
+        """Every issued token (never the token itself), revoked ones with ``revoked_at``."""
+        return auth_of(request).listed()
+
+    @router.delete("/{token_id:token_id}", dependencies=[Depends(director)],
+                   responses=error_responses(401, 403, 404, 429))
+    async def revoke(token_id: str, request: Request) -> dict[str, Any]:
+        """Revoke a token: refused from its next request on."""
+        return auth_of(request).revoke(token_id, now_ms(request))
+
+    @router.get("/me")
+    async def me(request: Request) -> dict[str, Any]:
+        """What the offered token is (role, name, tables): a console checks its token."""
+        return credential_of(request).to_dict()
+
+    return router

@@ -1,0 +1,272 @@
+"""A table as one flat row for a video switcher: pure, no I/O.
+
+vMix, TriCaster, Wirecast and OBS read flat data: a JSON array of objects, XML rows
+picked by XPath, CSV, or one text file per field. :func:`row` turns a table's state (as
+the WebSocket snapshot has it) and its last notable event into that row, at a given
+instant: the remaining time is derived from the deadline then (SPEC, "Accuracy"), shown
+as the table-side digits show it (clock_service.core.readout: whole seconds rounded up, tenths
+at and below 5 s), and ``remaining_ms`` is rounded up to the tenth while the clock runs, so
+that a row changes at most ten times a second and every poller of that tenth shares one
+encoded body (routes.py).
+
+The field names are the contract of the feeds (README "Broadcast feeds"): keep them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+from xml.sax.saxutils import escape
+
+from clock_service.core.readout import render
+
+__all__ = ["FIELDS", "LANGS", "NOTABLE", "row", "row_key", "event_text", "to_json",
+           "to_xml", "to_csv", "json_row", "xml_row", "csv_row", "CSV_HEADER", "XML_HEAD",
+           "XML_TAIL", "TICK_MS"]
+
+LANGS = ("en", "ru")
+TICK_MS = 100  # the feeds' time resolution while a clock runs (the digits' own, under 5 s)
+
+# Every column, in order (CSV header, XML child elements, JSON keys).
+FIELDS = (
+    "table", "player_a", "player_b", "score_a", "score_b", "race_to", "frame", "round",
+    "at_table", "at_table_name", "remaining", "remaining_ms", "phase", "stage",
+    "extension_used_a", "extension_used_b", "extensions_left_a", "extensions_left_b",
+    "fouls_a", "fouls_b", "whites_a", "whites_b", "last_event", "alert", "alert_kind",
+    "live", "seq",
+)
+
+# Events worth a line on air. The rest (clock.started/stopped on every shot, shot.result,
+# respot) would overwrite the news a producer wants on screen within a second.
+NOTABLE = frozenset({
+    "frame.started", "frame.ended", "match.started", "match.ended", "clock.paused",
+    "clock.resumed", "clock.extended", "clock.warning", "clock.expired", "clock.corrected",
+    "correction.undone", "foul", "turn", "call.announced", "shot_clock.on", "shot_clock.off",
+    "match_clock.warning", "match_clock.expired",
+})
+
+_TEXTS: dict[str, dict[str, str]] = {
+    "en": {
+        "frame.started": "Frame {frame}: {breaker} breaks",
+        "frame.ended": "Frame {frame} to {winner}",
+        "frame.ended.none": "Frame {frame} over",
+        "match.started": "Match {number}: {a} v {b}",
+        "match.ended": "Match to {winner}, {score}",
+        "match.ended.none": "Match over, {score}",
+        "clock.paused": "Clock paused",
+        "clock.resumed": "Clock running again",
+        "clock.extended": "Extension: {name}",
+        "clock.warning": "{s} seconds",
+        "clock.expired": "Time! {name}",
+        "clock.corrected": "Time corrected",
+        "correction.undone": "Referee correction",
+        "foul": "Foul: {name} ({n})",
+        "foul.time": "Time foul: {name} ({n})",
+        "foul.technical_loss": "Technical loss: {name}",
+        "turn": "{name} to the table",
+        "call.announced": "Called: {name}",
+        "shot_clock.on": "Shot clock on (slow play)",
+        "shot_clock.off": "Shot clock off",
+        "match_clock.warning": "{m} minutes of the match left",
+        "match_clock.expired": "Match time is up",
+    },
+    "ru": {
+        "frame.started": "Партия {frame}, разбой: {breaker}",
+        "frame.ended": "Партия {frame}: {winner}",
+        "frame.ended.none": "Партия {frame} окончена",
+        "match.started": "Матч {number}: {a} — {b}",
+        "match.ended": "Матч: {winner}, {score}",
+        "match.ended.none": "Матч окончен, {score}",
+        "clock.paused": "Время остановлено",
+        "clock.resumed": "Время пошло",
+        "clock.extended": "Продление: {name}",
+        "clock.warning": "{s} с",
+        "clock.expired": "Время! {name}",
+        "clock.corrected": "Время исправлено",
+        "correction.undone": "Исправление судьи",
+        "foul": "Фол: {name} ({n})",
+        "foul.time": "Фол по времени: {name} ({n})",
+        "foul.technical_loss": "Техническое поражение: {name}",
+        "turn": "К столу: {name}",
+        "call.announced": "Заказ: {name}",
+        "shot_clock.on": "Включены часы на удар (затяжка игры)",
+        "shot_clock.off": "Часы на удар выключены",
+        "match_clock.warning": "До конца матча {m} мин",
+        "match_clock.expired": "Время матча истекло",
+    },
+}
+
+
+def _seconds(ms: Any) -> str:
+    if not isinstance(ms, int | float):
+        return ""
+    s = ms / 1000
+    return str(int(s)) if float(s).is_integer() else f"{s:.1f}"
+
+
+def event_text(event: Mapping[str, Any] | None, players: list[str], lang: str) -> str:
+    """The event as one line a viewer reads, in ``lang`` ("en" or "ru"); "" for none."""
+    if not event:
+        return ""
+    texts = _TEXTS.get(lang, _TEXTS["en"])
+    kind = str(event.get("type", ""))
+    data: Mapping[str, Any] = event.get("data") or {}
+
+    def name(index: Any) -> str:
+        return players[index] if isinstance(index, int) and 0 <= index < len(players) else ""
+
+    key = kind
+    if kind == "foul":
+        if data.get("technical_loss"):
+            key = "foul.technical_loss"
+        elif data.get("rule") == "12.4":
+            key = "foul.time"
+    elif kind in ("frame.ended", "match.ended") and data.get("winner") is None:
+        key = kind + ".none"
+    template = texts.get(key)
+    if template is None:
+        return ""
+    fouls = data.get("fouls") or []
+    player = data.get("player")
+    score = data.get("score") or data.get("frames_won") or []
+    return template.format(
+        frame=data.get("frame", ""), breaker=name(data.get("breaker")),
+        winner=name(data.get("winner")), number=data.get("number", ""),
+        a=name(0), b=name(1), name=name(player), s=_seconds(data.get("threshold_ms")),
+        m=_seconds((data.get("threshold_ms") or 0) / 60),
+        n=fouls[player] if isinstance(player, int) and player < len(fouls) else "",
+        score=":".join(str(x) for x in score),
+    )
+
+
+def _pair(value: Any, index: int, default: Any = 0) -> Any:
+    if isinstance(value, list | tuple) and len(value) > index:
+        return value[index]
+    return default
+
+
+def row_key(state: Mapping[str, Any], now_ms: float) -> tuple[Any, ...]:
+    """What a row depends on at ``now_ms`` besides the language: the state's version and,
+    while running, the tenth of a second remaining (``row`` is equal for equal keys).
+    Asked for every table at every poll: kept to a few lookups."""
+    live = state.get("live", True)
+    stale_since = state.get("stale_since")
+    deadline = state.get("deadline")
+    if deadline is not None and state.get("phase") == "running":
+        when = now_ms if live or stale_since is None else min(now_ms, float(stale_since))
+        left = float(deadline) - when
+        tick: Any = math.ceil(left / TICK_MS) if left > 0 else 0
+    else:
+        tick = state.get("remaining_ms")
+    return (state.get("seq"), live, stale_since, tick)
+
+
+def row(state: Mapping[str, Any], last_event: Mapping[str, Any] | None, now_ms: float,
+        lang: str = "en") -> dict[str, Any]:
+    """The feed row of a table at ``now_ms`` (unix ms, the service's clock).
+
+    ``state``: the table's state as of its last published event (snapshot), with ``live``
+    and ``stale_since`` when the service knows them (a mirrored table whose own service is
+    offline is not counted down past ``stale_since``: the hall's rule)."""
+    players = [str(p) for p in state.get("players") or ["", ""]]
+    live = bool(state.get("live", True))
+    when = now_ms
+    if not live and state.get("stale_since") is not None:
+        when = min(now_ms, float(state["stale_since"]))
+    shown = dict(state)
+    if state.get("phase") == "running" and state.get("deadline") is not None:
+        # Rounded up to the tenth: the row changes at most ten times a second (the digits
+        # are the same as from the exact time: both round up).
+        tick = math.ceil(max(0.0, float(state["deadline"]) - when) / TICK_MS)
+        shown["deadline"] = when + tick * TICK_MS
+        shown["remaining_ms"] = tick * TICK_MS
+    frame = render(shown, when)
+    stage = frame.stage
+    remaining_ms = shown.get("remaining_ms") if state.get("timer", True) else None
+    match = state.get("match") or {}
+    score = match.get("score") or state.get("frames_won") or [0, 0]
+    per = int((state.get("profile") or {}).get("extensions_per_frame", 1))
+    left = state.get("extensions_left") or [per, per]
+    whites = state.get("whites")
+    player = state.get("player")
+    over = state.get("phase") == "frame_over"
+    alert_kind = ("expired" if stage == "expired"
+                  else "warning" if stage in ("warning", "critical") else "")
+    return {
+        "table": str(state.get("table", "")),
+        "player_a": players[0], "player_b": players[1] if len(players) > 1 else "",
+        "score_a": int(_pair(score, 0)), "score_b": int(_pair(score, 1)),
+        "race_to": match.get("race_to") if match.get("race_to") is not None else "",
+        "frame": int(state.get("frame") or 0), "round": int(state.get("round") or 0),
+        "at_table": "" if over or player is None else "ab"[int(player)],
+        "at_table_name": "" if over or player is None else players[int(player)],
+        "remaining": frame.text, "remaining_ms": "" if remaining_ms is None else
+        int(remaining_ms),
+        "phase": str(state.get("phase", "")), "stage": stage,
+        "extension_used_a": max(0, per - int(_pair(left, 0, per))),
+        "extension_used_b": max(0, per - int(_pair(left, 1, per))),
+        "extensions_left_a": int(_pair(left, 0, per)),
+        "extensions_left_b": int(_pair(left, 1, per)),
+        "fouls_a": int(_pair(state.get("fouls"), 0)),
+        "fouls_b": int(_pair(state.get("fouls"), 1)),
+        "whites_a": "" if whites is None else _pair(whites, 0, ""),
+        "whites_b": "" if whites is None else _pair(whites, 1, ""),
+        "last_event": event_text(last_event, players, lang),
+        "alert": 1 if alert_kind else 0, "alert_kind": alert_kind,
+        "live": 1 if live else 0, "seq": int(state.get("seq") or 0),
+    }
+
+
+# -- encodings: each row alone, so a body of many tables is a join of cached rows ------------
+def json_row(values: Mapping[str, Any]) -> str:
+    return json.dumps({k: values[k] for k in FIELDS}, ensure_ascii=False,
+                      separators=(",", ":"))
+
+
+def xml_row(values: Mapping[str, Any]) -> str:
+    cells = "".join(f"<{k}>{escape(str(values[k]))}</{k}>" for k in FIELDS)
+    return f"<row>{cells}</row>"
+
+
+def _csv_cell(value: Any) -> str:
+    text = str(value)
+    # A spreadsheet would run a cell starting with = + - @ as a formula (a player named
+    # "=HYPERLINK(...)"): such a cell starts with a quote mark, as OWASP advises.
+    if text[:1] in ("=", "+", "@", "\t", "\r") or (text[:1] == "-" and not _number(text)):
+        text = "'" + text
+    return text
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def csv_row(values: Mapping[str, Any]) -> str:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\r\n").writerow(_csv_cell(values[k]) for k in FIELDS)
+    return out.getvalue()
+
+
+CSV_HEADER = ",".join(FIELDS) + "\r\n"
+XML_HEAD = '<?xml version="1.0" encoding="UTF-8"?>\n<feed>'
+XML_TAIL = "</feed>\n"
+
+
+def to_json(rows: Iterable[str]) -> str:
+    return "[" + ",".join(rows) + "]"
+
+
+def to_xml(rows: Iterable[str]) -> str:
+    return XML_HEAD + "".join(rows) + XML_TAIL
+
+
+def to_csv(rows: Iterable[str]) -> str:
+    return CSV_HEADER + "".join(rows)

@@ -1,0 +1,2 @@
+"""The ``shotclock`` command: parsing and the composition root.
+"""

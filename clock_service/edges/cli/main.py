@@ -1,0 +1,857 @@
+"""The ``shotclock`` command, and its composition root.
+
+``serve`` and ``hall`` build every part of the service here (the store, the runtime, the
+match reports, the table-side devices, the MQTT publisher, the camera, the tournament) and
+hand them to ``create_app`` (clock_service/edges/api), which starts them with the app and mounts
+the routers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import gc
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import uvicorn
+    from fastapi import FastAPI
+
+    from clock_service.edges.broadcast.feeds import FeedBoard
+    from clock_service.edges.camera.adapter import CameraAdapter
+    from clock_service.edges.mqtt.hall import HallRuntime
+    from clock_service.edges.mqtt.topics import BrokerTarget
+    from clock_service.edges.reports.service import Reports
+    from clock_service.edges.tournament.part import TournamentPart
+    from clock_service.service.runtime import Runtime
+    from clock_service.service.settings import Settings
+    from clock_service.service.storage import Store
+    from clock_service.service.timesource import TimeSource
+    from firmware_bridge.bridge import TableBridge
+    from firmware_bridge.monitor import HardwareMonitor
+
+__all__ = ["main", "table_runtime", "table_app", "EXIT_REFUSED", "EXIT_STORE_LOCKED",
+           "EXIT_STORE_CORRUPT", "EXIT_STORE_UNWRITABLE"]
+
+log = logging.getLogger("shotclock")
+
+
+# Descriptors kept for the store, logs, devices and the listening socket, and for a
+# backlog's worth of connections accepted before the caps close them (serving.BACKLOG).
+FILES_BESIDES_CONNECTIONS = 64 + 128
+
+
+# sysexits.h EX_CONFIG: the configuration is wrong and a restart cannot help. The units
+# say RestartPreventExitStatus=78, so systemd does not restart-loop an unconfigured box.
+EX_CONFIG = 78
+# Exit codes of ``shotclock serve`` when it refuses to start (sysexits.h; see README).
+EXIT_REFUSED = EX_CONFIG  # a non-loopback address without a referee token or --open
+EXIT_STORE_LOCKED = 75  # EX_TEMPFAIL: another process serves this store (retry later)
+EXIT_STORE_CORRUPT = 65  # EX_DATAERR: the store failed PRAGMA quick_check
+# EX_CANTCREAT: the store's path cannot be written (read-only root): the units list it in
+# RestartPreventExitStatus, so systemd does not restart it every second.
+EXIT_STORE_UNWRITABLE = 73
+# The integrity check before READY stops after this long and finishes after start: systemd
+# waits 90 s for READY (TimeoutStartSec), and on a Pi the imports and loading the tables
+# take seconds too. 10 s is ~0.3-1 GB of store on an SD card (see README).
+STORE_CHECK_BUDGET_S = 10.0
+
+
+def _check_tls(settings: Settings, prog: str) -> int | None:
+    """A certificate and its key, both or neither, loadable (else exit 78, saying why)."""
+    if not settings.tls_cert and not settings.tls_key:
+        return None
+    import ssl
+
+    problem = None
+    if not (settings.tls_cert and settings.tls_key):
+        problem = "--tls-cert and --tls-key go together (SHOTCLOCK_TLS_CERT, _KEY)"
+    else:
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
+                settings.tls_cert, settings.tls_key)
+        except (OSError, ssl.SSLError) as exc:
+            problem = f"cannot use {settings.tls_cert} with {settings.tls_key}: {exc}"
+    if problem is None:
+        return None
+    print(f"{prog}: {problem}", file=sys.stderr, flush=True)
+    return EXIT_REFUSED
+
+
+def _refuse_exposed(settings: Settings, prog: str) -> int | None:
+    """Refuse (exit 78) a non-loopback address without a referee token unless --open, or
+    with a weak token; warn at every start that plain HTTP on it carries the token in
+    clear."""
+    from clock_service.edges.api.server import is_loopback
+
+    tls = _check_tls(settings, prog)
+    if tls is not None:
+        return tls
+    if is_loopback(settings.host):
+        return None
+    if not settings.tls_cert:
+        # Issue 20, finding 5: on WPA2-PSK Wi-Fi anyone who knows the passphrase decrypts
+        # everyone's traffic; a relay reads it outright. Said at every start.
+        print(f"{prog}: WARNING: plain HTTP on {settings.host}: the referee token, every "
+              "command and every page travel in clear on the venue's network (anyone on "
+              "its Wi-Fi can read the token and run the clocks). Give --tls-cert and "
+              "--tls-key (shotclock tls init makes a hall CA and certificates), or put a "
+              "TLS reverse proxy in front (deploy/README.md).", file=sys.stderr, flush=True)
+    if settings.referee_token:
+        from clock_service.service.auth import weak_token_reason
+
+        weak = weak_token_reason(settings.referee_token)
+        if weak is None:
+            return None
+        print(f"{prog}: refusing to listen on {settings.host} with a weak referee token "
+              f"({weak}): anyone on the venue's network could guess it and run every "
+              "clock. Set SHOTCLOCK_REFEREE_TOKEN to a random one, e.g. "
+              "python3 -c 'import secrets; print(secrets.token_urlsafe(24))'.",
+              file=sys.stderr, flush=True)
+        return EXIT_REFUSED
+    if not settings.open:
+        print(f"{prog}: refusing to listen on {settings.host} without a referee token: "
+              "anyone on the network could run every clock. Set SHOTCLOCK_REFEREE_TOKEN, "
+              "listen on 127.0.0.1, or pass --open to accept that risk.",
+              file=sys.stderr, flush=True)
+        return EXIT_REFUSED
+    print(f"{prog}: WARNING: --open: listening on {settings.host} with NO referee "
+          "token: anyone who can reach this address controls every clock.",
+          file=sys.stderr, flush=True)
+    return None
+
+
+def _locked_store(store: Store) -> Store | int:
+    """The store, locked for this process and checked; or the exit code (75, 65, 73)."""
+    from clock_service.core.errors import StoreCorrupt, StoreLocked, StoreUnwritable
+
+    try:
+        store.lock()  # held until the process ends
+        if not store.check(budget_s=STORE_CHECK_BUDGET_S):
+            logging.getLogger("shotclock.store").warning(
+                "the event store %s is big: its integrity check did not finish in %.0f s "
+                "and goes on after start (a fault on /api/health if it finds damage)",
+                store.path, STORE_CHECK_BUDGET_S)
+    except StoreLocked as exc:
+        print(f"shotclock: {exc.message}", file=sys.stderr, flush=True)
+        return EXIT_STORE_LOCKED
+    except StoreCorrupt as exc:
+        print(f"shotclock: {exc.message}", file=sys.stderr, flush=True)
+        return EXIT_STORE_CORRUPT
+    except StoreUnwritable as exc:
+        print(f"shotclock: {exc.message}", file=sys.stderr, flush=True)
+        return EXIT_STORE_UNWRITABLE
+    return store
+
+
+# -- the composition root ----------------------------------------------------------------------
+
+def table_runtime(settings: Settings, *, time: TimeSource | None = None,
+                  store: Store | None = None) -> Runtime:
+    """A table service's runtime: the clocks over the store (``settings.db`` unless given;
+    ``serve`` gives one already locked and checked)."""
+    from clock_service.service.hub import Hub
+    from clock_service.service.runtime import Runtime
+    from clock_service.service.storage import Store
+    from clock_service.service.timesource import RealTime
+
+    _configure_presets(settings)
+    runtime = Runtime(store or Store(settings.db), time or RealTime(), Hub(settings.ws_queue),
+                      max_tables=settings.max_tables)
+    runtime.store_wait_s = settings.store_wait_s
+    runtime.archive_days = settings.archive_days
+    runtime.disk_low_bytes = settings.disk_low_mb * 1_000_000
+    return runtime
+
+
+def _configure_presets(settings: Settings) -> None:
+    from clock_service.core import presets
+
+    try:
+        presets.configure(settings.presets_dir)
+    except presets.PresetError as exc:  # a bad preset file stops start-up, saying which
+        raise SystemExit(f"SHOTCLOCK_PRESETS_DIR: {exc}") from None
+
+
+def _app(settings: Settings, runtime: Runtime | HallRuntime, *, reports: Reports | None = None,
+         feeds: FeedBoard | None = None, **parts: Any) -> FastAPI:
+    """The app over ``runtime`` with the projections every service reads from it: the
+    match reports and the broadcast feeds (made before the runtime starts: they see every
+    publication)."""
+    from clock_service.edges.api import create_app
+    from clock_service.edges.broadcast.feeds import FeedBoard
+
+    return create_app(settings, runtime, reports=reports or _reports(runtime),
+                      feeds=feeds or FeedBoard(runtime), **parts)
+
+
+def _reports(runtime: Runtime | HallRuntime) -> Reports:
+    """The match records over the runtime's store."""
+    from clock_service.edges.reports.service import Reports
+
+    return Reports(runtime.store.reader_connection, runtime.store.path)
+
+
+def table_app(settings: Settings, *, time: TimeSource | None = None) -> FastAPI:
+    """A table service with no devices, publisher or camera (tests and benchmarks)."""
+    runtime = table_runtime(settings, time=time)
+    reports = _reports(runtime)
+    return _app(settings, runtime, reports=reports,
+                tournament=_tournament(runtime, settings, reports))
+
+
+def _tournament(runtime: Runtime, settings: Settings, reports: Reports) -> TournamentPart:
+    """The draw's queues and the results out over a table service's runtime (issue 25):
+    one part of the app. The results read the app's own match records."""
+    from clock_service.edges.tournament.part import TournamentPart
+    from clock_service.edges.tournament.results import Results
+    from clock_service.edges.tournament.service import Tournament
+
+    tournament = Tournament(runtime)
+    results = Results(runtime, reports,
+                      webhook=settings.results_webhook, secret=settings.results_secret,
+                      retry_s=settings.results_retry_s, draw_number=tournament.draw_number)
+    return TournamentPart(tournament, results)
+
+
+@dataclass
+class _Part:
+    """A part made of two coroutine functions (clock_service.edges.api.Part)."""
+
+    start: Callable[[], Awaitable[None]]
+    stop: Callable[[], Awaitable[None]]
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from clock_service.edges.api import Part
+    from clock_service.edges.api.server import (
+        install_redactor,
+        raise_open_files,
+        uvicorn_config,
+    )
+    from clock_service.edges.broadcast.cli import text_files
+    from clock_service.edges.broadcast.feeds import FeedBoard
+    from clock_service.service.settings import Settings
+    from clock_service.service.storage import Store
+
+    settings = Settings.from_env(host=args.host, port=args.port, db=args.db,
+                                 display=args.display, open=args.open or None,
+                                 tls_cert=args.tls_cert, tls_key=args.tls_key)
+    install_redactor(settings.referee_token)
+    refused = _refuse_exposed(settings, "shotclock")
+    if refused is not None:
+        return refused
+    store = _locked_store(Store(settings.db))
+    if isinstance(store, int):
+        return store
+    soft, _ = raise_open_files()
+    if 0 < soft < settings.max_connections + FILES_BESIDES_CONNECTIONS:
+        # The caps, not the kernel, must say no: a refused accept() (EMFILE) stalls everyone.
+        cap = max(16, soft - FILES_BESIDES_CONNECTIONS)
+        log.warning("only %d open files allowed (ulimit -n, LimitNOFILE): connections capped "
+                    "at %d instead of %d (SHOTCLOCK_MAX_CONNECTIONS); raise the limit", soft,
+                    cap, settings.max_connections)
+        settings = replace(settings, max_connections=cap)
+    runtime = table_runtime(settings, store=store)
+    # Started in this order once the runtime has started, stopped in reverse before it
+    # stops: the devices, then the publisher (it closes before the store: the last acked
+    # seqs), then the camera.
+    table_side = _table_side(runtime, settings)
+    parts: list[Part] = [table_side]
+    publisher = _mqtt_publisher(runtime, settings)
+    if publisher is not None:
+        parts.append(publisher)
+    # Each match's record signed when it ends (clock_service/service/signing.py).
+    parts.append(_match_signer(runtime, settings))
+    camera = _camera_adapter(runtime, settings)
+    if camera is not None:
+        parts.append(_Part(_async(camera.attach), _async(camera.close)))
+    feeds = FeedBoard(runtime)
+    files = text_files(feeds, settings)  # SHOTCLOCK_FEED_DIR (clock_service/edges/broadcast)
+    if files is not None:
+        parts.append(files)
+    reports = _reports(runtime)
+    app = _app(settings, runtime, reports=reports, feeds=feeds, parts=parts,
+               hardware=table_side.dimmable, camera=camera,
+               tournament=_tournament(runtime, settings, reports))
+    base = f"{'https' if settings.tls_cert else 'http'}://{settings.host}:{settings.port}"
+    table = settings.default_table or "1"
+    about_camera = None if camera is None else (
+        f"{camera.spec.kind} ({camera.mode} mode, table {camera.table_id})")
+    print(f"shotclock: serving on {base}  (store: {settings.db}; referee token "
+          f"{'on' if settings.referee_token else 'off'})\n"
+          f"  hall view        {base}/\n"
+          f"  referee console  {base}/referee?table={table}\n"
+          f"  stream overlay   {base}/overlay?table={table}\n"
+          f"  table display    {base}/display?table={table}\n"
+          f"  statistics       {base}/stats?table={table}\n"
+          f"  match protocol   {base}/report?match={table}.1  (each table's: the hall)\n"
+          f"  API              {base}/docs"
+          + (f"\n  camera           {about_camera}  (calibrate: {base}/calibrate)"
+             if about_camera else "\n  camera           none (--camera: calibrate at /calibrate)"),
+          file=sys.stderr, flush=True)
+    config = uvicorn_config(app, settings, log_level=args.log_level,
+                            access_log=args.access_log)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # SIGTERM/SIGINT: blank the digits now (defect 6: within 0.5 s), not after
+            # uvicorn has waited for every client to go.
+            table_side.on_signal()
+            super().handle_exit(sig, frame)
+
+    server = Server(config)
+    table_side.server = server
+    # uvicorn sets up its loggers when the config is made: redact their handlers too.
+    install_redactor(settings.referee_token)
+    _run_until_stopped(server)
+    return 0
+
+
+def _run_until_stopped(server: uvicorn.Server) -> None:
+    """Run the server until a signal stops it. Ctrl-C is a requested stop, not a crash: one
+    line and no traceback (issue 23, `make run`), whether uvicorn re-raises the interrupt
+    after its orderly shutdown (KeyboardInterrupt) or not."""
+    signals: list[int] = []
+    handle_exit = server.handle_exit
+
+    def record(sig: int, frame: Any) -> None:
+        signals.append(sig)
+        handle_exit(sig, frame)
+
+    server.handle_exit = record  # type: ignore[method-assign]
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        signals.append(signal.SIGINT)
+    if signal.SIGINT in signals:
+        print("shotclock: stopped (Ctrl-C)", file=sys.stderr, flush=True)
+
+
+def _async(call: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
+        call()
+
+    return run
+
+
+def _table_side(runtime: Runtime, settings: Settings) -> _TableSide:
+    """The table-side devices: hardware if configured, else the terminal (or nothing).
+
+    The configuration is read (and a bad one refused, exit 78) before the service starts.
+    """
+    from firmware_bridge.config import load_config
+    from firmware_bridge.errors import HardwareConfigError
+    from firmware_bridge.monitor import HardwareMonitor
+
+    try:
+        config = load_config()
+    except HardwareConfigError as exc:
+        print(f"shotclock: hardware configuration refused: {exc}", file=sys.stderr)
+        raise SystemExit(EX_CONFIG) from None
+    return _TableSide(runtime, settings, config, HardwareMonitor(runtime.health, config))
+
+
+class _TableSide:
+    """What ``serve`` runs beside the API: the table's devices and systemd's watchdog.
+
+    A device that fails to open is a fault in ``/api/health`` and on the console (and in
+    the log): the clock runs without it, and the serial driver keeps reconnecting by
+    itself. The display shows its self-test (all segments, a chirp) first. Devices are
+    closed (the digits blanked) when the service stops. Under systemd the service says
+    READY once it listens and pats the watchdog from the event loop.
+    """
+
+    def __init__(self, runtime: Runtime, settings: Settings, config: Any,
+                 monitor: HardwareMonitor) -> None:
+        self.runtime = runtime
+        self.settings = settings
+        self.config = config
+        self.monitor = monitor
+        self.server: Any = None
+        self.bridge: TableBridge | None = None
+        self.loop: Any = None
+        self._ready: Any = None
+        self._watchdog: Any = None
+
+    @property
+    def dimmable(self) -> HardwareMonitor | None:
+        """The monitor, for the brightness route, when there are devices to dim."""
+        return self.monitor if self.config.kind != "none" or self.config.hid_device else None
+
+    def on_signal(self) -> None:
+        """From the signal handler: hop onto the loop (call_soon_threadsafe is safe here)."""
+        loop, bridge = self.loop, self.bridge
+        if loop is not None and bridge is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                loop.call_soon_threadsafe(bridge.driver.blank)
+
+    async def start(self) -> None:
+        import asyncio
+
+        from clock_service.service.sdnotify import Watchdog
+        from firmware_bridge.bridge import TableBridge
+        from firmware_bridge.config import build_devices
+        from firmware_bridge.terminal import TerminalDisplay
+
+        runtime, settings, config, monitor = (self.runtime, self.settings, self.config,
+                                              self.monitor)
+        self.loop = asyncio.get_running_loop()
+        # Everything loaded so far (libraries, restored tables) lives as long as the
+        # process: keep it out of the garbage collector's passes, and make the passes
+        # rarer. The service makes almost no cyclic garbage, and a full pass over a
+        # hall of tables and clients stalled the loop for 60-160 ms (bench/README.md).
+        gc.freeze()
+        gc.set_threshold(20_000, 20, 100)
+        bridge = None
+        hardware_log = logging.getLogger("shotclock.hardware")
+        if config.kind != "none" or config.hid_device:
+            monitor.check_permissions()
+            display, buzzer, buttons = build_devices(
+                config, now_ms=runtime.time.now_ms, on_error=monitor.device_failed)
+            if display is None and settings.display == "terminal" and config.kind == "none":
+                display = TerminalDisplay(config.table_id)
+            bridge = TableBridge(runtime, config.table_id, display=display,
+                                 buzzer=buzzer, buttons=buttons)
+            monitor.attach(display, buzzer, buttons)
+            hardware_log.info("table %s: %s hardware attached", config.table_id, config.kind)
+        else:
+            monitor.attach(None, None, None)  # /api/health still says "none"
+            if settings.display == "terminal":
+                table_id = settings.default_table or "1"
+                bridge = TableBridge(runtime, table_id, display=TerminalDisplay(table_id))
+        if bridge is not None:
+            bridge.attach(self_test=config.self_test and config.kind != "none")
+        self.bridge = bridge
+        self._watchdog = Watchdog()
+        self._ready = self.loop.create_task(_when_listening(self, self._watchdog))
+
+    async def stop(self) -> None:
+        if self._ready is not None:
+            self._ready.cancel()
+        if self._watchdog is not None:
+            await self._watchdog.stop()
+        self.monitor.close()
+        if self.bridge is not None:
+            self.bridge.close()
+
+
+async def _when_listening(side: _TableSide, watchdog: Any) -> None:
+    """READY=1 once uvicorn listens (Type=notify), then the watchdog pats."""
+    import asyncio
+
+    while side.server is not None and not side.server.started:
+        await asyncio.sleep(0.02)
+    watchdog.start("serving")
+
+
+def _blank(args: argparse.Namespace) -> int:
+    """``shotclock blank``: turn the configured digits off and the buzzer silent, then exit.
+
+    The units' ``ExecStopPost=``: however the service or bridge ended (a crash included),
+    nothing stays lit or sounding. For a serial controller it sends a blank frame (the
+    controller shows its ``----`` host-gone pattern a second later). Never fails the stop:
+    problems are logged and the exit status is 0.
+    """
+    from firmware_bridge.config import load_config
+    from firmware_bridge.errors import HardwareConfigError
+
+    log = logging.getLogger("shotclock.blank")
+    try:
+        config = load_config()
+    except HardwareConfigError as exc:
+        log.warning("nothing blanked: hardware configuration refused: %s", exc)
+        return 0
+    try:
+        if config.kind == "gpio":
+            from firmware_bridge.gpio import GpioBuzzer, TM1637Display
+
+            TM1637Display(config.tm1637_clk, config.tm1637_dio, brightness=config.brightness,
+                          module=config.display_module, background=False).close()
+            if config.buzzer_pin is not None:
+                GpioBuzzer(config.buzzer_pin, active_high=config.buzzer_active_high,
+                           tonal=config.buzzer_tonal).close()
+        elif config.kind == "serial":
+            import serial
+
+            from clock_service.core.readout import DisplayFrame
+            from firmware_bridge.protocol import WireFrame, encode_frame
+
+            assert config.serial_port is not None
+            with serial.serial_for_url(config.serial_port, baudrate=config.baudrate,
+                                       timeout=0.2, write_timeout=0.5) as port:
+                port.write(encode_frame(0, WireFrame(DisplayFrame("", "off", 0),
+                                                     brightness=config.brightness)))
+                port.flush()
+        log.info("%s display blanked", config.kind)
+    except Exception as exc:  # noqa: BLE001 - a blanker must never fail the stop
+        log.warning("blanking the %s display failed: %s: %s", config.kind,
+                    type(exc).__name__, exc)
+    return 0
+
+
+def _broker_target(url: str, ca: str | None = None) -> BrokerTarget:
+    """The broker and hall of ``SHOTCLOCK_MQTT_URL`` (``ca``: SHOTCLOCK_MQTT_CA, the hall
+    CA for mqtts://); refuses a bad URL or a missing client library before the service
+    starts."""
+    from clock_service.core.errors import InvalidInput
+    from clock_service.edges.mqtt.topics import parse_url
+
+    try:
+        target = parse_url(url, ca=ca)
+    except InvalidInput as exc:
+        raise SystemExit(f"shotclock: {exc.message}") from None
+    try:
+        import paho.mqtt.client  # noqa: F401
+    except ImportError:
+        raise SystemExit("shotclock: SHOTCLOCK_MQTT_URL is set but paho-mqtt is not "
+                         "installed: pip install 'shotclock[mqtt]'") from None
+    return target
+
+
+
+
+def _match_signer(runtime: Runtime, settings: Settings) -> _Part:
+    """Sign each match's record when it ends (clock_service/service/signing.py): the key is made
+    at the first start, beside the store unless SHOTCLOCK_SIGNING_KEY names a file."""
+    from pathlib import Path
+
+    from clock_service.service.signing import MatchSigner, Signer, key_path_for
+
+    path = Path(settings.signing_key) if settings.signing_key else key_path_for(settings.db)
+    try:
+        signer = Signer(path)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"shotclock: the signing key {path}: {exc}") from None
+    log.info("match records signed with %s (fingerprint %s)", path, signer.fingerprint)
+    match_signer = MatchSigner(runtime, signer)
+    return _Part(_async(match_signer.attach), _async(match_signer.detach))
+
+
+def _mqtt_publisher(runtime: Runtime, settings: Settings) -> _Part | None:
+    """With SHOTCLOCK_MQTT_URL, publish every table on the broker (clock_service/edges/mqtt)."""
+    if not settings.mqtt_url:
+        return None
+    from clock_service.edges.mqtt.publisher import MqttPublisher
+
+    publisher = MqttPublisher(runtime, _broker_target(settings.mqtt_url, settings.mqtt_ca),
+                              settings)
+    return _Part(publisher.start, publisher.close)
+
+
+def _hall(args: argparse.Namespace) -> int:
+    """``shotclock hall``: every table of a hall, mirrored from the broker, behind the same
+    HTTP/WebSocket API and pages (clock_service/edges/mqtt/hall.py)."""
+    import uvicorn
+
+    from clock_service.edges.mqtt.hall import HallRuntime
+    from clock_service.service.hub import Hub
+    from clock_service.service.settings import Settings
+    from clock_service.service.storage import Store
+    from clock_service.service.timesource import RealTime
+
+    settings = Settings.from_env(host=args.host, port=args.port, mqtt_url=args.mqtt,
+                                 open=args.open or None, tls_cert=args.tls_cert,
+                                 tls_key=args.tls_key)
+    # The hall's own store: not a table service's (a hall server may run one too). Where
+    # serve's default lives (never relative to the working directory: the unit runs in /).
+    settings = dataclasses.replace(settings, default_table=None, display="none",
+                                   db=args.db or settings.hall_db)
+    if not settings.mqtt_url:
+        raise SystemExit("shotclock hall: needs the broker: --mqtt mqtt://[user:pass@]host:port"
+                         "/<hall> (or SHOTCLOCK_MQTT_URL)")
+    target = _broker_target(settings.mqtt_url, settings.mqtt_ca)
+    from clock_service.edges.api.server import install_redactor, uvicorn_config
+
+    install_redactor(settings.referee_token)
+    # Commands to the hall go on to the tables: the same refusal as serve's.
+    refused = _refuse_exposed(settings, "shotclock hall")
+    if refused is not None:
+        return refused
+    # The mirror can be fetched again from the tables: no fsync per commit (lag).
+    store = _locked_store(Store(settings.db, synchronous="NORMAL"))
+    if isinstance(store, int):
+        return store
+    _configure_presets(settings)
+    runtime = HallRuntime(store, RealTime(), Hub(settings.ws_queue), target, settings)
+    runtime.store_wait_s = settings.store_wait_s
+    app = _app(settings, runtime)
+    base = f"{'https' if settings.tls_cert else 'http'}://{settings.host}:{settings.port}"
+    print(f"shotclock hall: mirroring hall {target.hall!r} from {target.redacted()} on {base}"
+          f"  (store: {settings.db})\n  hall view  {base}/\n  API        {base}/docs",
+          file=sys.stderr, flush=True)
+    # The same connection caps, request timeout and token-free logs as ``serve``.
+    config = uvicorn_config(app, settings, log_level=args.log_level,
+                            access_log=args.access_log)
+    server = uvicorn.Server(config)
+    install_redactor(settings.referee_token)
+    _run_until_stopped(server)
+    return 0
+
+
+def _camera_adapter(runtime: Runtime, settings: Settings) -> CameraAdapter | None:
+    """The overhead camera's adapter when SHOTCLOCK_CAMERA is set (issue 15), else None.
+
+    The setting is checked (and a bad one refused) before the service starts; OpenCV is
+    imported only then. The camera's thread starts with the app and stops with it; its
+    routes (/api/camera, the calibration) are mounted only with it.
+    """
+    from clock_service.edges.camera.config import load_camera_config
+
+    try:
+        config = load_camera_config(settings)
+    except ValueError as exc:
+        raise SystemExit(f"shotclock: camera configuration refused: {exc}") from None
+    if config is None:
+        return None
+    try:
+        import cv2  # noqa: F401
+    except ImportError:
+        raise SystemExit("shotclock: SHOTCLOCK_CAMERA is set but OpenCV is not installed: "
+                         "pip install 'shotclock[camera]'") from None
+    from clock_service.edges.camera.adapter import CameraAdapter
+    from clock_service.edges.camera.evidence import ClipStore, Evidence
+
+    evidence = None
+    if config.clips > 0 and config.clips_mb > 0 and config.clips_dir is not None:
+        evidence = Evidence(ClipStore(config.clips_dir, config.clips,
+                                      config.clips_mb * 1024 * 1024), config.table_id)
+    adapter = CameraAdapter(runtime, config.table_id, config.spec, config.source,
+                            mode=config.mode, calibration_path=config.calibration_path,
+                            evidence=evidence)
+    logging.getLogger("shotclock.camera").info(
+        "table %s: camera %s in %s mode", config.table_id, adapter.source_text, config.mode)
+    return adapter
+
+
+def _camera(args: argparse.Namespace) -> int:
+    """``shotclock camera calibrate``: one frame, the table's corners found (or given), saved."""
+    import json
+    import time
+
+    from clock_service.edges.camera.config import load_camera_config
+    from clock_service.edges.camera.geometry import Calibration, CalibrationError
+    from clock_service.edges.camera.source import SourceError, make_source, parse_source
+    from clock_service.service.settings import Settings
+
+    try:
+        import cv2
+    except ImportError:
+        print("shotclock camera: OpenCV is not installed: pip install 'shotclock[camera]'",
+              file=sys.stderr)
+        return 2
+    from clock_service.edges.camera.detect import find_table_corners
+
+    settings = Settings.from_env(db=args.db)
+    try:
+        config = load_camera_config(settings)
+        spec = parse_source(args.source) if args.source else (config.spec if config else None)
+    except ValueError as exc:
+        print(f"shotclock camera: {exc}", file=sys.stderr)
+        return 2
+    if spec is None:
+        print("shotclock camera: give --source or set SHOTCLOCK_CAMERA", file=sys.stderr)
+        return 2
+    if args.out:
+        out = args.out
+    elif config is not None:
+        out = str(config.calibration_path)
+    else:
+        out = str(settings.camera_calibration_path)
+    source = make_source(spec, lambda: time.time() * 1000)
+    try:
+        source.open()
+        frame, _ = source.read()
+    except SourceError as exc:
+        print(f"shotclock camera: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        source.close()
+    size = (int(frame.shape[1]), int(frame.shape[0]))
+    if args.corners:
+        values = [float(v) for v in args.corners.replace(";", ",").split(",") if v.strip()]
+        if len(values) != 8:
+            print("shotclock camera: --corners takes 8 numbers: x1,y1,x2,y2,x3,y3,x4,y4",
+                  file=sys.stderr)
+            return 2
+        corners = [(values[i], values[i + 1]) for i in range(0, 8, 2)]
+    else:
+        found = find_table_corners(frame)
+        if found is None:
+            print("shotclock camera: could not find the table in the frame; give --corners "
+                  "or click them on the /calibrate page", file=sys.stderr)
+            return 1
+        corners = found
+    try:
+        calibration = Calibration(tuple(corners), size)
+    except CalibrationError as exc:
+        print(f"shotclock camera: {exc}", file=sys.stderr)
+        return 1
+    if not args.no_learn:  # the felt's and the balls' colours and size (issue 21 point 3a)
+        from clock_service.edges.camera.appearance import AppearanceError, learn_appearance
+        try:
+            calibration = learn_appearance(calibration, frame)
+        except AppearanceError as exc:
+            print(f"shotclock camera: corners saved, appearance not learned: {exc}",
+                  file=sys.stderr)
+    calibration.save(out)
+    if args.snapshot:
+        import numpy as np
+
+        shown = frame.copy()
+        cv2.polylines(shown, [np.array(corners, np.int32)], True, (0, 0, 255), 2)
+        cv2.imwrite(args.snapshot, shown)
+    print(json.dumps({"saved": out, **calibration.to_dict()}))
+    return 0
+
+
+def _follow(args: argparse.Namespace) -> int:
+    """Print a table's events as JSON lines, resuming after disconnects (never a gap)."""
+    import asyncio
+    import json
+
+    from clock_service.edges.client import follow
+
+    async def run() -> None:
+        async for event in follow(args.server, args.table, since=args.since, token=args.token):
+            print(json.dumps(event, ensure_ascii=False), flush=True)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="shotclock", description=__doc__)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    serve = sub.add_parser("serve", help="run the shot clock service")
+    serve.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default 8000)")
+    serve.add_argument("--db", default=None,
+                       help="SQLite file (default: $STATE_DIRECTORY/shotclock.db under systemd, "
+                       "else $XDG_STATE_HOME/shotclock/ or ~/.local/state/shotclock/)")
+    serve.add_argument("--display", choices=["terminal", "none"], default=None,
+                       help="simulated display in the terminal when no hardware is set")
+    serve.add_argument("--access-log", action="store_true", help="log every HTTP request")
+    serve.add_argument("--tls-cert", default=None,
+                       help="HTTPS: certificate file, PEM (SHOTCLOCK_TLS_CERT)")
+    serve.add_argument("--tls-key", default=None,
+                       help="HTTPS: its private key, PEM (SHOTCLOCK_TLS_KEY)")
+    serve.add_argument("--open", action="store_true",
+                       help="allow a non-loopback --host without SHOTCLOCK_REFEREE_TOKEN "
+                       "(anyone on the network controls the clocks; warned on every start)")
+    serve.add_argument("--log-level", default="info",
+                       choices=["critical", "error", "warning", "info", "debug"])
+    hall = sub.add_parser("hall", help="mirror every table of a hall from the MQTT broker "
+                          "and serve them (read-only; commands are forwarded to each table)")
+    hall.add_argument("--mqtt", default=None, help="mqtt://[user:pass@]host:port/<hall> "
+                      "(default: SHOTCLOCK_MQTT_URL)")
+    hall.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
+    hall.add_argument("--port", type=int, default=None, help="port (default 8000)")
+    hall.add_argument("--db", default=None,
+                      help="the hall's SQLite file (default SHOTCLOCK_HALL_DB, else hall.db "
+                      "where serve keeps shotclock.db: $STATE_DIRECTORY under systemd, else "
+                      "$XDG_STATE_HOME/shotclock/ or ~/.local/state/shotclock/)")
+    hall.add_argument("--access-log", action="store_true", help="log every HTTP request")
+    hall.add_argument("--tls-cert", default=None,
+                       help="HTTPS: certificate file, PEM (SHOTCLOCK_TLS_CERT)")
+    hall.add_argument("--tls-key", default=None,
+                       help="HTTPS: its private key, PEM (SHOTCLOCK_TLS_KEY)")
+    hall.add_argument("--open", action="store_true",
+                      help="allow a non-loopback --host without SHOTCLOCK_REFEREE_TOKEN")
+    hall.add_argument("--log-level", default="info",
+                      choices=["critical", "error", "warning", "info", "debug"])
+    sub.add_parser("blank", help="turn the configured table display off and the buzzer "
+                   "silent (the units' ExecStopPost)")
+    tail = sub.add_parser("follow", help="print a table's events as JSON lines, resuming "
+                          "with ?since= after disconnects")
+    tail.add_argument("table", help="table id")
+    tail.add_argument("--server", default="http://127.0.0.1:8000", help="service base URL")
+    tail.add_argument("--since", type=int, default=0, help="start after this seq (default 0)")
+    tail.add_argument("--token", default=None, help="referee token (not needed to read)")
+    camera = sub.add_parser("camera", help="the overhead camera (SHOTCLOCK_CAMERA)")
+    camera_sub = camera.add_subparsers(dest="camera_cmd", required=True)
+    calibrate = camera_sub.add_parser(
+        "calibrate", help="find (or take --corners) the playing area's corners in one frame "
+        "and save them (the /calibrate page does the same by clicking)")
+    calibrate.add_argument("--source", default=None,
+                           help="device, URL or file (default: SHOTCLOCK_CAMERA)")
+    calibrate.add_argument("--corners", default=None,
+                           help="x1,y1,...,x4,y4: the corners in frame pixels, going round")
+    calibrate.add_argument("--out", default=None, help="calibration file (default: "
+                           "SHOTCLOCK_CAMERA_CALIBRATION or beside the store)")
+    calibrate.add_argument("--db", default=None, help="the store's path (for the default file)")
+    calibrate.add_argument("--no-learn", action="store_true",
+                           help="save the corners only; do not learn the felt's and the "
+                           "balls' colours and size from the frame")
+    calibrate.add_argument("--snapshot", default=None,
+                           help="write the frame with the corners drawn to this image file")
+    from clock_service.edges.broadcast.cli import add_parser as add_feed_parser
+    from clock_service.edges.broadcast.cli import run as run_feed
+    from clock_service.edges.cli.config import add_parser as add_config_parser
+    from clock_service.edges.reports.cli import add_parser as add_report_parser
+    from clock_service.edges.tournament.cli import add_parser as add_draw_parser
+
+    add_report_parser(sub)
+    add_feed_parser(sub)
+    from clock_service.edges.cli import doctor
+
+    doctor.add_parser(sub)
+    add_draw_parser(sub)
+    add_config_parser(sub)
+    from clock_service.service.storage import cli as store_cli
+
+    store_cli.add_parser(sub)
+    from clock_service.service.tls import add_parser as add_tls_parser
+
+    add_tls_parser(sub)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper() if args.cmd in ("serve", "hall")
+                        else "INFO",
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.cmd == "serve":
+        return _serve(args)
+    if args.cmd == "hall":
+        return _hall(args)
+    if args.cmd == "follow":
+        return _follow(args)
+    if args.cmd == "camera":
+        return _camera(args)
+    if args.cmd == "blank":
+        return _blank(args)
+    if args.cmd == "feed":
+        return run_feed(args)
+    if args.cmd == "doctor":
+        return doctor.run(args)
+    if args.cmd == "draw":
+        from clock_service.edges.tournament.cli import run as run_draw
+        from clock_service.service.settings import Settings
+
+        return run_draw(args, Settings.from_env().referee_token)
+    if args.cmd == "store":
+        return store_cli.run(args)
+    if args.cmd == "report":
+        from clock_service.edges.reports.cli import run as report
+
+        return report(args)
+    if args.cmd == "config":
+        from clock_service.edges.cli.config import run as show_config
+
+        return show_config(args)
+    if args.cmd == "tls":
+        from clock_service.service.tls import run as run_tls
+
+        return run_tls(args)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

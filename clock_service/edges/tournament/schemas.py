@@ -1,0 +1,147 @@
+"""HTTP models of the draw (tournament/routes.py)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clock_service.service.wire import TABLE_ID_PATTERN
+
+__all__ = ["DrawMatchOut", "DrawOut", "DrawRefused", "AssignIn", "NextOut", "StartNextIn",
+           "ResultOut", "ResultsOut", "OutboxOut",
+           "DRAW_CSV_EXAMPLE"]
+
+DRAW_CSV_EXAMPLE = ("number,player1,player2,race_to,event,round,table\n"
+                    "1,Ivanov,Petrov,3,City cup,Round 1,1\n"
+                    "2,Sidorov,Orlov,3,City cup,Round 1,next\n")
+
+
+class DrawMatchOut(BaseModel):
+    number: int
+    players: list[str] = Field(min_length=2, max_length=2)
+    race_to: int
+    event: str | None
+    round: str | None
+    table: str | None = Field(description="the table whose queue holds it; null: the next "
+                              "free table")
+    status: Literal["queued", "playing", "done"]
+    playing_on: str | None = Field(description="the table it was started on")
+    match_id: str | None = Field(description="its match once started (GET /api/matches/{id})")
+
+
+class TableQueue(BaseModel):
+    queue: list[DrawMatchOut]
+    playing: DrawMatchOut | None
+    next: DrawMatchOut | None = Field(description="what the table plays next: its queue's "
+                                      "first, else the next free table's first")
+
+
+class DrawOut(BaseModel):
+    tables: dict[str, TableQueue] = Field(description="every live table")
+    unassigned: list[DrawMatchOut] = Field(description="queued for the next free table")
+    matches: list[DrawMatchOut]
+
+
+class ProblemOut(BaseModel):
+    line: int = Field(description="the file's line (CSV: the header is 1; JSON: the item)")
+    reason: str
+
+
+class DrawRefusedBody(BaseModel):
+    code: Literal["invalid_draw"]
+    message: str
+    problems: list[ProblemOut]
+
+
+class DrawRefused(BaseModel):
+    error: DrawRefusedBody
+
+
+class AssignIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    table: str | None = Field(pattern=TABLE_ID_PATTERN, description="null: the next free table")
+
+
+class NextOut(BaseModel):
+    table: str
+    next: DrawMatchOut | None
+
+
+class StartNextIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = Field(None, min_length=1, max_length=200,
+                               description="why the match in play is left unfinished")
+
+
+class FrameResult(BaseModel):
+    number: int
+    winner: int | None
+    reason: str | None
+    duration_ms: int | None
+    whites: list[int]
+
+
+class PlayerResult(BaseModel):
+    name: str
+    shots: int
+    timed_shots: int
+    mean_ms: int | None
+    median_ms: int | None
+    max_ms: int | None
+    total_ms: int | None
+    extensions: int
+    time_fouls: int
+    fouls: int
+    whites: int
+    visits: int
+    frames_won: int
+    breaks: int
+    breaks_won: int
+
+
+class ResultOut(BaseModel):
+    """A finished match's result (``shotclock.result/1``): what tournament software takes."""
+
+    format: Literal["shotclock.result/1"]
+    match: str = Field(description="the match id, <table>.<number>")
+    table: str
+    number: int
+    event: str | None
+    referee: str | None
+    draw_number: int | None = Field(description="its number in the draw, when started from it")
+    players: list[str]
+    race_to: int | None
+    score: list[int] = Field(description="frames won per player")
+    winner: int | None = Field(description="0 or 1; null: drawn")
+    winner_name: str | None
+    drawn: bool = Field(description="drawn at the match's time limit")
+    by_time_limit: bool = Field(description="decided by the match's time limit")
+    started_at: int | None = Field(description="unix ms")
+    ended_at: int | None = Field(description="unix ms")
+    duration_ms: int | None
+    frames: list[FrameResult]
+    stats: list[PlayerResult] = Field(description="per player, as README \"Matches\" defines")
+    digest: str | None = Field(description="SHA-256 of the match's events as the statistics "
+                               "read them (the protocol prints it; recompute it from the store)")
+    first_seq: int | None
+    last_seq: int | None
+
+
+class ResultsOut(BaseModel):
+    results: list[ResultOut]
+
+
+class Delivery(BaseModel):
+    match: str
+    attempts: int
+    sent_at: int | None = Field(description="unix ms of the 2xx; null: not yet")
+    next_at: int | None = Field(description="unix ms of the next try while not sent")
+    last_error: str | None
+
+
+class OutboxOut(BaseModel):
+    webhook: bool = Field(description="whether SHOTCLOCK_RESULTS_WEBHOOK is set")
+    deliveries: list[Delivery]

@@ -1,0 +1,148 @@
+"""The tournament around the tables, in the service: the draw's queues and the next match.
+
+Holds the draw (``draw.Draw``) in memory, written through to the store's ``draw`` table
+(its one writer, awaited before answering) and read back at start. Watches the tables'
+events (a runtime listener, on the loop) for the end of a draw match. Starting a table's
+next match is the table's own ``new_match`` command with the draw's players, race and
+event: the clock and its log stay the only owner of a match.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from clock_service.core.commands import NewMatch
+from clock_service.core.errors import InvalidInput, RuleRefusal
+from clock_service.edges.tournament.draw import Draw, DrawMatch, parse_draw
+from clock_service.service.runtime import Runtime
+
+__all__ = ["Tournament"]
+
+log = logging.getLogger(__name__)
+
+
+class Tournament:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.draw = Draw()
+        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+
+    async def start(self) -> None:
+        store = self.runtime.store
+
+        def load() -> list[DrawMatch]:
+            rows = store.reader_connection().execute(
+                "SELECT body FROM draw ORDER BY number").fetchall()
+            return [DrawMatch.from_dict(json.loads(r[0])) for r in rows]
+
+        self.draw = Draw(await asyncio.to_thread(load))
+        self.runtime.listeners.append(self._on_events)
+
+    async def stop(self) -> None:
+        if self._on_events in self.runtime.listeners:
+            self.runtime.listeners.remove(self._on_events)
+
+    # -- the tables' events (on the loop, before the store write: no waiting here) ---------
+    def _on_events(self, table_id: str, wires: list[dict[str, Any]],
+                   state: dict[str, Any]) -> None:
+        for wire in wires:
+            if wire["type"] == "match.ended":
+                match_id = state.get("match", {}).get("id")
+                finished = self.draw.finish(table_id, match_id) if match_id else None
+                if finished is not None:
+                    self._save([finished], None)
+                for listener in self.listeners:
+                    listener(table_id, wire)
+
+    # -- persistence ------------------------------------------------------------------------
+    def _execute(self, statements: list[tuple[str, tuple[Any, ...]]],
+                 done: asyncio.Future[None] | None) -> None:
+        loop = asyncio.get_running_loop()
+
+        def from_writer(error: BaseException | None) -> None:
+            if done is not None:
+                loop.call_soon_threadsafe(_settle, done, error)
+
+        self.runtime.store.execute(statements, done=from_writer)
+
+    def _save(self, matches: list[DrawMatch], done: asyncio.Future[None] | None) -> None:
+        self._execute(
+            [("INSERT INTO draw (number, body) VALUES (?, ?) ON CONFLICT(number) DO UPDATE "
+              "SET body = excluded.body", (m.number, json.dumps(m.to_dict())))
+             for m in matches], done)
+
+    async def _durable(self, write: Callable[[asyncio.Future[None]], None]) -> None:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        write(done)
+        await asyncio.wait_for(asyncio.shield(done), self.runtime.store_wait_s)
+
+    async def _saved(self, matches: list[DrawMatch]) -> None:
+        await self._durable(lambda done: self._save(matches, done))
+
+    # -- the draw -----------------------------------------------------------------------------
+    async def import_draw(self, text: str, kind: str) -> list[DrawMatch]:
+        """Check the whole file against the live tables and the draw so far; store it."""
+        matches = parse_draw(text, kind=kind, tables=self.runtime.tables,
+                             taken=self.draw.matches)
+        await self._saved(matches)
+        self.draw.add(matches)
+        return matches
+
+    async def assign(self, number: int, table: str | None) -> DrawMatch:
+        match = self.draw.get(number)
+        if match is None:
+            raise InvalidInput(f"no match {number} in the draw", code="unknown_draw_match")
+        if table is not None and table not in self.runtime.tables:
+            raise InvalidInput(f"no table {table!r}", code="unknown_table")
+        if match.status != "queued":
+            raise RuleRefusal(f"assign refused: match {number} is {match.status}; only a "
+                              "queued match moves", code="match_started")
+        moved = self.draw.assign(number, table)
+        await self._saved([moved])
+        return moved
+
+    async def clear(self) -> int:
+        count = len(self.draw.matches)
+        await self._durable(lambda done: self._execute([("DELETE FROM draw", ())], done))
+        self.draw = Draw()
+        return count
+
+    def view(self) -> dict[str, Any]:
+        return self.draw.to_dict(self.runtime.tables)
+
+    def draw_number(self, match_id: str) -> int | None:
+        """The draw's number of a match started from it (results carry it)."""
+        return next((m.number for m in self.draw.matches.values() if m.match_id == match_id),
+                    None)
+
+    def next_for(self, table_id: str) -> DrawMatch | None:
+        self.runtime.table(table_id)  # 404 for an unknown table
+        return self.draw.next_for(table_id)
+
+    async def start_next(self, table_id: str, reason: str | None = None) -> dict[str, Any]:
+        """The table's next match from the draw: ``new_match`` with its players, race and
+        event. Refused (409) when the draw has none for the table."""
+        match = self.next_for(table_id)
+        if match is None:
+            raise RuleRefusal(f"start next match refused: the draw has no match for table "
+                              f"{table_id} (its queue and the next-free-table list are empty)",
+                              code="no_next_match")
+        event = ", ".join(x for x in (match.event, match.round) if x) or None
+        state = await self.runtime.command(table_id, NewMatch(
+            players=list(match.players), race_to=match.race_to, event=event, reason=reason,
+            source="draw"))
+        await self._saved(self.draw.start(match.number, table_id, state["match"]["id"]))
+        return state
+
+
+def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
+    if future.done():
+        return
+    if error is None:
+        future.set_result(None)
+    else:
+        future.set_exception(error)
