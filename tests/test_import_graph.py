@@ -169,20 +169,9 @@ FLOORS = {"core": 0, "service": 1, "edges": 2}
 COMPOSITION = "clock_service.edges.cli"
 # Arrows that still cross between edges, each with what removes it. The test fails on any
 # other, and on one of these that no longer exists (so the list only shrinks).
-_APP = "the routers built by the composition root and handed to create_app (issue 38 point 3)"
 CROSSING: dict[tuple[str, str], str] = {
-    ("clock_service.edges.api.app", "clock_service.edges.tournament.part"): _APP,
-    ("clock_service.edges.api.app", "clock_service.edges.tournament.routes"): _APP,
-    ("clock_service.edges.api.app", "clock_service.edges.camera.routes"): _APP,
-    ("clock_service.edges.api.app", "clock_service.edges.broadcast.feeds"): _APP,
-    ("clock_service.edges.api.app", "clock_service.edges.reports.routes"): _APP,
-    ("clock_service.edges.api.app", "clock_service.edges.reports.service"): _APP,
-    ("clock_service.edges.api.app", "web_ui"): _APP,
-    ("clock_service.edges.reports.cli", "web_ui"): "the stylesheet's path handed over by the CLI",
     ("clock_service.edges.tournament.results", "clock_service.edges.reports.export"):
         "csv_cell moves to the one text policy (issue 35 point 2)",
-    ("clock_service.edges.tournament.results", "clock_service.edges.reports.service"):
-        "the match records handed over as a Protocol",
 }
 
 

@@ -1,17 +1,24 @@
-"""What the routers share: the error answers, the referee check, the parts on ``app.state``.
+"""What every HTTP door shares: the error answers, the guard, the served parts.
 
-``create_app`` puts the parts the composition root built on ``app.state`` (``runtime``,
-``settings``, ``limits``, ``reports``, ``hardware``); the routers read them from the
-request, so a router module holds no state of its own.
+- ``Guard``: the one check of who may use a door (the access table,
+  clock_service/service/access.py), a dependency of the whole app;
+- ``Served``: the parts every router of the API reads (the runtime, the settings, the
+  limits, the credentials), typed, kept by ``create_app`` as ``app.state.served``; the
+  routers of the other edges get their own parts when they are made (their factories);
+- the error answers: each ``ShotClockError`` class's status, the OpenAPI responses.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
+from starlette.requests import HTTPConnection
 
 from clock_service.core.errors import (
     Forbidden,
@@ -27,14 +34,16 @@ from clock_service.core.errors import (
     UnknownTable,
     UnknownToken,
 )
+from clock_service.service import access
 from clock_service.service.auth import Authority, Credential
+from clock_service.service.limits import Limits
 from clock_service.service.live import ServedRuntime
+from clock_service.service.settings import Settings
 from clock_service.service.wire import ErrorResponse
 
 __all__ = ["STATUS", "error_responses", "status_of", "error_response", "token_matches",
-           "auth_of", "credential_of",
-           "bearer_token", "plain_integers", "require_referee", "REFEREE", "runtime_of",
-           "invalid_json"]
+           "Guard", "Served", "served_of", "credential_of", "bearer_token", "plain_integers",
+           "runtime_of", "invalid_json"]
 
 STATUS = {RuleRefusal: 409, InvalidInput: 422, UnknownTable: 404, UnknownMatch: 404,
           UnknownToken: 404, TableExists: 409, TooManyTables: 409, NotAuthorized: 401,
@@ -96,7 +105,7 @@ def token_matches(expected: str | None, offered: str | None) -> bool:
     return offered is not None and hmac.compare_digest(offered.encode(), expected.encode())
 
 
-def bearer_token(request: Request) -> str | None:
+def bearer_token(request: HTTPConnection) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header, if any."""
     header = request.headers.get("authorization", "")
     return header[7:].strip() if header[:7].lower() == "bearer " else None
@@ -116,28 +125,70 @@ def plain_integers(*names: str) -> Any:
     return Depends(check)
 
 
-def require_referee(request: Request) -> None:
-    """A credential (the env token or an issued one, clock_service/service/auth.py), kept on the
-    request for the route to check its role and tables (``credential_of``)."""
-    request.state.credential = auth_of(request).require(
-        bearer_token(request), "Authorization: Bearer <token>")
+class Guard:
+    """The one check of every HTTP door (a dependency of the whole app): the route's
+    declaration in the access table (clock_service/service/access.py) against the
+    request's credential. A route with no declaration is refused (fail closed).
 
+    The credential is kept on the request for the route (``credential_of``): a command is
+    recorded with who sent it. ``places``: the tables this service's own parts serve, for
+    the doors whose table is not in the path (``{"display": "1", "camera": "1"}``)."""
 
-def auth_of(request: Request) -> Authority:
-    auth: Authority = request.app.state.runtime.auth
-    return auth
+    def __init__(self, authority: Authority, places: Mapping[str, str] | None = None) -> None:
+        self.authority = authority
+        self.places = dict(places or {})
+
+    async def __call__(self, connection: HTTPConnection) -> None:
+        if connection.scope["type"] != "http":
+            return  # a WebSocket checks each message (clock_service/service/envelope.py)
+        route = connection.scope.get("route")
+        path = getattr(route, "path", None)
+        method = connection.scope.get("method", "GET")
+        door = access.door_of(method, path) if isinstance(path, str) else None
+        if door is None:
+            raise Forbidden(f"{method} {path or connection.url.path} is not in the access "
+                            "table (clock_service/service/access.py)", code="undeclared_door")
+        if door.who is access.Who.ANYONE:
+            return  # reading: a token offered with it is not even looked at
+        offered = bearer_token(connection)
+        credential = self.authority.identify(offered)
+        if offered and self.authority.enabled and credential is None:
+            raise NotAuthorized("the token is wrong or was revoked")
+        table_id: str | None = None
+        if door.table == "path":
+            table_id = connection.path_params.get("table_id")
+        elif door.table is not None:
+            table_id = self.places.get(door.table)
+        access.check(door, credential, table_id, f"{method} {path}")
+        connection.state.credential = credential
 
 
 def credential_of(request: Request) -> Credential:
-    credential: Credential = request.state.credential
+    """The credential the guard let in (a route whose door is not ``anyone``)."""
+    credential: Credential | None = getattr(request.state, "credential", None)
+    if credential is None:
+        raise NotAuthorized("this needs a referee or director token")
     return credential
 
 
-# The dependencies of a route that needs the referee token.
-REFEREE = [Depends(require_referee)]
+@dataclass(frozen=True)
+class Served:
+    """The parts the API's routers read: the runtime the app serves (a table service's or
+    the hall's mirror), the settings, the limits and the credentials; ``replays``: how
+    many WebSocket replays may read the store at once."""
+
+    runtime: ServedRuntime
+    settings: Settings
+    limits: Limits
+    authority: Authority
+    replays: asyncio.Semaphore
 
 
-def runtime_of(request: Request) -> ServedRuntime:
+def served_of(connection: HTTPConnection) -> Served:
+    served: Served = connection.app.state.served
+    return served
+
+
+def runtime_of(request: HTTPConnection) -> ServedRuntime:
     """The runtime the app serves (a table service's or the hall's mirror)."""
-    runtime: ServedRuntime = request.app.state.runtime
-    return runtime
+    return served_of(request).runtime

@@ -73,9 +73,6 @@ class ServedTables(Generic[TableT]):
         self.store = store
         self.time = time
         self.hub = hub or Hub()
-        # Who may command (clock_service/service/auth.Authority): set by create_app once the store
-        # is open (None until then, and in a bare runtime: the MQTT publisher makes one).
-        self.auth: Any = None
         self.tables: dict[str, TableT] = {}
         self.publishers: list[Publisher] = []
         # How long a command waits for its events to be on disk before answering 503.
@@ -230,9 +227,6 @@ class ServedRuntime(Protocol):
     def tables(self) -> Mapping[str, object]:
         """The live tables by id."""
         ...
-
-    # Who may command (clock_service/service/auth.Authority), set by create_app at start.
-    auth: Any
 
     async def start(self, default_table: str | None = None) -> None: ...
 

@@ -64,7 +64,7 @@ def _app(store: ClipStore, table: str = "1") -> Any:
         table_id = table
 
     app = FastAPI()
-    app.include_router(camera_router(lambda r: Adapter(), lambda r: False))  # type: ignore[arg-type,return-value]
+    app.include_router(camera_router(Adapter()))  # type: ignore[arg-type]
     return app
 
 

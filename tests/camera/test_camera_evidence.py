@@ -186,7 +186,7 @@ def test_clips_are_listed_and_served_as_json_mjpeg_and_zip(tmp_path: Path) -> No
         evidence = Evidence(store, "1")
 
     app = FastAPI()
-    app.include_router(camera_router(lambda r: Adapter(), lambda r: False))  # type: ignore[arg-type,return-value]
+    app.include_router(camera_router(Adapter()))  # type: ignore[arg-type]
     with TestClient(app) as client:
         listed = client.get("/api/camera/clips").json()["clips"]
         assert [c["id"] for c in listed] == ["1-5000-rest"] and listed[0]["n_frames"] == 3
@@ -205,7 +205,7 @@ def test_clips_are_listed_and_served_as_json_mjpeg_and_zip(tmp_path: Path) -> No
         assert client.get("/api/camera/clips/..%2F..%2Fetc.json").status_code == 404
     Adapter.evidence = None  # type: ignore[assignment]
     app = FastAPI()
-    app.include_router(camera_router(lambda r: Adapter(), lambda r: False))  # type: ignore[arg-type,return-value]
+    app.include_router(camera_router(Adapter()))  # type: ignore[arg-type]
     with TestClient(app) as client:
         assert client.get("/api/camera/clips").json()["error"]["code"] == "no_clips"
 

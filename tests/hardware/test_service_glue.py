@@ -176,7 +176,7 @@ def test_hid_keymap_refuses_bad_names() -> None:
 def test_brightness_api_dims_the_display_or_says_there_is_none(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from clock_service.edges.cli.main import table_app
+    from clock_service.edges.cli.main import table_app, table_service
     from clock_service.service.timesource import FakeTime
 
     class Dimmable:
@@ -194,13 +194,16 @@ def test_brightness_api_dims_the_display_or_says_there_is_none(tmp_path: Path) -
         auth = {"Authorization": "Bearer t"}
         none = client.put("/api/hardware/brightness", json={"level": 2}, headers=auth)
         assert none.status_code == 404 and none.json()["error"]["code"] == "no_hardware"
-        app.state.hardware = Dimmable()
+    display = Dimmable()
+    app = table_service(Settings(db=str(tmp_path / "d.db"), display="none",
+                                 referee_token="t"), time=FakeTime(), hardware=display).app
+    with TestClient(app) as client:
         assert client.put("/api/hardware/brightness", json={"level": 2}).status_code == 401
         ok = client.put("/api/hardware/brightness", json={"level": 2}, headers=auth)
         assert ok.status_code == 200 and ok.json() == {"brightness": 2, "table": "1"}
         bad = client.put("/api/hardware/brightness", json={"level": 8}, headers=auth)
         assert bad.status_code == 422
-        assert app.state.hardware.levels == [2]
+        assert display.levels == [2]
 
 
 def test_a_missing_group_is_logged_at_warning_and_raised_as_a_fault(

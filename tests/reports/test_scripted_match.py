@@ -31,7 +31,7 @@ async def _scenario(db: Path) -> dict[str, Any]:
     app = table_app(Settings(db=str(db), default_table=None, command_rate=0), time=time)
     out: dict[str, Any] = {}
     async with app.router.lifespan_context(app):
-        runtime = app.state.runtime
+        runtime = app.state.served.runtime
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
 

@@ -63,7 +63,7 @@ def test_tournament_routes_on_a_service_without_the_tournament_say_so() -> None:
     from clock_service.edges.tournament.routes import router
 
     app = FastAPI()
-    app.include_router(router)
+    app.include_router(router(None, None))
     app.exception_handler(ShotClockError)(_on_shotclock_error)
     client = TestClient(app)
     for path in ("/api/draw", "/api/results", "/api/tables/1/next"):

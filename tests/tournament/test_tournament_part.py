@@ -10,17 +10,17 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from clock_service.edges.cli.main import table_app
+from clock_service.edges.cli.main import table_service
 from clock_service.edges.tournament.part import TournamentPart
 from clock_service.service.settings import Settings
 from clock_service.service.timesource import FakeTime
 
 
 def test_the_table_service_starts_and_stops_its_tournament_part(tmp_path: Path) -> None:
-    app = table_app(Settings(db=str(tmp_path / "t.db"), display="none", default_table=None),
-                    time=FakeTime())
-    tournament, results = app.state.tournament, app.state.results
-    runtime = app.state.runtime
+    service = table_service(Settings(db=str(tmp_path / "t.db"), display="none",
+                                     default_table=None), time=FakeTime())
+    app, runtime = service.app, service.runtime
+    tournament, results = service.tournament.tournament, service.tournament.results
     assert tournament is not None and results is not None
     assert tournament.runtime is runtime and results.runtime is runtime
     assert tournament._on_events not in runtime.listeners  # built, not started

@@ -1,9 +1,11 @@
-"""The app: the parts the composition root built (clock_service/edges/cli/main.py), and the routers.
+"""The app: the parts the composition root built (clock_service/edges/cli/main.py), and the
+routers.
 
 ``create_app`` builds nothing of the service: it is handed the runtime (a table service's
-or the hall's mirror), the settings and the optional parts (match reports, hardware,
-camera, and anything else with a ``start``/``stop``: devices, publishers), starts them
-with the app and stops them in reverse order, and mounts one router per resource.
+or the hall's mirror), the settings, the credentials, the other edges' routers and the
+parts with a ``start``/``stop`` (devices, publishers, the camera, the tournament), starts
+them with the app and stops them in reverse order, and mounts one router per resource.
+Every door is checked by one guard against the access table (service/access.py).
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
@@ -27,34 +29,19 @@ from clock_service.core.errors import ShotClockError
 from clock_service.edges.api.commands import router as commands_router
 from clock_service.edges.api.events import router as events_router
 from clock_service.edges.api.hardware import Dimmable
-from clock_service.edges.api.hardware import router as hardware_router
+from clock_service.edges.api.hardware import router as hardware_routes
 from clock_service.edges.api.health import router as health_router
 from clock_service.edges.api.preview import router as preview_router
 from clock_service.edges.api.sockets import RAW_SEND
 from clock_service.edges.api.sockets import router as sockets_router
 from clock_service.edges.api.tables import router as tables_router
 from clock_service.edges.api.tokens import tokens_router
-from clock_service.edges.broadcast.feeds import FeedBoard
-from clock_service.edges.broadcast.feeds import router as feeds_router
-from clock_service.edges.reports import routes as report_routes
-from clock_service.edges.reports.service import Reports
-from clock_service.edges.tournament import routes as tournament_routes
-from clock_service.edges.tournament.part import TournamentPart
 from clock_service.service.auth import Authority
-from clock_service.service.doors import (
-    REFEREE,
-    auth_of,
-    bearer_token,
-    credential_of,
-    error_response,
-    invalid_json,
-    runtime_of,
-)
+from clock_service.service.doors import Guard, Served, error_response, invalid_json
 from clock_service.service.limits import Limits, install
 from clock_service.service.live import ServedRuntime
 from clock_service.service.settings import Settings
 from clock_service.service.wire import command_union
-from web_ui import mount_pages
 
 __all__ = ["create_app", "Part", "SecurityHeaders", "EMBEDDABLE"]
 
@@ -68,21 +55,26 @@ class Part(Protocol):
     def stop(self) -> Awaitable[None]: ...
 
 
-def create_app(settings: Settings, runtime: ServedRuntime, *, reports: Reports, feeds: FeedBoard,
+def create_app(settings: Settings, runtime: ServedRuntime, *, authority: Authority,
+               routers: Sequence[APIRouter] = (), pages: Callable[[FastAPI], None] | None = None,
                parts: Sequence[Part] = (), hardware: Dimmable | None = None,
-               camera: Any = None, tournament: TournamentPart | None = None) -> FastAPI:
-    """The service's app over ``runtime``: ``reports`` (the match records) and ``feeds``
-    (the broadcast feeds' rows) read from it; ``parts`` start and stop with it;
-    ``hardware``: the table's display, for its brightness; ``camera``: a ``CameraAdapter``
-    (its routes are mounted only then; start it as one of ``parts``); ``tournament``: the
-    draw and the results out (a table service's; started after ``parts``, stopped before
-    them)."""
+               places: Mapping[str, str] | None = None) -> FastAPI:
+    """The service's app over ``runtime``.
+
+    ``authority``: the credentials (loaded from the store when the app starts); every door
+    is checked against the access table by one guard. ``routers``: the other edges' routes,
+    made by the composition root with their parts (the matches, the tournament, the feeds,
+    the camera); ``pages``: mounts the pages; ``parts`` start once the runtime has started
+    and stop, in reverse order, before it stops; ``hardware``: the table's display, for its
+    brightness; ``places``: the tables this service's own parts serve (``display``,
+    ``camera``), for the doors whose table is not in the path."""
+    guard = Guard(authority, places)
     app = ShotClockApp(
         title="Shot clock",
         version="0.1.0",
         summary="Table-side shot clock for Russian billiards (rules section 12).",
-        lifespan=_lifespan(runtime, settings,
-                           parts if tournament is None else [*parts, tournament]),
+        lifespan=_lifespan(runtime, settings, authority, parts),
+        dependencies=[Depends(guard)],
     )
     limits = Limits(command_rate=settings.command_rate, command_burst=settings.command_burst,
                     read_rate=settings.read_rate, read_burst=settings.read_burst,
@@ -92,51 +84,31 @@ def create_app(settings: Settings, runtime: ServedRuntime, *, reports: Reports, 
                     max_sockets_per_address=settings.max_sockets_per_address,
                     trusted_proxies=settings.trusted_proxies,
                     allowed_origins=settings.allowed_origins)
-    app.state.settings = settings
-    app.state.limits = limits
-    app.state.runtime = runtime
-    app.state.reports = reports
-    app.state.feeds = feeds
-    app.state.hardware = hardware
-    app.state.camera = camera
-    # For their routes (clock_service/edges/tournament/routes.py); None on the hall service.
-    app.state.tournament = None if tournament is None else tournament.tournament
-    app.state.results = None if tournament is None else tournament.results
+    app.state.served = Served(runtime, settings, limits, authority,
+                              asyncio.Semaphore(max(1, settings.max_replays)))
     install(app, max_body_bytes=settings.max_message_bytes, limits=limits)
     app.add_middleware(SecurityHeaders)
     app.exception_handler(ShotClockError)(_on_shotclock_error)
     app.exception_handler(RequestValidationError)(_on_validation_error)
-    app.include_router(tokens_router(auth_of, credential_of, REFEREE,
-                                     lambda request: runtime_of(request).time.now_ms()))
+    app.include_router(tokens_router(authority, runtime.time.now_ms))
     for router in (health_router, tables_router, commands_router, preview_router,
-                   hardware_router, events_router, sockets_router, report_routes.matches_router,
-                   report_routes.report_router, tournament_routes.router, feeds_router):
+                   hardware_routes(hardware), events_router, sockets_router, *routers):
         app.include_router(router)
-    if camera is not None:
-        from clock_service.edges.camera.routes import camera_router
-
-        def authorized(request: Request) -> bool:
-            """A credential for the camera's table (a director's, or its referee's)."""
-            credential = auth_of(request).identify(bearer_token(request))
-            return credential is not None and credential.may_command(camera.table_id)
-
-        app.include_router(camera_router(lambda request: camera, authorized))
-    mount_pages(app)
+    if pages is not None:
+        pages(app)
     _install_openapi(app)
     return app
 
 
-def _lifespan(runtime: ServedRuntime, settings: Settings, parts: Sequence[Part]) -> Any:
+def _lifespan(runtime: ServedRuntime, settings: Settings, authority: Authority,
+              parts: Sequence[Part]) -> Any:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.replays = asyncio.Semaphore(max(1, settings.max_replays))
         await _warm_executor()
         await runtime.start(default_table=settings.default_table)
-        # Who may do what (clock_service/service/auth.py): the env token, and the issued ones from
-        # the store (loaded off the loop), before any part (the MQTT publisher) takes a
-        # command.
-        runtime.auth = Authority(settings.referee_token, runtime.store)
-        await asyncio.to_thread(runtime.auth.load)
+        # The issued tokens from the store (loaded off the loop), before any part (the
+        # MQTT publisher) takes a command.
+        await asyncio.to_thread(authority.load)
         try:
             async with contextlib.AsyncExitStack() as started:
                 for part in parts:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from clock_service.core.errors import NoHardware
-from clock_service.service.doors import REFEREE, credential_of, error_responses
+from clock_service.service.doors import error_responses
 from clock_service.service.wire import BrightnessRequest, BrightnessResponse
 
 __all__ = ["router", "Dimmable"]
@@ -23,24 +23,23 @@ class Dimmable(Protocol):
         ...
 
 
-router = APIRouter()
+def router(hardware: Dimmable | None) -> APIRouter:
+    """The brightness route over this service's display (None: it drives none)."""
+    routes = APIRouter()
 
+    @routes.put("/api/hardware/brightness", tags=["hardware"], response_model=None,
+                responses={200: {"model": BrightnessResponse},
+                           **error_responses(400, 401, 403, 404, 413, 422, 429)})
+    async def set_brightness(body: BrightnessRequest) -> dict[str, Any]:
+        """Dim or brighten this service's table display (night/day); 404 no_hardware when
+        it drives none that can be dimmed. Not stored: the configured level comes back
+        after a restart."""
+        try:
+            if hardware is None:
+                raise LookupError("no table-side hardware is configured")
+            level = hardware.set_brightness(body.level)
+        except LookupError as exc:
+            raise NoHardware(f"cannot dim: {exc}") from None
+        return {"brightness": level, "table": hardware.table}
 
-@router.put("/api/hardware/brightness", tags=["hardware"], response_model=None,
-            responses={200: {"model": BrightnessResponse},
-                       **error_responses(400, 401, 403, 404, 413, 422, 429)},
-            dependencies=REFEREE)
-async def set_brightness(body: BrightnessRequest, request: Request) -> dict[str, Any]:
-    """Dim or brighten this service's table display (night/day); 404 no_hardware when
-    it drives none that can be dimmed. Not stored: the configured level comes back
-    after a restart."""
-    hardware: Dimmable | None = getattr(request.app.state, "hardware", None)
-    if hardware is not None:
-        credential_of(request).check_table(hardware.table)
-    try:
-        if hardware is None:
-            raise LookupError("no table-side hardware is configured")
-        level = hardware.set_brightness(body.level)
-    except LookupError as exc:
-        raise NoHardware(f"cannot dim: {exc}") from None
-    return {"brightness": level, "table": hardware.table}
+    return routes

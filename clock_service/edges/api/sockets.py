@@ -17,10 +17,9 @@ from typing import Any
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from clock_service.core.commands import parse_command
-from clock_service.core.errors import InvalidInput, NotAuthorized, ShotClockError, UnknownTable
-from clock_service.service.auth import OPEN, Authority, stamp
-from clock_service.service.doors import status_of
+from clock_service.core.errors import InvalidInput, UnknownTable
+from clock_service.service.doors import Served, served_of
+from clock_service.service.envelope import Envelope
 from clock_service.service.hub import CLOSE_TOO_SLOW, HALL, Subscriber, encode
 from clock_service.service.limits import Limits, client_of, read_message
 from clock_service.service.live import ServedRuntime
@@ -44,14 +43,12 @@ router = APIRouter()
 
 @router.websocket("/ws/tables/{table_id}")
 async def table_socket(websocket: WebSocket, table_id: str) -> None:
-    state = websocket.app.state
-    await WsSession(websocket, table_id, state.runtime, state.settings, state.limits).run()
+    await WsSession(websocket, table_id, served_of(websocket)).run()
 
 
 @router.websocket("/ws/hall")
 async def hall_socket(websocket: WebSocket) -> None:
-    state = websocket.app.state
-    await HallSession(websocket, state.runtime, state.settings, state.limits).run()
+    await HallSession(websocket, served_of(websocket)).run()
 
 
 class _Closing(Exception):
@@ -67,12 +64,13 @@ class _Session:
     """What the table and hall WebSockets share: the handshake's address, origin, rate and
     per-address cap checks; the bounded sender; ping/pong."""
 
-    def __init__(self, websocket: WebSocket, runtime: ServedRuntime, settings: Settings,
-                 limits: Limits) -> None:
+    def __init__(self, websocket: WebSocket, served: Served) -> None:
         self.ws = websocket
-        self.runtime = runtime
-        self.settings = settings
-        self.limits = limits
+        self.served = served
+        self.runtime: ServedRuntime = served.runtime
+        self.settings: Settings = served.settings
+        self.limits: Limits = served.limits
+        self.envelope = Envelope(served.runtime, served.authority)
         self.address = client_of(websocket.scope)
         self.counted = False
         self.state = "handshake"
@@ -189,18 +187,13 @@ class _Session:
             raise _Reply({"type": "error", "error": error})
         return message
 
-    def _pong(self, message: dict[str, Any]) -> dict[str, Any]:
-        return {"type": "pong", "id": message.get("id"),
-                "client_time": message.get("client_time"),
-                "server_time": self.runtime.time.now_ms()}
-
     async def _answer(self, text: str) -> dict[str, Any]:
         try:
             message = self._read(text)
         except _Reply as reply:
             return reply.message
         if message.get("type") == "ping":
-            return self._pong(message)
+            return self.envelope.pong(message)
         return {"type": "error", "id": message.get("id"), "error": {
             "code": "unknown_message", "message": "the hall feed takes only "
             "{\"type\": \"ping\"}"}}
@@ -221,11 +214,11 @@ class WsSession(_Session):
     other is cancelled.
     """
 
-    def __init__(self, websocket: WebSocket, table_id: str, runtime: ServedRuntime,
-                 settings: Settings, limits: Limits) -> None:
-        super().__init__(websocket, runtime, settings, limits)
+    def __init__(self, websocket: WebSocket, table_id: str, served: Served) -> None:
+        super().__init__(websocket, served)
         self.table_id = table_id
         self.referee = False
+        self.may_command = False
         self.token: str | None = None
 
     def _offered_token(self) -> tuple[str | None, str | None]:
@@ -249,7 +242,7 @@ class WsSession(_Session):
 
     async def run(self) -> None:
         token, subprotocol = self._offered_token()
-        auth: Authority = self.runtime.auth
+        auth = self.served.authority
         # The limits first, then the token: a wrong token costs a handshake and a read
         # like any other, so guessing it is as slow as reading (issue 20, finding 4).
         if not await self._admit():
@@ -265,8 +258,11 @@ class WsSession(_Session):
             # A referee's token commands its own tables only (clock_service/service/auth.py).
             has_origin = self.limits.origin_allowed(self.ws.scope) is not None
             self.token = token
+            # May this socket's page offer commands (the snapshot tells it)? Each command is
+            # still checked against the access table with the socket's token.
             self.referee = (credential is not None and credential.may_command(self.table_id)
                             ) if auth.enabled else has_origin
+            self.may_command = auth.enabled or has_origin
             await self.ws.accept(subprotocol=subprotocol)
             await self._serve()
         finally:
@@ -310,7 +306,7 @@ class WsSession(_Session):
     async def _replay(self, since: int, until: int) -> None:
         """Events since..until from the store, REPLAY_BATCH at a time (read off the loop,
         sent as stored), each send under the send timeout; at most max_replays at once."""
-        replays: asyncio.Semaphore = self.ws.app.state.replays
+        replays = self.served.replays
         try:
             # Half the send timeout: a replay that waits longer is cut off (1013) before the
             # one it waits for could be (4001), so a stalled holder never starves it twice.
@@ -354,37 +350,21 @@ class WsSession(_Session):
             message = self._read(text)
         except _Reply as reply:
             return reply.message
-        msg_id = message.get("id")
-        kind = message.get("type", "command" if "command" in message else None)
-        if kind == "ping":
-            return self._pong(message)
-        if kind != "command":
-            return {"type": "error", "id": msg_id, "error": {
-                "code": "unknown_message", "message": f"unknown message type {kind!r}; "
-                "send {\"type\": \"command\", \"command\": ...} or {\"type\": \"ping\"}"}}
-        try:
-            if not self.referee:
-                raise NotAuthorized("commands need the referee token (subprotocol "
-                                    "bearer.<token>, or ?token=) or a page of this service")
-            # Asked again for each command: a token revoked meanwhile stops at once.
-            auth: Authority = self.runtime.auth
-            credential = auth.identify(self.token) if auth.enabled else OPEN
-            if credential is None:
-                raise NotAuthorized("this socket's token was revoked")
-            credential.check_table(self.table_id)
-            # One bucket per address, shared with its HTTP writes and its other sockets.
-            limiter = self.limits.commands
-            wait = limiter.take(self.address) if limiter.enabled else 0.0
-            if wait > 0:
-                return {"type": "error", "id": msg_id, "status": 429, "error": {
-                    "code": "rate_limited", "message": f"more than {limiter.rate:g} commands "
-                    f"a second from this address; retry in {wait:.2f} s"}}
-            payload = {k: v for k, v in message.items() if k != "type"}
-            state = await self.runtime.command(self.table_id, stamp(parse_command(payload),
-                                                                    credential, "ws"))
-        except ShotClockError as exc:
-            return {"type": "error", "id": msg_id, "status": status_of(exc), "error": exc.to_dict()}
-        return {"type": "ack", "id": msg_id, "state": state}
+        return await self.envelope.answer(
+            message, table_id=self.table_id, channel="ws", offered=self.token,
+            may_command=self.may_command, rate=self._rate,
+            without_token="commands need the referee token (subprotocol bearer.<token>, "
+                          "or ?token=) or a page of this service")
+
+    def _rate(self) -> dict[str, Any] | None:
+        """One bucket per address, shared with its HTTP writes and its other sockets."""
+        limiter = self.limits.commands
+        wait = limiter.take(self.address) if limiter.enabled else 0.0
+        if wait <= 0:
+            return None
+        return {"type": "error", "status": 429, "error": {
+            "code": "rate_limited", "message": f"more than {limiter.rate:g} commands "
+            f"a second from this address; retry in {wait:.2f} s"}}
 
 
 class HallSession(_Session):

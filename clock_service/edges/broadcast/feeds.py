@@ -23,7 +23,7 @@ from clock_service.edges.broadcast import rows as r
 from clock_service.service.live import ServedTables
 from clock_service.service.wire import ErrorResponse
 
-__all__ = ["FeedBoard", "router", "feeds_of", "MEDIA_TYPES"]
+__all__ = ["FeedBoard", "router", "MEDIA_TYPES"]
 
 Format = Literal["json", "xml", "csv"]
 Lang = Literal["en", "ru"]
@@ -114,14 +114,6 @@ class FeedBoard:
         return body, etag
 
 
-def feeds_of(request: Request) -> FeedBoard:
-    """The app's board (made in the app's lifespan, beside the runtime)."""
-    board: FeedBoard | None = getattr(request.app.state, "feeds", None)
-    if board is None:  # an app composed without one: start keeping events from now
-        board = request.app.state.feeds = FeedBoard(request.app.state.runtime)
-    return board
-
-
 def _answer(request: Request, body: bytes, etag: str, fmt: str) -> Response:
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     offered = request.headers.get("if-none-match", "")
@@ -130,8 +122,6 @@ def _answer(request: Request, body: bytes, etag: str, fmt: str) -> Response:
         return Response(status_code=304, headers=headers)
     return Response(body, media_type=MEDIA_TYPES[fmt], headers=headers)
 
-
-router = APIRouter(tags=["feeds"])
 
 _LANG = Query(description="language of last_event: en or ru")
 _FEED_DOC: dict[int | str, dict[str, Any]] = {
@@ -144,25 +134,28 @@ _FEED_DOC: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("/feeds/tables.{fmt}", response_model=None, responses=_FEED_DOC)
-async def all_tables_feed(request: Request, fmt: Format,
-                          lang: Annotated[Lang, _LANG] = "en") -> Response:
-    """Every live table, one row each, sorted by id: JSON (an array of objects), XML
-    (``/feed/row``) or CSV (a header line). From memory; ETag and 304."""
-    board = feeds_of(request)
-    ids = sorted(board.runtime.tables)
-    body, etag = board.body(ids, ALL, fmt, lang, board.runtime.time.now_ms())
-    return _answer(request, body, etag, fmt)
+def router(board: FeedBoard) -> APIRouter:
+    """The feeds over ``board`` (made by the composition root beside the runtime)."""
+    routes = APIRouter(tags=["feeds"])
 
+    @routes.get("/feeds/tables.{fmt}", response_model=None, responses=_FEED_DOC)
+    async def all_tables_feed(request: Request, fmt: Format,
+                              lang: Annotated[Lang, _LANG] = "en") -> Response:
+        """Every live table, one row each, sorted by id: JSON (an array of objects), XML
+        (``/feed/row``) or CSV (a header line). From memory; ETag and 304."""
+        ids = sorted(board.runtime.tables)
+        body, etag = board.body(ids, ALL, fmt, lang, board.runtime.time.now_ms())
+        return _answer(request, body, etag, fmt)
 
-@router.get("/feeds/tables/{table_id}.{fmt}", response_model=None,
-            responses={**_FEED_DOC, 404: {"model": ErrorResponse,
-                                          "description": "no such table (unknown_table)"}})
-async def table_feed(request: Request, table_id: str, fmt: Format,
-                     lang: Annotated[Lang, _LANG] = "en") -> Response:
-    """One table's row (an array of one, a ``/feed`` of one ``row``, or a header line and
-    one line). From memory; ETag and 304."""
-    board = feeds_of(request)
-    board.runtime.table(table_id)  # 404 unknown_table
-    body, etag = board.body([table_id], table_id, fmt, lang, board.runtime.time.now_ms())
-    return _answer(request, body, etag, fmt)
+    @routes.get("/feeds/tables/{table_id}.{fmt}", response_model=None,
+                responses={**_FEED_DOC, 404: {"model": ErrorResponse,
+                                              "description": "no such table (unknown_table)"}})
+    async def table_feed(request: Request, table_id: str, fmt: Format,
+                         lang: Annotated[Lang, _LANG] = "en") -> Response:
+        """One table's row (an array of one, a ``/feed`` of one ``row``, or a header line and
+        one line). From memory; ETag and 304."""
+        board.runtime.table(table_id)  # 404 unknown_table
+        body, etag = board.body([table_id], table_id, fmt, lang, board.runtime.time.now_ms())
+        return _answer(request, body, etag, fmt)
+
+    return routes

@@ -15,7 +15,7 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -23,12 +23,15 @@ if TYPE_CHECKING:
     import uvicorn
     from fastapi import FastAPI
 
+    from clock_service.edges.api import Part
+    from clock_service.edges.api.hardware import Dimmable
     from clock_service.edges.broadcast.feeds import FeedBoard
     from clock_service.edges.camera.adapter import CameraAdapter
     from clock_service.edges.mqtt.hall import HallRuntime
     from clock_service.edges.mqtt.topics import BrokerTarget
     from clock_service.edges.reports.service import Reports
     from clock_service.edges.tournament.part import TournamentPart
+    from clock_service.service.auth import Authority
     from clock_service.service.runtime import Runtime
     from clock_service.service.settings import Settings
     from clock_service.service.storage import Store
@@ -179,16 +182,45 @@ def _configure_presets(settings: Settings) -> None:
         raise SystemExit(f"SHOTCLOCK_PRESETS_DIR: {exc}") from None
 
 
-def _app(settings: Settings, runtime: Runtime | HallRuntime, *, reports: Reports | None = None,
-         feeds: FeedBoard | None = None, **parts: Any) -> FastAPI:
-    """The app over ``runtime`` with the projections every service reads from it: the
-    match reports and the broadcast feeds (made before the runtime starts: they see every
-    publication)."""
+def _app(settings: Settings, runtime: Runtime | HallRuntime, *,
+         authority: Authority | None = None, reports: Reports | None = None,
+         feeds: FeedBoard | None = None, parts: Sequence[Part] = (),
+         hardware: Dimmable | None = None, camera: CameraAdapter | None = None,
+         tournament: TournamentPart | None = None) -> FastAPI:
+    """The app over ``runtime``, every edge's routes made here with their parts: the match
+    reports and the broadcast feeds (made before the runtime starts: they see every
+    publication), the tournament (a table service's: the draw and the results out, started
+    after the other ``parts`` and stopped before them), the camera's routes and the pages.
+    ``authority``: the credentials (the MQTT publisher shares them)."""
     from clock_service.edges.api import create_app
     from clock_service.edges.broadcast.feeds import FeedBoard
+    from clock_service.edges.broadcast.feeds import router as feeds_router
+    from clock_service.edges.reports.routes import routers as report_routers
+    from clock_service.edges.tournament.routes import router as tournament_router
+    from clock_service.service.auth import Authority
+    from web_ui import mount_pages
 
-    return create_app(settings, runtime, reports=reports or _reports(runtime),
-                      feeds=feeds or FeedBoard(runtime), **parts)
+    reports = reports or _reports(runtime)
+    feeds = feeds or FeedBoard(runtime)
+    places: dict[str, str] = {}
+    clips_table: Callable[[], str | None] = lambda: None  # noqa: E731
+    routers = [feeds_router(feeds)]
+    if camera is not None:
+        from clock_service.edges.camera.routes import camera_router
+
+        routers.append(camera_router(camera))
+        places["camera"] = camera.table_id
+        clips_table = lambda: camera.table_id if camera.evidence is not None else None  # noqa: E731
+    if hardware is not None:
+        places["display"] = hardware.table
+    routers += report_routers(reports, clips_table)
+    routers.append(tournament_router(None if tournament is None else tournament.tournament,
+                                     None if tournament is None else tournament.results))
+    return create_app(settings, runtime,
+                      authority=authority or Authority(settings.referee_token, runtime.store),
+                      routers=routers, pages=mount_pages,
+                      parts=[*parts, *([] if tournament is None else [tournament])],
+                      hardware=hardware, places=places)
 
 
 def _reports(runtime: Runtime | HallRuntime) -> Reports:
@@ -198,12 +230,31 @@ def _reports(runtime: Runtime | HallRuntime) -> Reports:
     return Reports(runtime.store.reader_connection, runtime.store.path)
 
 
-def table_app(settings: Settings, *, time: TimeSource | None = None) -> FastAPI:
-    """A table service with no devices, publisher or camera (tests and benchmarks)."""
+@dataclass(frozen=True)
+class TableService:
+    """A table service as the composition root makes it, its parts kept for tests and
+    benchmarks: the app and what it was made of."""
+
+    app: FastAPI
+    runtime: Runtime
+    reports: Reports
+    tournament: TournamentPart
+
+
+def table_service(settings: Settings, *, time: TimeSource | None = None,
+                  hardware: Dimmable | None = None) -> TableService:
+    """A table service with no devices, publisher or camera (tests and benchmarks);
+    ``hardware``: a display to dim."""
     runtime = table_runtime(settings, time=time)
     reports = _reports(runtime)
-    return _app(settings, runtime, reports=reports,
-                tournament=_tournament(runtime, settings, reports))
+    tournament = _tournament(runtime, settings, reports)
+    app = _app(settings, runtime, reports=reports, tournament=tournament, hardware=hardware)
+    return TableService(app, runtime, reports, tournament)
+
+
+def table_app(settings: Settings, *, time: TimeSource | None = None) -> FastAPI:
+    """A table service's app with no devices, publisher or camera (tests and benchmarks)."""
+    return table_service(settings, time=time).app
 
 
 def _tournament(runtime: Runtime, settings: Settings, reports: Reports) -> TournamentPart:
@@ -231,7 +282,6 @@ class _Part:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from clock_service.edges.api import Part
     from clock_service.edges.api.server import (
         install_redactor,
         raise_open_files,
@@ -266,7 +316,10 @@ def _serve(args: argparse.Namespace) -> int:
     # seqs), then the camera.
     table_side = _table_side(runtime, settings)
     parts: list[Part] = [table_side]
-    publisher = _mqtt_publisher(runtime, settings)
+    from clock_service.service.auth import Authority
+
+    authority = Authority(settings.referee_token, runtime.store)
+    publisher = _mqtt_publisher(runtime, settings, authority)
     if publisher is not None:
         parts.append(publisher)
     # Each match's record signed when it ends (clock_service/service/signing.py).
@@ -279,8 +332,8 @@ def _serve(args: argparse.Namespace) -> int:
     if files is not None:
         parts.append(files)
     reports = _reports(runtime)
-    app = _app(settings, runtime, reports=reports, feeds=feeds, parts=parts,
-               hardware=table_side.dimmable, camera=camera,
+    app = _app(settings, runtime, authority=authority, reports=reports, feeds=feeds,
+               parts=parts, hardware=table_side.dimmable, camera=camera,
                tournament=_tournament(runtime, settings, reports))
     base = f"{'https' if settings.tls_cert else 'http'}://{settings.host}:{settings.port}"
     table = settings.default_table or "1"
@@ -536,14 +589,15 @@ def _match_signer(runtime: Runtime, settings: Settings) -> _Part:
     return _Part(_async(match_signer.attach), _async(match_signer.detach))
 
 
-def _mqtt_publisher(runtime: Runtime, settings: Settings) -> _Part | None:
+def _mqtt_publisher(runtime: Runtime, settings: Settings,
+                    authority: Authority) -> _Part | None:
     """With SHOTCLOCK_MQTT_URL, publish every table on the broker (clock_service/edges/mqtt)."""
     if not settings.mqtt_url:
         return None
     from clock_service.edges.mqtt.publisher import MqttPublisher
 
     publisher = MqttPublisher(runtime, _broker_target(settings.mqtt_url, settings.mqtt_ca),
-                              settings)
+                              settings, authority=authority)
     return _Part(publisher.start, publisher.close)
 
 
@@ -840,8 +894,9 @@ def main(argv: list[str] | None = None) -> int:
         return store_cli.run(args)
     if args.cmd == "report":
         from clock_service.edges.reports.cli import run as report
+        from web_ui import STATIC_DIR  # the stylesheet the served protocol page links
 
-        return report(args)
+        return report(args, STATIC_DIR / "report.css")
     if args.cmd == "config":
         from clock_service.edges.cli.config import run as show_config
 

@@ -28,10 +28,8 @@ import asyncio
 import contextlib
 import logging
 import random
-from typing import Any, cast
+from typing import Any
 
-from clock_service.core.commands import parse_command
-from clock_service.core.errors import NotAuthorized, ShotClockError
 from clock_service.edges.mqtt.connection import (
     SESSION_TAKEN_OVER,
     ConnectError,
@@ -40,7 +38,8 @@ from clock_service.edges.mqtt.connection import (
 )
 from clock_service.edges.mqtt.feed import Read, Send, SendState, TableFeed
 from clock_service.edges.mqtt.topics import OFFLINE, ONLINE, BrokerTarget, Topics
-from clock_service.service.auth import Authority, stamp
+from clock_service.service.auth import Authority
+from clock_service.service.envelope import Envelope, message_kind
 from clock_service.service.hub import encode
 from clock_service.service.limits import TokenBucket, read_message
 from clock_service.service.runtime import Runtime
@@ -327,8 +326,12 @@ class MqttPublisher:
     """
 
     def __init__(self, runtime: Runtime, target: BrokerTarget, settings: Settings, *,
-                 window: int = 32, keepalive_s: int = 10, flush_s: float = FLUSH_S) -> None:
+                 authority: Authority | None = None, window: int = 32,
+                 keepalive_s: int = 10, flush_s: float = FLUSH_S) -> None:
         self.runtime = runtime
+        # Who may command (the service's credentials, issued tokens included; a test's
+        # publisher alone: the settings' token only).
+        self.envelope = Envelope(runtime, authority or Authority(settings.referee_token))
         self.target = target
         self.settings = settings
         self.topics = Topics(target.hall)
@@ -427,46 +430,18 @@ class MqttPublisher:
         message, error = read_message(payload, settings.max_message_bytes)
         if message is None:
             return {"type": "error", "error": error}
-        msg_id = message.get("id")
-        kind = message.get("type", "command" if "command" in message else None)
-        if kind == "replay":
-            return {"type": "error", "id": msg_id, "status": 403, "error": {
+        if message_kind(message) == "replay":
+            return {"type": "error", "id": message.get("id"), "status": 403, "error": {
                 "code": "replay_not_here",
                 "message": f"replay requests go on {self.topics.replay(table.table_id)}, "
                 "which only the hall's broker account may write"}}
-        if kind == "ping":
-            return {"type": "pong", "id": msg_id, "client_time": message.get("client_time"),
-                    "server_time": self.runtime.time.now_ms()}
-        if kind != "command":
-            return {"type": "error", "id": msg_id, "error": {
-                "code": "unknown_message", "message": f"unknown message type {kind!r}; "
-                "send {\"type\": \"command\", \"command\": ...}, {\"type\": \"replay\", "
-                "\"since\": N} or {\"type\": \"ping\"}"}}
-        from clock_service.service.doors import status_of
-
-        try:
-            offered = message.get("token")
-            auth = self._auth()
-            credential = auth.identify(offered if isinstance(offered, str) else None)
-            if credential is None:
-                raise NotAuthorized("commands over MQTT need a referee or director token in "
-                                    "the payload: {\"command\": ..., \"token\": ...}")
-            credential.check_table(table.table_id)
-            fields = {k: v for k, v in message.items() if k not in ("type", "token")}
-            state = await self.runtime.command(
-                table.table_id, stamp(parse_command(fields), credential, "mqtt"))
-        except ShotClockError as exc:
-            return {"type": "error", "id": msg_id, "status": status_of(exc),
-                    "error": exc.to_dict()}
-        return {"type": "ack", "id": msg_id, "state": state}
-
-    def _auth(self) -> Authority:
-        """The runtime's credentials (create_app sets them); a runtime without (a test's
-        bare Runtime) gets its own from the settings."""
-        auth = getattr(self.runtime, "auth", None)
-        if auth is None:
-            auth = self.runtime.auth = Authority(self.settings.referee_token)
-        return cast(Authority, auth)
+        offered = message.get("token")
+        return await self.envelope.answer(
+            message, table_id=table.table_id, channel="mqtt",
+            offered=offered if isinstance(offered, str) else None,
+            without_token="commands over MQTT need a referee or director token in the "
+                          "payload: {\"command\": ..., \"token\": ...}",
+            unknown_hint=", {\"type\": \"replay\", \"since\": N}")
 
     # -- status and faults (TEAM convention 2) ---------------------------------------------------
     def _health(self) -> Any:

@@ -154,12 +154,6 @@ def print_pdf(url: str, out: Path) -> None:
 
 # -- the command ----------------------------------------------------------------------------------
 
-def _css() -> str:
-    from web_ui import STATIC_DIR  # the stylesheet the served page links
-
-    return (STATIC_DIR / "report.css").read_text(encoding="utf-8")
-
-
 def _write(target: str, text: str) -> None:
     if target == "-":
         sys.stdout.write(text)
@@ -182,9 +176,10 @@ def _summary_text(summary: dict[str, Any], record: MatchRecord) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, stylesheet: Path) -> int:
+    """``shotclock report``; ``stylesheet``: the protocol page's (inlined in its HTML)."""
     try:
-        return _run(args)
+        return _run(args, stylesheet)
     except ReportError as exc:
         print(f"shotclock report: {exc}", file=sys.stderr)
         return 2
@@ -193,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, stylesheet: Path) -> int:
     wanted = args.csv or args.json or args.pdf is not None
     if args.server:
         base = args.server.rstrip("/")
@@ -233,7 +228,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.pdf is not None:
         out = Path(args.pdf or f"match-{match_id.replace('.', '-')}.pdf").resolve()
         html = render_protocol(summary, record, lang=args.lang, links=False,
-                               inline_css=_css())
+                               inline_css=stylesheet.read_text(encoding="utf-8"))
         with tempfile.TemporaryDirectory() as tmp:
             page = Path(tmp) / "protocol.html"
             page.write_text(html, encoding="utf-8")

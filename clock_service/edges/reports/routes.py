@@ -8,6 +8,7 @@ made, and lists are paginated (``MAX_PAGE``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape as html_escape
 from typing import Any, Literal
 
@@ -20,125 +21,22 @@ from clock_service.edges.reports.service import Reports
 from clock_service.service.storage.index import MAX_PAGE
 from clock_service.service.wire import ErrorResponse, MatchPage, MatchRecordOut
 
-__all__ = ["matches_router", "report_router", "reports_of", "clips_link"]
+__all__ = ["routers", "clips_link"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse} for code in (404, 422)}
 MatchId = str
 
 
-def reports_of(request: Request) -> Reports:
-    """The app's ``Reports`` (``create_app`` sets them)."""
-    reports: Reports = request.app.state.reports
-    return reports
-
-
-matches_router = APIRouter()
-report_router = APIRouter()
-
-
-@matches_router.get("/api/matches", tags=["matches"], response_model=None,
-                    responses={200: {"model": MatchPage}, **_ERRORS})
-async def list_matches(
-    request: Request,
-    table: str | None = Query(None, description="only this table's matches"),
-    since: int | None = Query(None, ge=0, description="only matches started at or "
-                              "after this unix ms"),
-    after: str | None = Query(None, description="the 'next' of the previous page",
-                              pattern=r"^[A-Za-z0-9_~-]{1,48}\.[0-9]{1,9}$"),
-    limit: int = Query(50, ge=1, le=MAX_PAGE),
-) -> Response:
-    """Matches, newest first, from the match index (archived tables' too)."""
-    text = await reports_of(request).list(table=table, since=since, after=after,
-                                          limit=limit)
-    return Response(text, media_type="application/json")
-
-
-@matches_router.get("/api/matches/{match_id}", tags=["matches"], response_model=None,
-                    responses={200: {"model": MatchRecordOut}, **_ERRORS})
-async def get_match(
-    match_id: MatchId, request: Request,
-    shots: bool = Query(True, description="false: leave out the per-shot lists"),
-) -> Response:
-    """The match's record: frames, fouls, extensions, shots and per-player statistics
-    of each frame and of the match, built from the event log."""
-    text = await reports_of(request).output(match_id, "json", shots=shots)
-    link = clips_link(request, match_id)
-    if link is not None and text.rstrip().endswith("}"):
-        # the record links its video evidence (issue 21 point 5): spliced in here, the
-        # record itself (and its signature) is the worker's
-        text = text.rstrip()[:-1] + f', "clips": "{link}"}}'
-    return Response(text, media_type="application/json")
-
-
-def clips_link(request: Request, match_id: str) -> str | None:
+def clips_link(clips_table: str | None, match_id: str) -> str | None:
     """``/api/matches/<id>/clips`` when this service's camera keeps clips and watches the
-    match's table, else None."""
-    camera = getattr(request.app.state, "camera", None)
-    if camera is None or getattr(camera, "evidence", None) is None:
+    match's table (``clips_table``), else None."""
+    if clips_table is None:
         return None
     table, dot, number = match_id.rpartition(".")
-    if not dot or table != camera.table_id or not number.isdigit():
+    if not dot or table != clips_table or not number.isdigit():
         return None
     return f"/api/matches/{match_id}/clips"
-
-
-@matches_router.get("/api/matches/{match_id}/shots.csv", tags=["matches"],
-                    responses={200: {"content": {"text/csv": {}}}, **_ERRORS})
-async def get_match_csv(
-    match_id: MatchId, request: Request,
-    locale: Literal["en", "ru"] = Query("en", description="ru: a byte-order mark and ';' "
-                                        "between fields, as Russian Excel reads a CSV"),
-) -> Response:
-    """One row per shot: match, frame, visit, round, player, limit_ms, used_ms,
-    extension, outcome, fouls (then shot, player_index, extension_ms, whites, ...)."""
-    text = await reports_of(request).output(match_id, "csv", locale=locale)
-    name = match_id.replace(".", "-")
-    return Response(text, media_type="text/csv; charset=utf-8", headers={
-        "Content-Disposition": f'attachment; filename="match-{name}.csv"'})
-
-
-@matches_router.get("/api/matches/{match_id}/charts/{chart}.svg", tags=["matches"],
-                    responses={200: {"content": {"image/svg+xml": {}}}, **_ERRORS})
-async def get_match_chart(
-    match_id: MatchId, chart: Literal["distribution", "shots", "timeline"],
-    request: Request,
-    frame: int | None = Query(None, ge=1, description="one frame (default: the match)"),
-    lang: Literal["ru", "en"] = Query("en"),
-    width: int | None = Query(None, ge=400, le=2400, description="px (default: print)"),
-    height: int | None = Query(None, ge=200, le=1400, description="px (default: print)"),
-) -> Response:
-    """A picture of the match, drawn on the server (no script, nothing from outside):
-    shot-time distribution per player, time used per shot with the limit line, or
-    the timeline of who was at the table."""
-    svg = await reports_of(request).output(match_id, "svg", chart=chart, frame=frame,
-                                           lang=lang, width=width, height=height)
-    return Response(svg, media_type="image/svg+xml",
-                    headers={"Cache-Control": "no-cache"})
-
-
-@report_router.get("/report", include_in_schema=False)
-async def report_page(request: Request, match: MatchId | None = None,
-                      lang: str | None = None) -> HTMLResponse:
-    """The match protocol: the official record, printable on one or two A4 pages. A
-    wrong or missing match id is a page that says so (404), not an API error's JSON."""
-    language = lang if lang in LANGS else _preferred(request)
-    if not match:
-        return _no_such_match("", language)
-    try:
-        html = await reports_of(request).output(match, "html", lang=language)
-    except UnknownMatch:
-        return _no_such_match(match, language)
-    if clips_link(request, match) is not None and '<nav class="links">' in html:
-        # the camera's clips of the match: a link to the viewer among the page's links
-        # (issue 21 point 5; not printed, as they are not); the protocol is the worker's
-        text = _CLIPS_LINK.get(language, _CLIPS_LINK["en"])
-        href = html_escape(f"/clips?match={match}&lang={language}")
-        start = html.index('<nav class="links">')
-        end = html.index("</nav>", start)
-        html = (html[:end] + f'<a class="clips-link" href="{href}">{html_escape(text)}</a>'
-                + html[end:])
-    return HTMLResponse(html, headers={"Cache-Control": "no-cache"})
 
 
 _CLIPS_LINK = {"en": "Video clips", "ru": "Видео камеры"}
@@ -170,3 +68,100 @@ def _no_such_match(match: str, lang: str) -> HTMLResponse:
 def _preferred(request: Request) -> str:
     accept = request.headers.get("accept-language", "").lower()
     return "ru" if accept.startswith("ru") else "en"
+
+
+def routers(reports: Reports, clips_table: Callable[[], str | None] = lambda: None
+            ) -> list[APIRouter]:
+    """The matches' routes and the protocol page over ``reports``; ``clips_table``: the
+    table whose shots this service's camera keeps as clips, when it does."""
+    matches_router = APIRouter()
+    report_router = APIRouter()
+
+    @matches_router.get("/api/matches", tags=["matches"], response_model=None,
+                        responses={200: {"model": MatchPage}, **_ERRORS})
+    async def list_matches(
+        request: Request,
+        table: str | None = Query(None, description="only this table's matches"),
+        since: int | None = Query(None, ge=0, description="only matches started at or "
+                                  "after this unix ms"),
+        after: str | None = Query(None, description="the 'next' of the previous page",
+                                  pattern=r"^[A-Za-z0-9_~-]{1,48}\.[0-9]{1,9}$"),
+        limit: int = Query(50, ge=1, le=MAX_PAGE),
+    ) -> Response:
+        """Matches, newest first, from the match index (archived tables' too)."""
+        text = await reports.list(table=table, since=since, after=after,
+                                              limit=limit)
+        return Response(text, media_type="application/json")
+
+    @matches_router.get("/api/matches/{match_id}", tags=["matches"], response_model=None,
+                        responses={200: {"model": MatchRecordOut}, **_ERRORS})
+    async def get_match(
+        match_id: MatchId, request: Request,
+        shots: bool = Query(True, description="false: leave out the per-shot lists"),
+    ) -> Response:
+        """The match's record: frames, fouls, extensions, shots and per-player statistics
+        of each frame and of the match, built from the event log."""
+        text = await reports.output(match_id, "json", shots=shots)
+        link = clips_link(clips_table(), match_id)
+        if link is not None and text.rstrip().endswith("}"):
+            # the record links its video evidence (issue 21 point 5): spliced in here, the
+            # record itself (and its signature) is the worker's
+            text = text.rstrip()[:-1] + f', "clips": "{link}"}}'
+        return Response(text, media_type="application/json")
+
+    @matches_router.get("/api/matches/{match_id}/shots.csv", tags=["matches"],
+                        responses={200: {"content": {"text/csv": {}}}, **_ERRORS})
+    async def get_match_csv(
+        match_id: MatchId, request: Request,
+        locale: Literal["en", "ru"] = Query("en", description="ru: a byte-order mark and ';' "
+                                            "between fields, as Russian Excel reads a CSV"),
+    ) -> Response:
+        """One row per shot: match, frame, visit, round, player, limit_ms, used_ms,
+        extension, outcome, fouls (then shot, player_index, extension_ms, whites, ...)."""
+        text = await reports.output(match_id, "csv", locale=locale)
+        name = match_id.replace(".", "-")
+        return Response(text, media_type="text/csv; charset=utf-8", headers={
+            "Content-Disposition": f'attachment; filename="match-{name}.csv"'})
+
+    @matches_router.get("/api/matches/{match_id}/charts/{chart}.svg", tags=["matches"],
+                        responses={200: {"content": {"image/svg+xml": {}}}, **_ERRORS})
+    async def get_match_chart(
+        match_id: MatchId, chart: Literal["distribution", "shots", "timeline"],
+        request: Request,
+        frame: int | None = Query(None, ge=1, description="one frame (default: the match)"),
+        lang: Literal["ru", "en"] = Query("en"),
+        width: int | None = Query(None, ge=400, le=2400, description="px (default: print)"),
+        height: int | None = Query(None, ge=200, le=1400, description="px (default: print)"),
+    ) -> Response:
+        """A picture of the match, drawn on the server (no script, nothing from outside):
+        shot-time distribution per player, time used per shot with the limit line, or
+        the timeline of who was at the table."""
+        svg = await reports.output(match_id, "svg", chart=chart, frame=frame,
+                                               lang=lang, width=width, height=height)
+        return Response(svg, media_type="image/svg+xml",
+                        headers={"Cache-Control": "no-cache"})
+
+    @report_router.get("/report", include_in_schema=False)
+    async def report_page(request: Request, match: MatchId | None = None,
+                          lang: str | None = None) -> HTMLResponse:
+        """The match protocol: the official record, printable on one or two A4 pages. A
+        wrong or missing match id is a page that says so (404), not an API error's JSON."""
+        language = lang if lang in LANGS else _preferred(request)
+        if not match:
+            return _no_such_match("", language)
+        try:
+            html = await reports.output(match, "html", lang=language)
+        except UnknownMatch:
+            return _no_such_match(match, language)
+        if clips_link(clips_table(), match) is not None and '<nav class="links">' in html:
+            # the camera's clips of the match: a link to the viewer among the page's links
+            # (issue 21 point 5; not printed, as they are not); the protocol is the worker's
+            text = _CLIPS_LINK.get(language, _CLIPS_LINK["en"])
+            href = html_escape(f"/clips?match={match}&lang={language}")
+            start = html.index('<nav class="links">')
+            end = html.index("</nav>", start)
+            html = (html[:end] + f'<a class="clips-link" href="{href}">{html_escape(text)}</a>'
+                    + html[end:])
+        return HTMLResponse(html, headers={"Cache-Control": "no-cache"})
+
+    return [matches_router, report_router]

@@ -27,11 +27,10 @@ import sqlite3
 import urllib.error
 import urllib.request
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from clock_service.core.errors import UnknownMatch
 from clock_service.edges.reports.export import csv_cell
-from clock_service.edges.reports.service import Reports
 from clock_service.service.runtime import Runtime
 from clock_service.service.storage.index import split_match_id
 
@@ -104,10 +103,18 @@ def results_csv(results: Iterable[Mapping[str, Any]]) -> str:
     return out.getvalue()
 
 
+
+class MatchRecords(Protocol):
+    """Where a finished match's record comes from (the app's match reports,
+    clock_service/edges/reports/service.py ``Reports``), handed over by the composition
+    root."""
+
+    async def output(self, match_id: str, kind: str, **options: Any) -> str: ...
+
 class Results:
     """Results of the matches on this service's store, and their webhook outbox."""
 
-    def __init__(self, runtime: Runtime, reports: Reports, *, webhook: str | None = None,
+    def __init__(self, runtime: Runtime, reports: MatchRecords, *, webhook: str | None = None,
                  secret: str | None = None, retry_s: float = 2.0,
                  draw_number: Any = None) -> None:
         self.runtime = runtime

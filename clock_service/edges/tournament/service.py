@@ -13,11 +13,13 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from clock_service.core.commands import NewMatch
 from clock_service.core.errors import InvalidInput, RuleRefusal
 from clock_service.edges.tournament.draw import Draw, DrawMatch, parse_draw
+from clock_service.service.auth import Credential, stamp
 from clock_service.service.runtime import Runtime
 
 __all__ = ["Tournament"]
@@ -123,18 +125,22 @@ class Tournament:
         self.runtime.table(table_id)  # 404 for an unknown table
         return self.draw.next_for(table_id)
 
-    async def start_next(self, table_id: str, reason: str | None = None) -> dict[str, Any]:
+    async def start_next(self, table_id: str, credential: Credential,
+                         reason: str | None = None) -> dict[str, Any]:
         """The table's next match from the draw: ``new_match`` with its players, race and
-        event. Refused (409) when the draw has none for the table."""
+        event, recorded as sent by ``credential`` (``source`` ``draw:<its name>``).
+        Refused (409) when the draw has none for the table."""
         match = self.next_for(table_id)
         if match is None:
             raise RuleRefusal(f"start next match refused: the draw has no match for table "
                               f"{table_id} (its queue and the next-free-table list are empty)",
                               code="no_next_match")
         event = ", ".join(x for x in (match.event, match.round) if x) or None
-        state = await self.runtime.command(table_id, NewMatch(
-            players=list(match.players), race_to=match.race_to, event=event, reason=reason,
-            source="draw"))
+        command = stamp(NewMatch(players=list(match.players), race_to=match.race_to,
+                                 event=event, reason=reason, source="draw"), credential, "http")
+        if credential.director:  # a director's offered source is kept as it is: name it
+            command = replace(command, source=f"draw:{credential.name}")
+        state = await self.runtime.command(table_id, command)
         await self._saved(self.draw.start(match.number, table_id, state["match"]["id"]))
         return state
 
