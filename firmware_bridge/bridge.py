@@ -82,7 +82,7 @@ class TableBridge:
         self._loop = asyncio.get_running_loop()
         if self_test:
             self.driver.self_test()
-        self.runtime.listeners.append(self.on_events)
+        self.runtime.listen(self.on_events)
         if self.table_id in self.runtime.tables:
             self.driver.update(self.runtime.state(self.table_id))
         else:
@@ -95,8 +95,7 @@ class TableBridge:
                 log.exception("table %s: buttons failed to start", self.table_id)
 
     def close(self) -> None:
-        if self.on_events in self.runtime.listeners:
-            self.runtime.listeners.remove(self.on_events)
+        self.runtime.unlisten(self.on_events)
         if self.buttons is not None:
             try:
                 self.buttons.close()

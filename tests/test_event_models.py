@@ -42,7 +42,7 @@ class Recorded:
         self.runtime = runtime
         self.time = time
         self.texts: list[str] = []
-        runtime.listeners.append(
+        runtime.listen(
             lambda table_id, wires, state: self.texts.extend(encode(w) for w in wires))
 
     async def ok(self, table: str, command: str, **fields: Any) -> list[str]:
@@ -150,7 +150,7 @@ async def _play(db: Path) -> list[str]:
         await runtime.stop()
     again = Runtime(Store(db), time, Hub())
     rec.runtime = again
-    again.listeners.append(
+    again.listen(
         lambda table_id, wires, state: rec.texts.extend(encode(w) for w in wires))
     before = len(rec.texts)
     await again.start(default_table=None)

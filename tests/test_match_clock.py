@@ -290,7 +290,7 @@ async def test_the_runtime_wakes_at_the_match_limit_and_stores_the_events(tmp_pa
     await runtime.start(default_table=None)
     try:
         seen: list[tuple[str, float]] = []
-        runtime.listeners.append(lambda tid, events, state: seen.extend(
+        runtime.listen(lambda tid, events, state: seen.extend(
             (e["type"], time.now_ms()) for e in events))
         await runtime.create_table("m", ["Ivanov", "Petrov"], timer=False, race_to=3,
                                    match_limit_ms=HOUR, at_match_limit="tie_break_frame")

@@ -33,7 +33,7 @@ async def rt(tmp_path: Path):
 async def test_the_runtime_wakes_at_each_deadline_and_expires_on_time(rt: Runtime) -> None:
     time: FakeTime = rt.fake  # type: ignore[attr-defined]
     seen: list[tuple[str, float]] = []
-    rt.listeners.append(lambda tid, events, state: seen.extend(
+    rt.listen(lambda tid, events, state: seen.extend(
         (e["type"], time.now_ms()) for e in events))
     await rt.create_table("t", ["A", "B"], profile=SHORT)
     start = time.now_ms()
@@ -59,7 +59,7 @@ async def test_many_tables_each_expire_at_their_own_deadline(rt: Runtime) -> Non
         if any(e["type"] == "clock.expired" for e in events):
             expired[tid] = time.now_ms()
 
-    rt.listeners.append(on_events)
+    rt.listen(on_events)
     deadlines = {}
     for i in range(20):
         await rt.create_table(f"t{i}", ["A", "B"], profile=SHORT)
@@ -142,7 +142,7 @@ async def test_a_failing_listener_never_stops_the_clock(rt: Runtime) -> None:
     def broken(*_: Any) -> None:
         raise RuntimeError("display on fire")
 
-    rt.listeners.append(broken)
+    rt.listen(broken)
     await rt.create_table("t", ["A", "B"], profile=SHORT)
     state = await rt.command("t", Start())
     assert state["phase"] == "running"

@@ -69,20 +69,29 @@ class ServedTables(Generic[TableT]):
     # there, and its create/archive answer hall_read_only). The hall feed says it.
     read_only: bool = False
 
-    def __init__(self, store: Store, time: TimeSource, hub: Hub | None = None) -> None:
+    def __init__(self, store: Store, time: TimeSource, hub: Hub | None = None, *,
+                 store_wait_s: float = STORE_WAIT_S) -> None:
         self.store = store
         self.time = time
         self.hub = hub or Hub()
         self.tables: dict[str, TableT] = {}
-        self.publishers: list[Publisher] = []
+        self._publishers: list[Publisher] = []  # subscribe()
         # How long a command waits for its events to be on disk before answering 503.
-        self.store_wait_s = STORE_WAIT_S
+        self.store_wait_s = store_wait_s
         self._running = False
         # Status of the parts and faults for people (TEAM convention 2): /api/health,
         # snapshots and status messages to the clients of the tables concerned.
         self.health = Health(time.now_ms)
         self.health.listeners.append(self._faults_changed)
         self.health.register("store", self._store_status)
+
+    def subscribe(self, publisher: Publisher) -> None:
+        """Tell ``publisher`` each table's events once they are durable (on the loop)."""
+        self._publishers.append(publisher)
+
+    def unsubscribe(self, publisher: Publisher) -> None:
+        if publisher in self._publishers:
+            self._publishers.remove(publisher)
 
     def _open_store(self) -> None:
         """Open the store, its writer's trouble reported as a fault (on the loop)."""

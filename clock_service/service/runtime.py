@@ -32,7 +32,7 @@ from clock_service.core.errors import (
 from clock_service.core.events import TABLE_ARCHIVED, TABLE_CREATED, Event, TableCreatedData
 from clock_service.core.presets import build_profile
 from clock_service.service.hub import Hub, encode
-from clock_service.service.live import ServedTables
+from clock_service.service.live import STORE_WAIT_S, ServedTables
 from clock_service.service.storage import ARCHIVE_SEP, Store
 from clock_service.service.storage.log import UndoChange
 from clock_service.service.timesource import RealTime, Timer, TimeSource
@@ -77,18 +77,19 @@ class Runtime(ServedTables[TableRuntime]):
     the hall's mirror, which runs no clock, is in served.py)."""
 
     def __init__(self, store: Store, time: TimeSource, hub: Hub | None = None, *,
-                 max_tables: int = MAX_TABLES) -> None:
-        super().__init__(store, time, hub)
+                 max_tables: int = MAX_TABLES, store_wait_s: float = STORE_WAIT_S,
+                 archive_days: int = 0, disk_low_bytes: int = 0) -> None:
+        super().__init__(store, time, hub, store_wait_s=store_wait_s)
         self.max_tables = max_tables
         self._archives: dict[str, int] = {}  # archives made per live id (see archive_table)
-        self.listeners: list[Listener] = []
+        self._listeners: list[Listener] = []  # listen()
         self._heartbeat: Timer | None = None
         self._wall_step_ms = 0.0  # RealTime.wall_step_ms() last seen (_notice_wall_step)
-        # The store's growth (issue 19; the composition root sets them from the settings):
-        # finished matches older than archive_days go to files (0: never); a fault when the
-        # store's disk has less than disk_low_bytes free.
-        self.archive_days = 0
-        self.disk_low_bytes = 0
+        # The store's growth (issue 19; from the settings): finished matches older than
+        # archive_days go to files (0: never); a fault when the store's disk has less than
+        # disk_low_bytes free.
+        self.archive_days = archive_days
+        self.disk_low_bytes = disk_low_bytes
         self._maintenance: Timer | None = None
         self._archived_at: float | None = None
         self._power_notices: set[str] = set()  # tables recovered from a power cut (I19)
@@ -476,10 +477,19 @@ class Runtime(ServedTables[TableRuntime]):
         self._tell_listeners(table, wires, now)
         return durable
 
+    def listen(self, listener: Listener) -> None:
+        """Tell ``listener`` each table's events at once, before they are stored (the
+        table-side display and buzzer, the camera, the draw): it must not wait."""
+        self._listeners.append(listener)
+
+    def unlisten(self, listener: Listener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     def _tell_listeners(self, table: TableRuntime, wires: list[dict[str, Any]], now: float) -> None:
         if not wires:
             return
-        for listener in self.listeners:
+        for listener in self._listeners:
             try:
                 listener(table.id, wires, wires[-1]["state"])
             except Exception:  # a display fault never stops the clock
@@ -496,7 +506,7 @@ class Runtime(ServedTables[TableRuntime]):
                 table.published_seq = wires[-1]["seq"]
                 table.published_state = wires[-1]["state"]
                 self.hub.publish(table.id, wires, texts)
-                for publisher in self.publishers:
+                for publisher in self._publishers:
                     try:
                         publisher(table.id, wires, texts)
                     except Exception:  # a broker fault never stops the clock

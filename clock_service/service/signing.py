@@ -189,7 +189,7 @@ class MatchSigner:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def attach(self) -> None:
-        self.runtime.publishers.append(self.on_durable)
+        self.runtime.subscribe(self.on_durable)
         health = getattr(self.runtime, "health", None)
         if health is not None:
             health.register("signing", lambda: {"fingerprint": self.signer.fingerprint,
@@ -197,8 +197,7 @@ class MatchSigner:
                                                 "signed": self.signed})
 
     def detach(self) -> None:
-        if self.on_durable in self.runtime.publishers:
-            self.runtime.publishers.remove(self.on_durable)
+        self.runtime.unsubscribe(self.on_durable)
         for task in list(self._tasks):
             task.cancel()
 

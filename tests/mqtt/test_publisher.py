@@ -169,7 +169,7 @@ async def test_the_clock_keeps_exact_time_while_the_broker_hangs(
             "shot_ms": 400, "full_rounds": 1, "floor_ms": 300, "step_ms": 100,
             "extension_ms": 200, "warnings_ms": [200]})
         expiries: list[dict[str, Any]] = []
-        runtime.listeners.append(lambda tid, wires, state: expiries.extend(
+        runtime.listen(lambda tid, wires, state: expiries.extend(
             w for w in wires if w["type"] == "clock.expired"))
         with BareLoopThread() as bare:
             for n in range(1, 4):

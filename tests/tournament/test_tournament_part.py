@@ -23,11 +23,11 @@ def test_the_table_service_starts_and_stops_its_tournament_part(tmp_path: Path) 
     tournament, results = service.tournament.tournament, service.tournament.results
     assert tournament is not None and results is not None
     assert tournament.runtime is runtime and results.runtime is runtime
-    assert tournament._on_events not in runtime.listeners  # built, not started
+    assert tournament._on_events not in runtime._listeners  # built, not started
     with TestClient(app) as client:
-        assert tournament._on_events in runtime.listeners  # started with the app
+        assert tournament._on_events in runtime._listeners  # started with the app
         assert client.get("/api/draw").status_code == 200
-    assert tournament._on_events not in runtime.listeners  # stopped with it
+    assert tournament._on_events not in runtime._listeners  # stopped with it
 
 
 class _Step:

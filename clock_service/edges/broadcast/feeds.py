@@ -53,7 +53,7 @@ class FeedBoard:
         self._bodies: dict[tuple[str, str, str], tuple[tuple[Any, ...], bytes, str]] = {}
         self.encoded_rows = 0  # rows encoded (for the benchmark and the tests)
         self.encoded_bodies = 0
-        runtime.publishers.append(self._published)
+        runtime.subscribe(self._published)
 
     def _published(self, table_id: str, wires: list[dict[str, Any]], texts: list[str]) -> None:
         for wire in wires:

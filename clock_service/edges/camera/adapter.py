@@ -6,7 +6,7 @@ the GIL in its calls) and hops every decision onto the event loop with
 ``runtime.command`` like any press. A slow or dead camera delays nothing but itself: the
 clock's timers live on the loop, and the thread never waits on the loop.
 
-Told by the runtime like the display (``runtime.listeners``), it keeps a small view of its
+Told by the runtime like the display (``runtime.listen``), it keeps a small view of its
 table (phase, deadline, whether a result is awaited) and compares the referee's presses
 with its own decisions: in ``assist`` the difference between the press and the detection
 is recorded; in ``auto`` a referee's undo of a camera step or a press the camera did not
@@ -151,7 +151,7 @@ class CameraAdapter:
     def attach(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._load_calibration()
-        self.runtime.listeners.append(self.on_events)
+        self.runtime.listen(self.on_events)
         self.runtime.health.register("camera", self.status)
         if self.table_id in self.runtime.tables:
             state = self.runtime.state(self.table_id)
@@ -165,8 +165,7 @@ class CameraAdapter:
         self._stop.set()
         if self._status_timer is not None:
             self._status_timer.cancel()
-        if self.on_events in self.runtime.listeners:
-            self.runtime.listeners.remove(self.on_events)
+        self.runtime.unlisten(self.on_events)
         if self._thread is not None:
             self._thread.join(timeout=3.0)
         if self.evidence is not None:

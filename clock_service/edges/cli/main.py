@@ -36,8 +36,7 @@ if TYPE_CHECKING:
     from clock_service.service.settings import Settings
     from clock_service.service.storage import Store
     from clock_service.service.timesource import TimeSource
-    from firmware_bridge.bridge import TableBridge
-    from firmware_bridge.monitor import HardwareMonitor
+    from firmware_bridge.table_side import TableSide
 
 __all__ = ["main", "table_runtime", "table_app", "EXIT_REFUSED", "EXIT_STORE_LOCKED",
            "EXIT_STORE_CORRUPT", "EXIT_STORE_UNWRITABLE"]
@@ -165,12 +164,10 @@ def table_runtime(settings: Settings, *, time: TimeSource | None = None,
     from clock_service.service.timesource import RealTime
 
     _configure_presets(settings)
-    runtime = Runtime(store or Store(settings.db), time or RealTime(), Hub(settings.ws_queue),
-                      max_tables=settings.max_tables)
-    runtime.store_wait_s = settings.store_wait_s
-    runtime.archive_days = settings.archive_days
-    runtime.disk_low_bytes = settings.disk_low_mb * 1_000_000
-    return runtime
+    return Runtime(store or Store(settings.db), time or RealTime(), Hub(settings.ws_queue),
+                   max_tables=settings.max_tables, store_wait_s=settings.store_wait_s,
+                   archive_days=settings.archive_days,
+                   disk_low_bytes=settings.disk_low_mb * 1_000_000)
 
 
 def _configure_presets(settings: Settings) -> None:
@@ -280,7 +277,6 @@ class _Part:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
 
     from clock_service.edges.api.server import (
         install_redactor,
@@ -354,19 +350,46 @@ def _serve(args: argparse.Namespace) -> int:
     config = uvicorn_config(app, settings, log_level=args.log_level,
                             access_log=args.access_log)
 
+    server = _server(config, table_side)
+    # uvicorn sets up its loggers when the config is made: redact their handlers too.
+    install_redactor(settings.referee_token)
+    _run_until_stopped(server)
+    return 0
+
+
+def _server(config: Any, table_side: TableSide) -> uvicorn.Server:
+    """uvicorn's server for ``serve``: READY to systemd once it listens, the watchdog patted
+    from the loop while it serves; the digits blanked at once on SIGTERM/SIGINT."""
+    import uvicorn
+
+    from clock_service.service.sdnotify import Watchdog
+
+    watchdog = Watchdog()
+
     class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            # Everything loaded so far (libraries, restored tables) lives as long as
+            # the process: keep it out of the garbage collector's passes, and make the
+            # passes rarer. The service makes almost no cyclic garbage, and a full pass
+            # over a hall of tables and clients stalled the loop for 60-160 ms
+            # (bench/README.md).
+            gc.freeze()
+            gc.set_threshold(20_000, 20, 100)
+            if self.started:  # Type=notify: READY=1 once uvicorn listens
+                watchdog.start("serving")
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            await watchdog.stop()
+            await super().shutdown(sockets=sockets)
+
         def handle_exit(self, sig: int, frame: Any) -> None:
             # SIGTERM/SIGINT: blank the digits now (defect 6: within 0.5 s), not after
             # uvicorn has waited for every client to go.
             table_side.on_signal()
             super().handle_exit(sig, frame)
 
-    server = Server(config)
-    table_side.server = server
-    # uvicorn sets up its loggers when the config is made: redact their handlers too.
-    install_redactor(settings.referee_token)
-    _run_until_stopped(server)
-    return 0
+    return Server(config)
 
 
 def _run_until_stopped(server: uvicorn.Server) -> None:
@@ -396,7 +419,7 @@ def _async(call: Callable[[], None]) -> Callable[[], Awaitable[None]]:
     return run
 
 
-def _table_side(runtime: Runtime, settings: Settings) -> _TableSide:
+def _table_side(runtime: Runtime, settings: Settings) -> TableSide:
     """The table-side devices: hardware if configured, else the terminal (or nothing).
 
     The configuration is read (and a bad one refused, exit 78) before the service starts.
@@ -404,150 +427,34 @@ def _table_side(runtime: Runtime, settings: Settings) -> _TableSide:
     from firmware_bridge.config import load_config
     from firmware_bridge.errors import HardwareConfigError
     from firmware_bridge.monitor import HardwareMonitor
+    from firmware_bridge.table_side import TableSide
 
     try:
         config = load_config()
     except HardwareConfigError as exc:
         print(f"shotclock: hardware configuration refused: {exc}", file=sys.stderr)
         raise SystemExit(EX_CONFIG) from None
-    return _TableSide(runtime, settings, config, HardwareMonitor(runtime.health, config))
-
-
-class _TableSide:
-    """What ``serve`` runs beside the API: the table's devices and systemd's watchdog.
-
-    A device that fails to open is a fault in ``/api/health`` and on the console (and in
-    the log): the clock runs without it, and the serial driver keeps reconnecting by
-    itself. The display shows its self-test (all segments, a chirp) first. Devices are
-    closed (the digits blanked) when the service stops. Under systemd the service says
-    READY once it listens and pats the watchdog from the event loop.
-    """
-
-    def __init__(self, runtime: Runtime, settings: Settings, config: Any,
-                 monitor: HardwareMonitor) -> None:
-        self.runtime = runtime
-        self.settings = settings
-        self.config = config
-        self.monitor = monitor
-        self.server: Any = None
-        self.bridge: TableBridge | None = None
-        self.loop: Any = None
-        self._ready: Any = None
-        self._watchdog: Any = None
-
-    @property
-    def dimmable(self) -> HardwareMonitor | None:
-        """The monitor, for the brightness route, when there are devices to dim."""
-        return self.monitor if self.config.kind != "none" or self.config.hid_device else None
-
-    def on_signal(self) -> None:
-        """From the signal handler: hop onto the loop (call_soon_threadsafe is safe here)."""
-        loop, bridge = self.loop, self.bridge
-        if loop is not None and bridge is not None:
-            with contextlib.suppress(RuntimeError):  # the loop is already closed
-                loop.call_soon_threadsafe(bridge.driver.blank)
-
-    async def start(self) -> None:
-        import asyncio
-
-        from clock_service.service.sdnotify import Watchdog
-        from firmware_bridge.bridge import TableBridge
-        from firmware_bridge.config import build_devices
-        from firmware_bridge.terminal import TerminalDisplay
-
-        runtime, settings, config, monitor = (self.runtime, self.settings, self.config,
-                                              self.monitor)
-        self.loop = asyncio.get_running_loop()
-        # Everything loaded so far (libraries, restored tables) lives as long as the
-        # process: keep it out of the garbage collector's passes, and make the passes
-        # rarer. The service makes almost no cyclic garbage, and a full pass over a
-        # hall of tables and clients stalled the loop for 60-160 ms (bench/README.md).
-        gc.freeze()
-        gc.set_threshold(20_000, 20, 100)
-        bridge = None
-        hardware_log = logging.getLogger("shotclock.hardware")
-        if config.kind != "none" or config.hid_device:
-            monitor.check_permissions()
-            display, buzzer, buttons = build_devices(
-                config, now_ms=runtime.time.now_ms, on_error=monitor.device_failed)
-            if display is None and settings.display == "terminal" and config.kind == "none":
-                display = TerminalDisplay(config.table_id)
-            bridge = TableBridge(runtime, config.table_id, display=display,
-                                 buzzer=buzzer, buttons=buttons)
-            monitor.attach(display, buzzer, buttons)
-            hardware_log.info("table %s: %s hardware attached", config.table_id, config.kind)
-        else:
-            monitor.attach(None, None, None)  # /api/health still says "none"
-            if settings.display == "terminal":
-                table_id = settings.default_table or "1"
-                bridge = TableBridge(runtime, table_id, display=TerminalDisplay(table_id))
-        if bridge is not None:
-            bridge.attach(self_test=config.self_test and config.kind != "none")
-        self.bridge = bridge
-        self._watchdog = Watchdog()
-        self._ready = self.loop.create_task(_when_listening(self, self._watchdog))
-
-    async def stop(self) -> None:
-        if self._ready is not None:
-            self._ready.cancel()
-        if self._watchdog is not None:
-            await self._watchdog.stop()
-        self.monitor.close()
-        if self.bridge is not None:
-            self.bridge.close()
-
-
-async def _when_listening(side: _TableSide, watchdog: Any) -> None:
-    """READY=1 once uvicorn listens (Type=notify), then the watchdog pats."""
-    import asyncio
-
-    while side.server is not None and not side.server.started:
-        await asyncio.sleep(0.02)
-    watchdog.start("serving")
+    return TableSide(runtime, settings, config, HardwareMonitor(runtime.health, config))
 
 
 def _blank(args: argparse.Namespace) -> int:
     """``shotclock blank``: turn the configured digits off and the buzzer silent, then exit.
 
     The units' ``ExecStopPost=``: however the service or bridge ended (a crash included),
-    nothing stays lit or sounding. For a serial controller it sends a blank frame (the
-    controller shows its ``----`` host-gone pattern a second later). Never fails the stop:
-    problems are logged and the exit status is 0.
+    nothing stays lit or sounding. Never fails the stop: problems are logged and the exit
+    status is 0.
     """
     from firmware_bridge.config import load_config
     from firmware_bridge.errors import HardwareConfigError
+    from firmware_bridge.table_side import blank
 
-    log = logging.getLogger("shotclock.blank")
     try:
         config = load_config()
     except HardwareConfigError as exc:
-        log.warning("nothing blanked: hardware configuration refused: %s", exc)
+        logging.getLogger("shotclock.blank").warning(
+            "nothing blanked: hardware configuration refused: %s", exc)
         return 0
-    try:
-        if config.kind == "gpio":
-            from firmware_bridge.gpio import GpioBuzzer, TM1637Display
-
-            TM1637Display(config.tm1637_clk, config.tm1637_dio, brightness=config.brightness,
-                          module=config.display_module, background=False).close()
-            if config.buzzer_pin is not None:
-                GpioBuzzer(config.buzzer_pin, active_high=config.buzzer_active_high,
-                           tonal=config.buzzer_tonal).close()
-        elif config.kind == "serial":
-            import serial
-
-            from clock_service.core.readout import DisplayFrame
-            from firmware_bridge.protocol import WireFrame, encode_frame
-
-            assert config.serial_port is not None
-            with serial.serial_for_url(config.serial_port, baudrate=config.baudrate,
-                                       timeout=0.2, write_timeout=0.5) as port:
-                port.write(encode_frame(0, WireFrame(DisplayFrame("", "off", 0),
-                                                     brightness=config.brightness)))
-                port.flush()
-        log.info("%s display blanked", config.kind)
-    except Exception as exc:  # noqa: BLE001 - a blanker must never fail the stop
-        log.warning("blanking the %s display failed: %s: %s", config.kind,
-                    type(exc).__name__, exc)
+    blank(config)
     return 0
 
 
@@ -636,7 +543,6 @@ def _hall(args: argparse.Namespace) -> int:
         return store
     _configure_presets(settings)
     runtime = HallRuntime(store, RealTime(), Hub(settings.ws_queue), target, settings)
-    runtime.store_wait_s = settings.store_wait_s
     app = _app(settings, runtime)
     base = f"{'https' if settings.tls_cert else 'http'}://{settings.host}:{settings.port}"
     print(f"shotclock hall: mirroring hall {target.hall!r} from {target.redacted()} on {base}"
@@ -687,84 +593,11 @@ def _camera_adapter(runtime: Runtime, settings: Settings) -> CameraAdapter | Non
 
 
 def _camera(args: argparse.Namespace) -> int:
-    """``shotclock camera calibrate``: one frame, the table's corners found (or given), saved."""
-    import json
-    import time
-
-    from clock_service.edges.camera.config import load_camera_config
-    from clock_service.edges.camera.geometry import Calibration, CalibrationError
-    from clock_service.edges.camera.source import SourceError, make_source, parse_source
+    """``shotclock camera calibrate`` (clock_service/edges/camera/cli.py)."""
+    from clock_service.edges.camera.cli import calibrate
     from clock_service.service.settings import Settings
 
-    try:
-        import cv2
-    except ImportError:
-        print("shotclock camera: OpenCV is not installed: pip install 'shotclock[camera]'",
-              file=sys.stderr)
-        return 2
-    from clock_service.edges.camera.detect import find_table_corners
-
-    settings = Settings.from_env(db=args.db)
-    try:
-        config = load_camera_config(settings)
-        spec = parse_source(args.source) if args.source else (config.spec if config else None)
-    except ValueError as exc:
-        print(f"shotclock camera: {exc}", file=sys.stderr)
-        return 2
-    if spec is None:
-        print("shotclock camera: give --source or set SHOTCLOCK_CAMERA", file=sys.stderr)
-        return 2
-    if args.out:
-        out = args.out
-    elif config is not None:
-        out = str(config.calibration_path)
-    else:
-        out = str(settings.camera_calibration_path)
-    source = make_source(spec, lambda: time.time() * 1000)
-    try:
-        source.open()
-        frame, _ = source.read()
-    except SourceError as exc:
-        print(f"shotclock camera: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        source.close()
-    size = (int(frame.shape[1]), int(frame.shape[0]))
-    if args.corners:
-        values = [float(v) for v in args.corners.replace(";", ",").split(",") if v.strip()]
-        if len(values) != 8:
-            print("shotclock camera: --corners takes 8 numbers: x1,y1,x2,y2,x3,y3,x4,y4",
-                  file=sys.stderr)
-            return 2
-        corners = [(values[i], values[i + 1]) for i in range(0, 8, 2)]
-    else:
-        found = find_table_corners(frame)
-        if found is None:
-            print("shotclock camera: could not find the table in the frame; give --corners "
-                  "or click them on the /calibrate page", file=sys.stderr)
-            return 1
-        corners = found
-    try:
-        calibration = Calibration(tuple(corners), size)
-    except CalibrationError as exc:
-        print(f"shotclock camera: {exc}", file=sys.stderr)
-        return 1
-    if not args.no_learn:  # the felt's and the balls' colours and size (issue 21 point 3a)
-        from clock_service.edges.camera.appearance import AppearanceError, learn_appearance
-        try:
-            calibration = learn_appearance(calibration, frame)
-        except AppearanceError as exc:
-            print(f"shotclock camera: corners saved, appearance not learned: {exc}",
-                  file=sys.stderr)
-    calibration.save(out)
-    if args.snapshot:
-        import numpy as np
-
-        shown = frame.copy()
-        cv2.polylines(shown, [np.array(corners, np.int32)], True, (0, 0, 255), 2)
-        cv2.imwrite(args.snapshot, shown)
-    print(json.dumps({"saved": out, **calibration.to_dict()}))
-    return 0
+    return calibrate(args, Settings.from_env(db=args.db))
 
 
 def _follow(args: argparse.Namespace) -> int:

@@ -114,7 +114,7 @@ class HallRuntime(ServedTables[MirroredTable]):
     def __init__(self, store: Store, time: TimeSource, hub: Hub, target: BrokerTarget,
                  settings: Settings, *, client_id: str | None = None,
                  forward_timeout_s: float = FORWARD_TIMEOUT_S, tick_s: float = TICK_S) -> None:
-        super().__init__(store, time, hub)
+        super().__init__(store, time, hub, store_wait_s=settings.store_wait_s)
         self.target = target
         self.settings = settings
         self.topics = Topics(target.hall)
@@ -647,7 +647,7 @@ class HallRuntime(ServedTables[MirroredTable]):
         for wire in wires:
             if wire.get("type") == SIGNED_EVENT:
                 self._check_signature(table_id, wire.get("data") or {})
-        for publisher in self.publishers:
+        for publisher in self._publishers:
             try:
                 publisher(table_id, wires, texts)
             except Exception:

@@ -18,7 +18,7 @@ table it
   lost): a few a second per table, a request covered by a replay in progress merged.
 
 The clock never waits on any of it: the runtime tells the publisher after each commit
-(``runtime.publishers``) and that call only queues; a broker that is down, slow or
+(``runtime.subscribe``) and that call only queues; a broker that is down, slow or
 refusing costs the loop nothing but a failed connect in a worker thread now and then.
 """
 
@@ -349,7 +349,7 @@ class MqttPublisher:
     async def start(self) -> None:
         store = self.runtime.store
         self._acked = await asyncio.to_thread(store.published, self.target.key)
-        self.runtime.publishers.append(self.on_durable)
+        self.runtime.subscribe(self.on_durable)
         health = getattr(self.runtime, "health", None)
         if health is not None:
             health.register("mqtt", self.status)
@@ -358,8 +358,7 @@ class MqttPublisher:
         self._flusher = asyncio.get_running_loop().create_task(self._flush_loop())
 
     async def close(self) -> None:
-        if self.on_durable in self.runtime.publishers:
-            self.runtime.publishers.remove(self.on_durable)
+        self.runtime.unsubscribe(self.on_durable)
         await asyncio.gather(*(t.stop() for t in [*self.tables.values(),
                                                    *self._retiring.values()]))
         if self._flusher is not None:

@@ -237,12 +237,11 @@ class Results:
                                 (str(since),))])
         for match_id in await asyncio.to_thread(self._missing, since):
             await self._enqueue_logged(match_id)
-        self.runtime.publishers.append(self.on_durable)
+        self.runtime.subscribe(self.on_durable)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="results-webhook")
 
     async def stop(self) -> None:
-        if self.on_durable in self.runtime.publishers:
-            self.runtime.publishers.remove(self.on_durable)
+        self.runtime.unsubscribe(self.on_durable)
         for task in [self._task, *self._pending]:
             if task is not None:
                 task.cancel()

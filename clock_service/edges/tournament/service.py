@@ -42,11 +42,10 @@ class Tournament:
             return [DrawMatch.from_dict(json.loads(r[0])) for r in rows]
 
         self.draw = Draw(await asyncio.to_thread(load))
-        self.runtime.listeners.append(self._on_events)
+        self.runtime.listen(self._on_events)
 
     async def stop(self) -> None:
-        if self._on_events in self.runtime.listeners:
-            self.runtime.listeners.remove(self._on_events)
+        self.runtime.unlisten(self._on_events)
 
     # -- the tables' events (on the loop, before the store write: no waiting here) ---------
     def _on_events(self, table_id: str, wires: list[dict[str, Any]],
