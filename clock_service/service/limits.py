@@ -39,8 +39,10 @@ The client address is the TCP peer, except behind a reverse proxy listed in
 else is ignored (uvicorn's own proxy-header handling is turned off: it believed loopback).
 
 Origins: a command request (HTTP write) or a WebSocket handshake that carries an
-``Origin`` header must come from the service's own origin (the ``Host`` it was reached
-at) or one listed in ``SHOTCLOCK_ALLOWED_ORIGINS``; any other is refused with 403
+``Origin`` header must come from a page of the service's own (its host one of the
+service's names, clock_service/service/hosts.py, never merely the request's own ``Host``:
+a DNS-rebinding page sends its own name in both; its port the one the request addressed)
+or one listed in ``SHOTCLOCK_ALLOWED_ORIGINS``; any other is refused with 403
 ``origin_not_allowed`` (cross-site request forgery, cross-site WebSocket hijacking). A
 request without ``Origin`` is not from a browser page (curl, the bridge, OBS); on the
 WebSocket it is read-only unless it offers the referee token (see api/sockets.py).
@@ -58,12 +60,15 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+if TYPE_CHECKING:
+    from clock_service.service.hosts import Hosts
 
 __all__ = ["TokenBucket", "RateLimiter", "Limits", "LimitsMiddleware", "install", "too_deep",
            "CLIENT_KEY", "client_of"]
@@ -183,8 +188,8 @@ class Limits:
                  read_burst: int = 1, message_rate: float = 0, message_burst: int = 1,
                  handshake_rate: float = 0, handshake_burst: int = 1,
                  max_sockets_per_address: int = 0,
-                 trusted_proxies: Iterable[str] = (), allowed_origins: Iterable[str] = ()
-                 ) -> None:
+                 trusted_proxies: Iterable[str] = (), allowed_origins: Iterable[str] = (),
+                 hosts: Hosts | None = None) -> None:
         self.commands = RateLimiter(command_rate, command_burst)
         self.reads = RateLimiter(read_rate, read_burst)
         self.messages = RateLimiter(message_rate, message_burst)
@@ -194,6 +199,8 @@ class Limits:
         self.trusted = networks(trusted_proxies)
         self.allowed_origins = {o for o in map(_normal_origin, allowed_origins) if o}
         self.any_origin = "*" in allowed_origins
+        # This service's names, for the Origin check (None: only the allowed origins pass).
+        self.hosts = hosts
 
     # -- who is asking ---------------------------------------------------------------------
     def is_trusted_proxy(self, host: str) -> bool:
@@ -217,7 +224,10 @@ class Limits:
 
     # -- where from ------------------------------------------------------------------------
     def origin_allowed(self, scope: Scope) -> bool | None:
-        """True/False for a request with an Origin header; None when it has none."""
+        """True/False for a request with an Origin header; None when it has none. Allowed:
+        SHOTCLOCK_ALLOWED_ORIGINS, or a page of this service's own: its host one of the
+        service's names (clock_service/service/hosts.py, not the request's own ``Host``,
+        which a rebinding page chooses) and its port the one the request addressed."""
         origin = _header(scope, b"origin")
         if origin is None:
             return None
@@ -226,11 +236,7 @@ class Limits:
             return self.any_origin
         if self.any_origin or normal in self.allowed_origins:
             return True
-        host = _header(scope, b"host")
-        if host is None:
-            return False
-        own = _normal_origin(f"{normal.split(':', 1)[0]}://{host}")
-        return own == normal
+        return self.hosts is not None and self.hosts.origin_is_own(scope, normal)
 
     # -- WebSockets per address -------------------------------------------------------------
     def socket_opened(self, address: str) -> bool:

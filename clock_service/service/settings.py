@@ -19,13 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+
+from clock_service.service import redaction
 
 __all__ = ["Settings", "Loaded", "default_db_path", "load", "CONFIG_ENV", "PREFIX"]
 
 PREFIX = "SHOTCLOCK_"
 CONFIG_ENV = "SHOTCLOCK_CONFIG"  # a TOML file of settings (below the environment)
-REDACTED = "***"
+REDACTED = redaction.REDACTED
 
 
 def default_db_path(environ: Mapping[str, str] | None = None, name: str = "shotclock.db") -> str:
@@ -162,6 +163,13 @@ class Settings:
                                    "prints with (unset: the first of chromium, "
                                    "chromium-browser, google-chrome found)", commands="report")
     # -- the network -------------------------------------------------------------------------
+    allowed_hosts: tuple[str, ...] = setting(
+        (), "names (and addresses) this service is reached by besides its own: `localhost`, "
+        "the machine's hostname and `<hostname>.local` and the addresses it listens on are "
+        "always allowed; a request whose `Host` is none of them is refused (421 "
+        "`host_not_allowed`: DNS rebinding). `clock.hall.example`, `*.hall.example` (its "
+        "subdomains), `*` (any: off); comma- or space-separated. See "
+        "[docs/policy.md](docs/policy.md#hosts)", commands="serve, hall")
     allowed_origins: tuple[str, ...] = setting(
         (), "origins besides the service's own whose pages may command and open WebSockets "
         "(`http://obs.local:8080`, ...; `*`: any); comma- or space-separated")
@@ -379,18 +387,18 @@ _EMPTY_IS_UNSET = frozenset({
 
 
 def redact(name: str, value: Any) -> Any:
-    """A secret's value as it may be shown: a token as ***, a URL without its password."""
+    """A setting's value as it may be shown: a secret as ***, and in every value the
+    credentials inside a URL (clock_service/service/redaction.py: a password, a ``?key=``)."""
     f = next(f for f in fields(Settings) if f.name == name)
-    if not f.metadata.get("secret") or value in (None, ""):
+    if value in (None, ""):
         return value
-    if isinstance(value, str) and "://" in value:
-        parts = urlsplit(value)
-        if parts.password is None:
-            return value
-        host = parts.hostname or ""
-        netloc = f"{parts.username}:{REDACTED}@{host}" + (f":{parts.port}" if parts.port else "")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return REDACTED
+    if f.metadata.get("secret") and not (isinstance(value, str) and "://" in value):
+        return REDACTED
+    if isinstance(value, str):
+        return redaction.redact(value)
+    if isinstance(value, tuple):
+        return tuple(redaction.redact(v) if isinstance(v, str) else v for v in value)
+    return value
 
 
 def shown(value: Any) -> str:

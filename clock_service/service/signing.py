@@ -192,8 +192,10 @@ class MatchSigner:
         self.runtime.subscribe(self.on_durable)
         health = getattr(self.runtime, "health", None)
         if health is not None:
-            health.register("signing", lambda: {"fingerprint": self.signer.fingerprint,
-                                                "key": str(self.signer.path),
+            # Whether records are signed and by which key, not where the key lives:
+            # /api/health is open to anyone (the path is in `shotclock config`).
+            health.register("signing", lambda: {"on": True,
+                                                "fingerprint": self.signer.fingerprint,
                                                 "signed": self.signed})
 
     def detach(self) -> None:

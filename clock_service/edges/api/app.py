@@ -30,6 +30,7 @@ from clock_service.edges.api.commands import router as commands_router
 from clock_service.edges.api.events import router as events_router
 from clock_service.edges.api.hardware import Dimmable
 from clock_service.edges.api.hardware import router as hardware_routes
+from clock_service.edges.api.headers import EMBEDDABLE, SecurityHeaders
 from clock_service.edges.api.health import router as health_router
 from clock_service.edges.api.preview import router as preview_router
 from clock_service.edges.api.sockets import RAW_SEND
@@ -38,7 +39,8 @@ from clock_service.edges.api.tables import router as tables_router
 from clock_service.edges.api.tokens import tokens_router
 from clock_service.service.auth import Authority
 from clock_service.service.doors import Guard, Served, error_response, invalid_json
-from clock_service.service.limits import Limits, install
+from clock_service.service.hosts import HostGuard, Hosts
+from clock_service.service.limits import Limits, install, networks
 from clock_service.service.live import ServedRuntime
 from clock_service.service.settings import Settings
 from clock_service.service.wire import command_union
@@ -76,6 +78,8 @@ def create_app(settings: Settings, runtime: ServedRuntime, *, authority: Authori
         lifespan=_lifespan(runtime, settings, authority, parts),
         dependencies=[Depends(guard)],
     )
+    # The names this service answers to (clock_service/service/hosts.py: DNS rebinding).
+    hosts = Hosts.of(settings, trusted=networks(settings.trusted_proxies))
     limits = Limits(command_rate=settings.command_rate, command_burst=settings.command_burst,
                     read_rate=settings.read_rate, read_burst=settings.read_burst,
                     message_rate=settings.message_rate, message_burst=settings.message_burst,
@@ -83,11 +87,15 @@ def create_app(settings: Settings, runtime: ServedRuntime, *, authority: Authori
                     handshake_burst=settings.handshake_burst,
                     max_sockets_per_address=settings.max_sockets_per_address,
                     trusted_proxies=settings.trusted_proxies,
-                    allowed_origins=settings.allowed_origins)
+                    allowed_origins=settings.allowed_origins, hosts=hosts)
     app.state.served = Served(runtime, settings, limits, authority,
                               asyncio.Semaphore(max(1, settings.max_replays)))
+    # Outermost first: the headers (on every answer, refusals too), the host check (before
+    # anything else looks at the request), the limits.
     install(app, max_body_bytes=settings.max_message_bytes, limits=limits)
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(HostGuard, hosts=hosts)
+    app.add_middleware(SecurityHeaders, trusted=limits.trusted)
+    app.exception_handler(405)(_on_method_not_allowed)
     app.exception_handler(ShotClockError)(_on_shotclock_error)
     app.exception_handler(RequestValidationError)(_on_validation_error)
     app.include_router(tokens_router(authority, runtime.time.now_ms))
@@ -158,54 +166,6 @@ async def _warm_executor() -> None:
                            for _ in range(READER_THREADS)))
 
 
-# Security headers (limits what a hostile page can do with ours). Every page: scripts only
-# from this service, no plugins, no <base> games. The referee console, the hall and the
-# display may not be framed (clickjacking a referee's buttons); the overlay must stay
-# embeddable (OBS browser source). Inline style attributes stay allowed: the pages set them.
-_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-        "img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-        "form-action 'self'")
-# FastAPI's /docs loads Swagger UI from a CDN and starts it with an inline script.
-_CSP_DOCS = ("default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-             "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; img-src 'self' data: "
-             "https://fastapi.tiangolo.com; object-src 'none'; base-uri 'none'; "
-             "frame-ancestors 'none'")
-EMBEDDABLE = frozenset({"/overlay"})
-
-
-def _security_headers(path: str) -> list[tuple[bytes, bytes]]:
-    headers = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer")]
-    if path in ("/docs", "/redoc"):
-        return [*headers, (b"content-security-policy", _CSP_DOCS.encode()),
-                (b"x-frame-options", b"DENY")]
-    if path in EMBEDDABLE:
-        return [*headers, (b"content-security-policy", _CSP.encode())]
-    return [*headers, (b"content-security-policy", (_CSP + "; frame-ancestors 'none'").encode()),
-            (b"x-frame-options", b"DENY")]
-
-
-class SecurityHeaders:
-    """Pure ASGI: the headers above on every HTTP response."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        extra = _security_headers(scope.get("path", ""))
-
-        async def with_headers(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *extra]
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
-
-
-
-
 def _install_openapi(app: FastAPI) -> None:
     """FastAPI's document, plus the command body schema generated from the registry (at
     first use, so commands registered by other modules are in it)."""
@@ -230,28 +190,38 @@ def _install_openapi(app: FastAPI) -> None:
 
 
 class ShotClockApp(FastAPI):
-    """FastAPI, keeping each WebSocket's server ``send`` in its scope, and answering 405
-    with every method the path takes.
+    """FastAPI, keeping each WebSocket's server ``send`` in its scope, answering ``HEAD``
+    wherever ``GET`` is answered, and 405 with every method the path takes.
 
     Every message sent through Starlette passes through every middleware's wrapper (about
     ten async layers); a table's event fanned out to a thousand clients paid that a
     thousand times. Event frames go straight to the server's ``send`` instead; the
     handshake, errors and closes still take the usual way.
+
+    FastAPI's routes take only the methods they name: a ``HEAD`` (an uptime check) got
+    405 on every page and most routes. It is served here as the ``GET`` (same status and
+    headers, ``Content-Length`` included) without the body. The routes are looked at for
+    a ``HEAD`` or a 405 only: matching every route cost each request 0.2 ms.
     """
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "websocket":
             scope[RAW_SEND] = send
-        elif scope["type"] == "http":
-            allowed = self._methods_of(scope)
-            if allowed and scope.get("method") not in allowed:
-                await self._not_allowed(scope, receive, send, allowed)
+        elif scope["type"] == "http" and scope.get("method") == "HEAD":
+            routes = self._route_methods(scope)
+            if "GET" in routes and "HEAD" not in routes:
+                await super().__call__({**scope, "method": "GET"}, receive, _bodiless(send))
                 return
         await super().__call__(scope, receive, send)
 
-    def _methods_of(self, scope: Any) -> set[str]:
-        """Every method of every route matching the path (Starlette names only the first
-        route's, so GET /api/tables answered a PUT with Allow: GET, without POST)."""
+    def methods_of(self, scope: Any) -> set[str]:
+        """Every method the path takes: of every route matching it (Starlette names only
+        the first route's, so GET /api/tables answered a PUT with Allow: GET, without
+        POST), and ``HEAD`` wherever ``GET``."""
+        methods = self._route_methods(scope)
+        return (methods | {"HEAD"}) if "GET" in methods else methods
+
+    def _route_methods(self, scope: Any) -> set[str]:
         methods: set[str] = set()
         # The routes of the included routers too (FastAPI keeps each router as one entry).
         for route in iter_route_contexts(self.router.routes):
@@ -263,12 +233,26 @@ class ShotClockApp(FastAPI):
                 methods |= set(route_methods)
         return methods
 
-    @staticmethod
-    async def _not_allowed(scope: Any, receive: Any, send: Any, allowed: set[str]) -> None:
-        response = JSONResponse(
-            {"error": {"code": "method_not_allowed",
-                       "message": f"{scope.get('method')} is not allowed here; allowed: "
-                                  f"{', '.join(sorted(allowed))}"}},
-            status_code=405, headers={"Allow": ", ".join(sorted(allowed))})
-        await SecurityHeaders(response)(scope, receive, send)
 
+def _bodiless(send: Any) -> Any:
+    """``send`` for a HEAD served as a GET: the start as it is, every body part empty."""
+
+    async def without_body(message: Any) -> None:
+        if message["type"] == "http.response.body" and message.get("body"):
+            message = {**message, "body": b""}
+        await send(message)
+
+    return without_body
+
+
+async def _on_method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
+    """405 naming in ``Allow`` every method the path takes (ShotClockApp.methods_of)."""
+    app = request.app
+    allowed = sorted(app.methods_of(request.scope) if isinstance(app, ShotClockApp) else ())
+    if not allowed:  # a mount's 405 (/static: GET and HEAD), not a route's
+        allowed = ["GET", "HEAD"]
+    return JSONResponse(
+        {"error": {"code": "method_not_allowed",
+                   "message": f"{request.method} is not allowed here; allowed: "
+                              f"{', '.join(allowed)}"}},
+        status_code=405, headers={"Allow": ", ".join(allowed)})

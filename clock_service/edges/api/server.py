@@ -9,9 +9,11 @@
   ``keep_alive_s`` (uvicorn's ``timeout_keep_alive``); uvicorn's ``limit_concurrency``
   answers 503 beyond ``max_connections``; WebSockets are pinged (``ws_ping_s``).
 - ``TokenRedactor``: a logging filter on every handler that replaces the referee token and
-  anything that looks like one (``token=...`` in a query, ``bearer.<token>``,
-  ``Authorization: Bearer ...``) with ``***`` in every log line, uvicorn's access and
-  error logs included: under systemd the journal keeps what is logged.
+  every other credential (clock_service/service/redaction.py: ``token=...`` and any
+  secret-named parameter, percent-encoded or not, ``bearer.<token>``, ``Authorization:
+  Bearer ...``, a URL's password) with ``***`` in every log line, uvicorn's access and
+  error logs included, each line kept whole: under systemd the journal keeps what is
+  logged.
 - ``raise_open_files``: the soft descriptor limit raised to the hard one, so the caps,
   not the kernel, decide (the systemd unit sets ``LimitNOFILE``).
 """
@@ -22,7 +24,6 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
-import re
 import socket
 from typing import Any
 
@@ -31,6 +32,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from clock_service.service.limits import Network, in_networks, networks
+from clock_service.service.redaction import redact
 from clock_service.service.settings import Settings
 
 __all__ = ["GuardedH11Protocol", "GuardedWebSocketProtocol", "TokenRedactor",
@@ -48,26 +50,24 @@ BACKLOG = 128
 # than a second of events for any one client.
 SEND_BUFFER = 256 * 1024
 
-_TOKENISH = [
-    (re.compile(r"(?i)([?&;]token=)[^&\s\"';]*"), r"\1***"),
-    (re.compile(r"(?i)(bearer\.)[^\s,\"';]+"), r"\1***"),
-    (re.compile(r"(?i)(bearer\s+)[^\s,\"';]+"), r"\1***"),
-]
-
-
 class TokenRedactor(logging.Filter):
-    """Rewrites each record's message with the token (and token-like parts) as ``***``."""
+    """Rewrites each record with its credentials as ``***``: the referee token wherever it
+    is, and everything clock_service/service/redaction.py ``redact`` finds (``token=``
+    and any secret-named parameter, percent-encoded or in any case; ``bearer.<token>``;
+    ``Authorization: Bearer ...``; a URL's password).
+
+    The record keeps its shape: each of its ``args`` is redacted in place, so a formatter
+    that reads them (uvicorn's access log unpacks five) still formats the line. (Replacing
+    the message and dropping the args made uvicorn's formatter fail on every request with
+    a token: 93 lines of traceback for one ``GET /api/health?token=x``.) Only when a
+    secret spans the args and the text between them is the message replaced whole."""
 
     def __init__(self, token: str | None) -> None:
         super().__init__()
         self.token = token
 
     def redact(self, text: str) -> str:
-        if self.token:
-            text = text.replace(self.token, "***")
-        for pattern, replacement in _TOKENISH:
-            text = pattern.sub(replacement, text)
-        return text
+        return redact(text, (self.token,))
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
@@ -76,12 +76,35 @@ class TokenRedactor(logging.Filter):
             return True
         redacted = self.redact(message)
         if redacted != message:
-            record.msg, record.args = redacted, None
+            self._redact_record(record, redacted)
         if record.exc_info and not record.exc_text:
             record.exc_text = self.redact(logging.Formatter().formatException(record.exc_info))
         elif record.exc_text:
             record.exc_text = self.redact(record.exc_text)
         return True
+
+    def _redact_record(self, record: logging.LogRecord, redacted: str) -> None:
+        args = record.args
+        if isinstance(args, tuple) and args:
+            record.args = tuple(self._redact_arg(a) for a in args)
+        elif isinstance(args, dict) and args:
+            record.args = {k: self._redact_arg(v) for k, v in args.items()}
+        record.msg = self.redact(str(record.msg))
+        try:
+            if record.getMessage() == redacted:
+                return
+        except Exception:  # an arg that no longer fits its %d: the whole message below
+            pass
+        record.msg, record.args = redacted, None
+
+    def _redact_arg(self, arg: Any) -> Any:
+        if isinstance(arg, str):
+            return self.redact(arg)
+        if isinstance(arg, int | float | bool) or arg is None:
+            return arg
+        text = str(arg)
+        shown = self.redact(text)
+        return arg if shown == text else shown
 
 
 LOGGERS = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")

@@ -343,7 +343,8 @@ def _serve(args: argparse.Namespace) -> int:
           f"  table display    {base}/display?table={table}\n"
           f"  statistics       {base}/stats?table={table}\n"
           f"  match protocol   {base}/report?match={table}.1  (each table's: the hall)\n"
-          f"  API              {base}/docs"
+          f"  API              {base}/docs\n"
+          f"  answers to       {_names(settings)}"
           + (f"\n  camera           {about_camera}  (calibrate: {base}/calibrate)"
              if about_camera else "\n  camera           none (--camera: calibrate at /calibrate)"),
           file=sys.stderr, flush=True)
@@ -390,6 +391,15 @@ def _server(config: Any, table_side: TableSide) -> uvicorn.Server:
             super().handle_exit(sig, frame)
 
     return Server(config)
+
+
+def _names(settings: Settings) -> str:
+    """The names and addresses the service answers to (clock_service/service/hosts.py), for
+    the start banner: a page opened by any other is refused (421)."""
+    from clock_service.service.hosts import Hosts
+
+    return (", ".join(Hosts.of(settings).describe())
+            + "  (more: SHOTCLOCK_ALLOWED_HOSTS, docs/policy.md#hosts)")
 
 
 def _run_until_stopped(server: uvicorn.Server) -> None:
@@ -546,7 +556,8 @@ def _hall(args: argparse.Namespace) -> int:
     app = _app(settings, runtime)
     base = f"{'https' if settings.tls_cert else 'http'}://{settings.host}:{settings.port}"
     print(f"shotclock hall: mirroring hall {target.hall!r} from {target.redacted()} on {base}"
-          f"  (store: {settings.db})\n  hall view  {base}/\n  API        {base}/docs",
+          f"  (store: {settings.db})\n  hall view  {base}/\n  API        {base}/docs\n"
+          f"  answers to {_names(settings)}",
           file=sys.stderr, flush=True)
     # The same connection caps, request timeout and token-free logs as ``serve``.
     config = uvicorn_config(app, settings, log_level=args.log_level,
