@@ -31,7 +31,11 @@ class Observer(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         key = base64.b64encode(os.urandom(16)).decode()
-        transport.write((f"GET {self.path} HTTP/1.1\r\nHost: bench\r\nUpgrade: websocket\r\n"
+        # The service answers only to its own names and addresses (clock_service/service/
+        # hosts.py): name it by the address connected to.
+        host, port = transport.get_extra_info("peername")[:2]
+        transport.write((f"GET {self.path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                         "Upgrade: websocket\r\n"
                          f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
                          "Sec-WebSocket-Version: 13\r\n\r\n").encode())
 

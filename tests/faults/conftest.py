@@ -57,7 +57,8 @@ class RawWebSocket:
         self.sock.connect(("127.0.0.1", server.port))
         self.sock.settimeout(5.0)
         key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall((f"GET {path} HTTP/1.1\r\nHost: test\r\nUpgrade: websocket\r\n"
+        self.sock.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+                           "Upgrade: websocket\r\n"
                            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
                            "Sec-WebSocket-Version: 13\r\n\r\n").encode())
         self.buffer = b""
