@@ -61,8 +61,10 @@ REFRESH_S = 10.0
 # Host header values remembered as allowed (so the next request with it costs one set
 # lookup); past this many, the others are checked each time (names x ports is unbounded).
 REMEMBERED = 256
-# Refused names logged one by one; past this many, every 1000th refusal is.
+# Refused names logged one by one; past this many, or for a name logged already, a count
+# at most once every SUMMARY_S (a flood must not flood the journal).
 LOGGED_NAMES = 64
+SUMMARY_S = 60.0
 
 
 def split_host(value: str) -> tuple[str, int | None] | None:
@@ -189,16 +191,19 @@ class Hosts:
     def is_own(self, name: str, arrived_at: str | None = None) -> bool:
         """Whether ``name`` (as :func:`split_host` gives it) is one of ours; ``arrived_at``:
         the address the request's connection arrived at (ASGI's ``server``)."""
-        if self.any or name in self.names or name == arrived_at:
+        if self.any or name in self.names or name in self.addresses:
             return True
         if self.suffixes and name.endswith(tuple(self.suffixes)):
             return True
         address = _address(name)
         if address is None:
-            return False
+            return name == arrived_at  # an in-process client's name for the server
         if address in self.addresses or ipaddress.ip_address(address).is_loopback:
             return True
         if arrived_at is not None and _address(arrived_at) == address:
+            # A connection arrived at it: an address of this machine, for good (where the
+            # interfaces cannot be read, the next request by it is one set lookup).
+            self.addresses.add(address)
             return True
         if self.everywhere and self._clock() - self._refreshed >= REFRESH_S:
             self._refresh()
@@ -252,6 +257,7 @@ class HostGuard:
         self._allowed: set[bytes] = set()
         self._logged: set[str] = set()
         self.refused = 0
+        self._summarised = (0, time.monotonic())  # (refused, when) at the last count logged
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
@@ -280,12 +286,15 @@ class HostGuard:
         parsed = split_host(bytes(value).decode("latin-1"))
         if parsed is None:
             return False
+        name = parsed[0]
         server = scope.get("server")
         arrived_at = str(server[0]) if server else None
-        if not self.hosts.is_own(parsed[0], arrived_at):
+        if not self.hosts.is_own(name, arrived_at):
             return False
-        if parsed[0] != arrived_at and len(self._allowed) < REMEMBERED:
-            self._allowed.add(bytes(value))  # not for the one connection's own address
+        # Remembered, unless only an in-process client's own name for the server.
+        if (name != arrived_at or name in self.hosts.addresses) and \
+                len(self._allowed) < REMEMBERED:
+            self._allowed.add(bytes(value))
         return True
 
     async def _refuse(self, scope: Scope, send: Send, name: str) -> None:
@@ -297,9 +306,11 @@ class HostGuard:
             log.warning("refused a request for %r from %s: not one of this service's names "
                         "(if it is, add it to SHOTCLOCK_ALLOWED_HOSTS; docs/policy.md, Hosts)",
                         shown, peer[0] if peer else "?")
-        elif self.refused % 1000 == 0:
-            log.warning("%d requests refused for a name that is not this service's",
-                        self.refused)
+        elif time.monotonic() - self._summarised[1] >= SUMMARY_S:
+            before, since = self._summarised
+            self._summarised = (self.refused, time.monotonic())
+            log.warning("%d requests refused in the last %.0f s for a name that is not this "
+                        "service's", self.refused - before, self._summarised[1] - since)
         body = json.dumps({"error": {
             "code": "host_not_allowed",
             "message": f"this service does not answer to the name {shown!r}: open it by one "
