@@ -80,6 +80,12 @@ def test_which_names_are_ours(listen: str, allowed: tuple[str, ...], name: str,
     assert _hosts(listen, allowed).is_own(name, arrived_at) is own
 
 
+@pytest.mark.parametrize("item", ["http://clock.example", "*.", "clock.*", "[::1", "a:b:c"])
+def test_a_wrong_allowed_host_is_refused_at_start(item: str) -> None:
+    with pytest.raises(ValueError, match="SHOTCLOCK_ALLOWED_HOSTS"):
+        _hosts(allowed=(item,))
+
+
 def test_interfaces_are_read_again_for_an_unknown_address_at_most_every_10_s() -> None:
     now = [0.0]
     reads: list[float] = []

@@ -157,16 +157,22 @@ class Hosts:
         return cls(listen=[settings.host], allowed=settings.allowed_hosts, trusted=trusted)
 
     def _add(self, item: str, *, listening: bool) -> None:
+        """A name or address to answer to; one of SHOTCLOCK_ALLOWED_HOSTS that is neither
+        is a ValueError naming it (the service does not start on a typo)."""
         text = item.strip().lower()
         if text == "*" and not listening:
             self.any = True
             return
-        if text.startswith("*."):
-            self.suffixes.append(text[1:].rstrip("."))
+        if text.startswith("*.") and not listening and split_host(text[2:]) is not None:
+            self.suffixes.append("." + text[2:].rstrip("."))
             return
         parsed = split_host(text)
-        if parsed is None:
-            return
+        if parsed is None or any(c in parsed[0] for c in "*/@") or (
+                ":" in parsed[0] and _address(parsed[0]) is None):
+            if listening:
+                return  # uvicorn says what is wrong with the address to listen on
+            raise ValueError(f"not a host name or address: {item!r} (SHOTCLOCK_ALLOWED_HOSTS; "
+                             "a name, an address, *.example.org or *)")
         name = parsed[0]
         address = _address(name)
         if address is None:

@@ -290,3 +290,21 @@ def test_shotclock_config_redacts_every_url_and_lists_the_hosts(tmp_path: Path) 
     for secret in ("hunter2", "k3y", "t0ken-in-url", "cam-pw"):
         assert secret not in out
 
+
+
+def test_a_wrong_allowed_host_stops_the_start(tmp_path: Path) -> None:
+    """A typo would start a service that refuses its own pages: exit 78 naming it."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.server import ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-m", "clock_service", "serve", "--port", str(free_port()),
+         "--db", str(tmp_path / "typo.db")], cwd=ROOT, capture_output=True, text=True,
+        env={**os.environ, "SHOTCLOCK_DISPLAY": "none", "SHOTCLOCK_REFEREE_TOKEN": "",
+             "SHOTCLOCK_ALLOWED_HOSTS": "clock.hall.example, http://clock.hall.example"},
+        timeout=60, check=False)
+    assert done.returncode == 78, done.stderr[-2000:]
+    assert "'http://clock.hall.example' (SHOTCLOCK_ALLOWED_HOSTS" in done.stderr

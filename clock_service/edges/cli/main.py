@@ -86,13 +86,27 @@ def _check_tls(settings: Settings, prog: str) -> int | None:
     return EXIT_REFUSED
 
 
+def _check_names(settings: Settings, prog: str) -> int | None:
+    """SHOTCLOCK_ALLOWED_HOSTS and SHOTCLOCK_TRUSTED_PROXIES readable (else exit 78, naming
+    the wrong item): a typo must not start a service that refuses its own pages."""
+    from clock_service.service.hosts import Hosts
+    from clock_service.service.limits import networks
+
+    try:
+        Hosts.of(settings, trusted=networks(settings.trusted_proxies))
+    except ValueError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr, flush=True)
+        return EXIT_REFUSED
+    return None
+
+
 def _refuse_exposed(settings: Settings, prog: str) -> int | None:
     """Refuse (exit 78) a non-loopback address without a referee token unless --open, or
     with a weak token; warn at every start that plain HTTP on it carries the token in
     clear."""
     from clock_service.edges.api.server import is_loopback
 
-    tls = _check_tls(settings, prog)
+    tls = _check_tls(settings, prog) or _check_names(settings, prog)
     if tls is not None:
         return tls
     if is_loopback(settings.host):
