@@ -279,3 +279,15 @@ def test_the_redactor_falls_back_to_the_whole_message_when_args_do_not_fit() -> 
     record = logging.LogRecord("x", logging.WARNING, __file__, 1, "failed: %r", (Url(),), None)
     TokenRedactor(None).filter(record)
     assert record.getMessage() == "failed: <https://u:***@h/>"
+
+
+def test_config_shows_a_secret_as_stars_and_a_secret_url_without_its_credentials() -> None:
+    from clock_service.service import settings as config
+
+    loaded = config.load({"SHOTCLOCK_REFEREE_TOKEN": "looks://like-a-url",
+                          "SHOTCLOCK_MQTT_URL": "mqtt://table:pw@broker:1883/hall",
+                          "SHOTCLOCK_ALLOWED_HOSTS": "clock.hall.example *.hall.example"})
+    shown = {row["name"]: row["value"] for row in config.effective(loaded)}
+    assert shown["referee_token"] == "***"
+    assert shown["mqtt_url"] == "mqtt://table:***@broker:1883/hall"
+    assert shown["allowed_hosts"] == ("clock.hall.example", "*.hall.example")

@@ -392,8 +392,8 @@ def redact(name: str, value: Any) -> Any:
     f = next(f for f in fields(Settings) if f.name == name)
     if value in (None, ""):
         return value
-    if f.metadata.get("secret") and not (isinstance(value, str) and "://" in value):
-        return REDACTED
+    if f.metadata.get("secret") and not name.endswith("_url"):
+        return REDACTED  # a token; a URL (the broker's) shows all but its credentials
     if isinstance(value, str):
         return redaction.redact(value)
     if isinstance(value, tuple):
