@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from clock_service.core.commands import Extension, Pause, Shot, Start, Turn
-from clock_service.core.errors import RuleRefusal, UnknownTable
+from clock_service.core.errors import InvalidInput, RuleRefusal, UnknownTable
 from clock_service.service.hub import Hub
 from clock_service.service.runtime import Runtime
 from clock_service.service.storage import Store
@@ -102,6 +102,14 @@ async def test_a_press_after_the_deadline_publishes_the_expiry_then_refuses(rt: 
 async def test_unknown_table(rt: Runtime) -> None:
     with pytest.raises(UnknownTable):
         await rt.command("nope", Start())
+
+
+@pytest.mark.parametrize("table_id", ["7\n", "", "..", "a/b", "a\x00", "z" * 33, "Стол", 7])
+async def test_a_table_id_is_the_whole_string_of_the_rule(rt: Runtime, table_id: Any) -> None:
+    """One rule (clock_service.core.ids), matched whole: "7\\n" passed ``^...$`` before."""
+    with pytest.raises(InvalidInput) as refused:
+        await rt.create_table(table_id, ["A", "B"])
+    assert refused.value.code == "invalid_table_id" and rt.tables == {}
 
 
 async def test_restart_rebuilds_tables_and_pauses_a_running_clock(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "StoreCorrupt",
     "TooManyTables",
     "Forbidden",
+    "UnsafeDirectory",
 ]
 
 
@@ -184,3 +185,10 @@ class Forbidden(ShotClockError, PermissionError):
     """Not from here: a foreign Origin, or over a per-address cap."""
 
     code = "forbidden"
+
+
+class UnsafeDirectory(ShotClockError, PermissionError):
+    """A directory the service would write files into is not its own: a symlink, not a
+    directory, another user's, or writable by its group or by anyone (issue 35 point 5)."""
+
+    code = "unsafe_directory"

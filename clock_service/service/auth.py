@@ -29,6 +29,7 @@ from typing import Any
 
 from clock_service.core.commands import Command
 from clock_service.core.errors import Forbidden, InvalidInput, NotAuthorized, UnknownToken
+from clock_service.core.ids import is_table_id
 
 __all__ = ["Credential", "Authority", "DIRECTOR", "REFEREE", "OPEN", "stamp", "token_digest",
            "MIN_LENGTH", "PLACEHOLDERS", "weak_token_reason"]
@@ -39,7 +40,6 @@ ROLES = (DIRECTOR, REFEREE)
 TOKEN_BYTES = 24  # 32 URL-safe characters
 MAX_TOKENS = 1000
 NAME = re.compile(r"^[A-Za-z0-9_.@ -]{1,40}$")
-TABLE = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 # Sources only the service itself may record (its camera adapter, its own buttons).
 RESERVED_SOURCES = frozenset({"camera"})
 META_PREFIX = "token:"
@@ -177,7 +177,7 @@ class Authority:
             raise InvalidInput("name must be 1-40 letters, digits, spaces or _.@-, got "
                                f"{name!r}", code="invalid_name")
         if role == REFEREE:
-            if not tables or not all(isinstance(t, str) and TABLE.match(t) for t in tables):
+            if not tables or not all(is_table_id(t) for t in tables):
                 raise InvalidInput("a referee's token names its tables: a list of table ids",
                                    code="invalid_tables")
             tables = sorted(set(tables))

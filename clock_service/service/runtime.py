@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from clock_service.core.errors import (
     TooManyTables,
 )
 from clock_service.core.events import TABLE_ARCHIVED, TABLE_CREATED, Event, TableCreatedData
+from clock_service.core.ids import TABLE_ID_RULE, is_table_id
 from clock_service.core.presets import build_profile
 from clock_service.service.hub import Hub, encode
 from clock_service.service.live import STORE_WAIT_S, ServedTables
@@ -37,11 +37,10 @@ from clock_service.service.storage import ARCHIVE_SEP, Store
 from clock_service.service.storage.log import UndoChange
 from clock_service.service.timesource import RealTime, Timer, TimeSource
 
-__all__ = ["Runtime", "TableRuntime", "TABLE_ID", "Listener", "MAX_TABLES"]
+__all__ = ["Runtime", "TableRuntime", "Listener", "MAX_TABLES"]
 
 log = logging.getLogger(__name__)
 
-TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 HEARTBEAT_MS = 500.0
 WALL_STEP_LOG_MS = 1000.0  # a wall-clock step this large is logged (NTP slews smaller ones)
 DISK_FAULT = "store.disk"
@@ -273,9 +272,9 @@ class Runtime(ServedTables[TableRuntime]):
         race_to: int | None = None, event: str | None = None, referee: str | None = None,
         match_limit_ms: int | None = None, at_match_limit: str = "leader_wins",
     ) -> dict[str, Any]:
-        if not isinstance(table_id, str) or not TABLE_ID.match(table_id):
+        if not is_table_id(table_id):
             raise InvalidInput(
-                f"table id must be 1-32 letters, digits, '-' or '_', got {table_id!r}",
+                f"table id must be {TABLE_ID_RULE}, got {table_id!r}",
                 code="invalid_table_id",
             )
         if table_id in self.tables:

@@ -37,6 +37,7 @@ from clock_service.core.commands import (
     Command,
 )
 from clock_service.core.events import EVENTS, EventType
+from clock_service.core.ids import TABLE_ID_PATTERN
 from clock_service.core.match_clock import AT_LIMIT, MATCH_WARNINGS_MS, MAX_MATCH_MS
 from clock_service.core.profile import MAX_MS, Profile
 from clock_service.core.rules import (
@@ -81,7 +82,6 @@ __all__ = [
 Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT, pattern=r"\S")]
 # Integers are strict everywhere: 1.0 or true is not a player, a count or a time.
 PlayerIndex = Annotated[StrictInt, Field(ge=0, le=1, description="0 or 1")]
-TABLE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
 ARCHIVE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}~[0-9]{1,9}$"
 MAX_SEQ = 2**53  # seqs and cursors: exact in every JSON reader (and in SQLite's 64 bits)
 _Ms = Annotated[StrictInt, Field(ge=1, le=MAX_MS)]

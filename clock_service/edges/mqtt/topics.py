@@ -18,11 +18,11 @@ the table answers only on topics under ``shotclock/v1/<hall>/replies/``.
 
 from __future__ import annotations
 
-import re
 import urllib.parse
 from dataclasses import dataclass
 
 from clock_service.core.errors import InvalidInput
+from clock_service.core.ids import is_table_id  # a hall or table name: one topic level
 
 __all__ = ["BrokerTarget", "Topics", "parse_url", "PREFIX", "KINDS", "ONLINE", "OFFLINE"]
 
@@ -30,8 +30,6 @@ PREFIX = "shotclock/v1"
 KINDS = ("events", "state", "status", "commands", "replies", "replay")
 ONLINE = b"online"
 OFFLINE = b"offline"
-# A hall or table name is a single topic level without wildcards: the table id's pattern.
-NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 DEFAULT_PORTS = {"mqtt": 1883, "mqtts": 8883}
 
 
@@ -76,7 +74,7 @@ def parse_url(url: str, ca: str | None = None) -> BrokerTarget:
         raise InvalidInput(f"SHOTCLOCK_MQTT_URL has a bad port: {url!r}",
                            code="invalid_mqtt_url") from None
     hall = parts.path.strip("/")
-    if not NAME.match(hall):
+    if not is_table_id(hall):
         raise InvalidInput(
             "SHOTCLOCK_MQTT_URL must end with the hall's name (1-32 letters, digits, '-' or "
             f"'_'), e.g. mqtt://hall-server:1883/main-hall; got path {parts.path!r}",
@@ -95,7 +93,7 @@ class Topics:
     """The topic names of one hall."""
 
     def __init__(self, hall: str) -> None:
-        if not NAME.match(hall):
+        if not is_table_id(hall):
             raise InvalidInput(f"hall name must be 1-32 letters, digits, '-' or '_', "
                                f"got {hall!r}", code="invalid_mqtt_url")
         self.hall = hall
@@ -149,6 +147,6 @@ class Topics:
         if not topic.startswith(prefix):
             return None
         rest = topic[len(prefix):].split("/")
-        if len(rest) != 2 or rest[1] not in KINDS or not NAME.match(rest[0]):
+        if len(rest) != 2 or rest[1] not in KINDS or not is_table_id(rest[0]):
             return None
         return rest[0], rest[1]

@@ -13,10 +13,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
+
+from clock_service.core.ids import is_table_id
 
 __all__ = ["DrawMatch", "DrawError", "Problem", "parse_draw", "Draw", "NEXT_FREE",
            "CSV_COLUMNS", "MAX_DRAW_MATCHES", "MAX_DRAW_BYTES"]
@@ -28,7 +29,6 @@ MAX_DRAW_MATCHES = 2000
 MAX_DRAW_BYTES = 1_000_000
 MAX_NAME = 60
 MAX_TEXT = 200
-TABLE_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 # A cell starting with one of these is a formula to a spreadsheet (CSV injection, OWASP):
 # a player's name is printed in results that organisers open in one.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -149,7 +149,7 @@ def _match(line: int, row: Mapping[str, Any], tables: Iterable[str],
     table = None if table is None else str(table).strip()
     if table in ("", NEXT_FREE, "next free table"):
         table = None
-    elif table is not None and (not TABLE_ID.match(table) or table not in set(tables)):
+    elif table is not None and (not is_table_id(table) or table not in set(tables)):
         problems.append(Problem(line, f"unknown table {table!r}: tables are "
                                 f"{sorted(set(tables))} (or 'next' for the next free table)"))
     if len(problems) > start:

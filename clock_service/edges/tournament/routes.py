@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse, Response
 
 from clock_service.core import presets
 from clock_service.core.errors import ShotClockError
+from clock_service.core.ids import TABLE_ID_PATTERN
 from clock_service.edges.tournament.draw import DrawError, Problem
 from clock_service.edges.tournament.results import Results, results_csv
 from clock_service.edges.tournament.schemas import (
@@ -147,7 +148,7 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
     async def list_results(request: Request,
                            event: str | None = Query(None, max_length=200,
                                                      description="only this event's matches"),
-                           table: str | None = Query(None, pattern=r"^[A-Za-z0-9_-]{1,32}$"),
+                           table: str | None = Query(None, pattern=TABLE_ID_PATTERN),
                            ) -> dict[str, Any]:
         """Every finished match's result (format ``shotclock.result/1``, README "Results
         out"), in the order they ended, at most 500."""
@@ -157,7 +158,7 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
                 responses={200: {"content": {"text/csv": {}}}})
     async def results_as_csv(request: Request,
                              event: str | None = Query(None, max_length=200),
-                             table: str | None = Query(None, pattern=r"^[A-Za-z0-9_-]{1,32}$"),
+                             table: str | None = Query(None, pattern=TABLE_ID_PATTERN),
                              ) -> Response:
         """The same as CSV, one row per match (columns: README "Results out")."""
         rows = await made().event_results(event, table)
