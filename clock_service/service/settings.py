@@ -95,8 +95,9 @@ class Settings:
                               "archives one)")
     # -- results out (issue 25) ------------------------------------------------------------
     results_webhook: str | None = setting(
-        None, "POST each finished match's result to this URL (unset: none; see \"Results "
-        "out\")")
+        None, "POST each finished match's result to this http(s) URL, signed (unset: none; "
+        "see docs/results.md); `user:password@` is sent as Basic authentication",
+        secret=True)
     results_secret: str | None = setting(
         None, "the results webhook's secret: each POST is signed with it (HMAC-SHA256)",
         secret=True)

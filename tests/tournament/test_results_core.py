@@ -7,11 +7,21 @@ import hashlib
 import hmac
 import io
 
+import pytest
+
+from clock_service.core.errors import InvalidInput
 from clock_service.edges.tournament.results import (
     FORMAT,
     RESULT_COLUMNS,
     result_from,
     results_csv,
+)
+from clock_service.edges.tournament.webhook import (
+    check_url,
+    delivery_headers,
+    delivery_id,
+    redacted,
+    scrub,
     signature,
 )
 
@@ -47,9 +57,58 @@ def test_csv_one_row_a_match_and_no_formula() -> None:
         "Petrov", "0", "1", "ab" * 32)
 
 
-def test_signature_is_the_hmac_of_the_body() -> None:
+def test_the_signature_covers_the_time_the_delivery_id_and_the_body() -> None:
     body = b'{"a":1}'
-    assert signature("k", body) == "sha256=" + hmac.new(b"k", body, hashlib.sha256).hexdigest()
+    mac = hmac.new(b"k", b'1700000000.1.2:0123456789abcdef.{"a":1}', hashlib.sha256)
+    assert signature("k", 1700000000, "1.2:0123456789abcdef", body) == (
+        f"t=1700000000,v1={mac.hexdigest()}")
+    # Each part changes it.
+    values = {signature("k", 1700000000, "1.2:0123456789abcdef", body),
+              signature("k", 1700000001, "1.2:0123456789abcdef", body),
+              signature("k", 1700000000, "1.3:0123456789abcdef", body),
+              signature("k", 1700000000, "1.2:0123456789abcdef", b'{"a":2}'),
+              signature("j", 1700000000, "1.2:0123456789abcdef", body)}
+    assert len(values) == 5
+
+
+def test_a_delivery_is_named_by_its_match_and_its_body() -> None:
+    body = b'{"match":"1.2"}'
+    assert delivery_id("1.2", body) == "1.2:" + hashlib.sha256(body).hexdigest()[:16]
+    assert delivery_id("1.2", b'{"match":"1.2","x":1}') != delivery_id("1.2", body)
+    headers = delivery_headers("k", "1.2", body, 3, 1700000000.9)
+    assert headers["X-Shotclock-Delivery"] == delivery_id("1.2", body)
+    assert headers["X-Shotclock-Attempt"] == "3"
+    assert headers["X-Shotclock-Signature"] == signature("k", 1700000000, delivery_id(
+        "1.2", body), body)
+    assert "X-Shotclock-Signature" not in delivery_headers(None, "1.2", body, 1, 0.0)
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("https://results.example.org/hook", "https://results.example.org/hook"),
+    ("https://ann:pa55word@results.example.org:8443/hook",
+     "https://ann:***@results.example.org:8443/hook"),
+    ("http://10.0.0.5/hook?key=k3y-value&event=cup", "http://10.0.0.5/hook?key=***&event=***"),
+    ("http://ann@h/x?flag", "http://ann@h/x?flag"),
+    ("http://[::1]:9000/x#s3cret", "http://[::1]:9000/x#***"),
+    ("http://h:99999999/x?key=k3y", "***"),  # not even a port: nothing shown
+])
+def test_a_webhook_url_is_shown_without_its_secrets(url: str, shown: str) -> None:
+    assert redacted(url) == shown
+
+
+def test_an_error_is_scrubbed_of_the_urls_secrets() -> None:
+    url = "https://ann:pa55%2Fword@h/hook?key=k3y+v%26lue"
+    said = scrub(f"ValueError: unknown url {url}; pa55/word k3y v&lue k3y+v%26lue", url)
+    assert "pa55" not in said and "k3y" not in said and "v&lue" not in said, said
+    assert "https://ann:***@h/hook?key=***" in said
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://h/x", "http:///x", "h/x",
+                                 "https://h:0x1/x"])
+def test_a_webhook_that_is_not_http_is_refused(url: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        check_url(url)
+    assert refused.value.code == "invalid_results_webhook"
 
 
 def test_tournament_routes_on_a_service_without_the_tournament_say_so() -> None:

@@ -271,14 +271,18 @@ def table_app(settings: Settings, *, time: TimeSource | None = None) -> FastAPI:
 def _tournament(runtime: Runtime, settings: Settings, reports: Reports) -> TournamentPart:
     """The draw's queues and the results out over a table service's runtime (issue 25):
     one part of the app. The results read the app's own match records."""
+    from clock_service.core.errors import InvalidInput
     from clock_service.edges.tournament.part import TournamentPart
     from clock_service.edges.tournament.results import Results
     from clock_service.edges.tournament.service import Tournament
 
     tournament = Tournament(runtime)
-    results = Results(runtime, reports,
-                      webhook=settings.results_webhook, secret=settings.results_secret,
-                      retry_s=settings.results_retry_s, draw_number=tournament.draw_number)
+    try:
+        results = Results(runtime, reports,
+                          webhook=settings.results_webhook, secret=settings.results_secret,
+                          retry_s=settings.results_retry_s, draw_number=tournament.draw_number)
+    except InvalidInput as exc:  # a webhook URL that is not http(s)
+        raise SystemExit(f"shotclock: {exc.message}") from None
     return TournamentPart(tournament, results)
 
 

@@ -4,12 +4,13 @@ and CSV, and optionally POSTed to a webhook from an outbox in the store.
 The result is made from the match's record (reports: frames, statistics, the SHA-256 of its
 log as the statistics read it) and its ``match.ended`` event (a time limit's decision).
 Delivery: when ``match.ended`` is durable, the result's JSON text is written to the store's
-``outbox`` (durable), then POSTed with ``X-Shotclock-Signature: sha256=<HMAC-SHA256 of the
-body with SHOTCLOCK_RESULTS_SECRET>`` and ``X-Shotclock-Delivery: <match id>`` until the
-receiver answers 2xx; a failure is retried with exponential backoff (from
-SHOTCLOCK_RESULTS_RETRY_S, doubling to 5 minutes). A row is marked sent only after a 2xx,
-so a restart resumes where it was: nothing is lost. A receiver may see a delivery again
-only if the service stopped between its 2xx and the mark (dedupe on the delivery id).
+``outbox`` (durable), then POSTed, signed (webhook.py: ``X-Shotclock-Signature: t=<unix
+s>,v1=<HMAC-SHA256 of "t.delivery id.body">``, ``X-Shotclock-Delivery``), until the receiver
+answers 2xx; anything else (a 3xx included: never followed) is retried with exponential
+backoff (from SHOTCLOCK_RESULTS_RETRY_S, doubling to 5 minutes). A row is marked sent only
+after a 2xx, so a restart resumes where it was: nothing is lost. A receiver may see a
+delivery again only if the service stopped between its 2xx and the mark (the same delivery
+id, signed afresh: docs/results.md).
 """
 
 from __future__ import annotations
@@ -17,24 +18,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import csv
-import hashlib
-import hmac
 import io
 import json
 import logging
 import random
 import sqlite3
-import urllib.error
-import urllib.request
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from clock_service.core.errors import UnknownMatch
 from clock_service.edges.reports.export import csv_cell
+from clock_service.edges.tournament.webhook import (
+    check_url,
+    delivery_headers,
+    delivery_id,
+    post,
+    redacted,
+    scrub,
+)
 from clock_service.service.runtime import Runtime
 from clock_service.service.storage.index import split_match_id
 
-__all__ = ["Results", "result_from", "results_csv", "signature", "FORMAT", "RESULT_COLUMNS",
+__all__ = ["Results", "result_from", "results_csv", "FORMAT", "RESULT_COLUMNS",
            "MAX_RETRY_S"]
 
 log = logging.getLogger(__name__)
@@ -42,7 +48,6 @@ log = logging.getLogger(__name__)
 FORMAT = "shotclock.result/1"
 MAX_RETRY_S = 300.0
 MAX_RESULTS = 500
-SEND_TIMEOUT_S = 10.0
 RESULT_COLUMNS = ("match", "table", "event", "player1", "player2", "race_to", "score1",
                   "score2", "winner", "drawn", "by_time_limit", "frames", "started_at",
                   "ended_at", "duration_ms", "shots1", "shots2", "mean_ms1", "mean_ms2",
@@ -50,11 +55,6 @@ RESULT_COLUMNS = ("match", "table", "event", "player1", "player2", "race_to", "s
 _STAT_KEYS = ("shots", "timed_shots", "mean_ms", "median_ms", "max_ms", "total_ms",
               "extensions", "time_fouls", "fouls", "whites", "visits", "frames_won", "breaks",
               "breaks_won")
-
-
-def signature(secret: str, body: bytes) -> str:
-    """The ``X-Shotclock-Signature`` header: ``sha256=`` and the hex HMAC of the body."""
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
 def result_from(record: Mapping[str, Any], ended: Mapping[str, Any] | None,
@@ -116,10 +116,12 @@ class Results:
 
     def __init__(self, runtime: Runtime, reports: MatchRecords, *, webhook: str | None = None,
                  secret: str | None = None, retry_s: float = 2.0,
-                 draw_number: Any = None) -> None:
+                 draw_number: Any = None, wall: Callable[[], float] = time.time) -> None:
         self.runtime = runtime
         self.reports = reports
-        self.webhook = webhook
+        # Refused before the service starts (InvalidInput): urllib opens file:// too.
+        self.webhook = None if webhook is None else check_url(webhook)
+        self.wall = wall  # the signature's t: the receiver compares it with its own clock
         self.secret = secret
         self.retry_s = max(0.05, retry_s)
         self.draw_number = draw_number or (lambda match_id: None)
@@ -229,6 +231,10 @@ class Results:
     async def start(self) -> None:
         if self.webhook is None:
             return
+        log.log(logging.INFO if self.secret else logging.WARNING,
+                "results: every finished match is POSTed to %s (%s)", redacted(self.webhook),
+                "signed" if self.secret else "NOT signed: set SHOTCLOCK_RESULTS_SECRET, or "
+                "the receiver cannot tell these results are ours")
         since = await asyncio.to_thread(self._since)
         if since is None:  # the first start with a webhook: results from now on
             since = int(self.runtime.time.now_ms())
@@ -275,19 +281,17 @@ class Results:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("results webhook: %r; retrying in 1 s", exc)
+                why = scrub(f"{type(exc).__name__}: {exc}", self.webhook or "")
+                log.warning("results webhook: %s; retrying in 1 s", why)
                 health.fault("results.webhook", component="results", code="results_outbox",
-                             message=f"the results outbox failed ({type(exc).__name__}: {exc})")
+                             message=f"the results outbox failed ({why})")
                 await asyncio.sleep(1.0)
 
     async def _send(self, row_id: int, match_id: str, body: str, attempts: int) -> None:
         assert self.webhook is not None
         data = body.encode()
-        headers = {"Content-Type": "application/json", "X-Shotclock-Delivery": match_id,
-                   "X-Shotclock-Attempt": str(attempts + 1), "User-Agent": "shotclock"}
-        if self.secret:
-            headers["X-Shotclock-Signature"] = signature(self.secret, data)
-        error = await asyncio.to_thread(_post, self.webhook, data, headers)
+        headers = delivery_headers(self.secret, match_id, data, attempts + 1, self.wall())
+        error = await asyncio.to_thread(post, self.webhook, data, headers)
         now = int(self.runtime.time.now_ms())
         if error is None:
             await self._write([("UPDATE outbox SET sent_at = ?, attempts = attempts + 1, "
@@ -303,25 +307,13 @@ class Results:
         self.runtime.health.fault(
             "results.webhook", component="results", code="results_webhook_failing",
             level="warning", message=f"the results webhook did not take {match_id} "
-            f"({error}); retrying in {delay:.0f} s")
+            f"({error}); retrying in {delay:.1f} s")
 
     def outbox(self) -> dict[str, Any]:
         conn: sqlite3.Connection = self.runtime.store.reader_connection()
-        rows = conn.execute("SELECT match_id, attempts, sent_at, next_at, last_error FROM "
-                            "outbox ORDER BY id DESC LIMIT 100").fetchall()
+        rows = conn.execute("SELECT match_id, body, attempts, sent_at, next_at, last_error "
+                            "FROM outbox ORDER BY id DESC LIMIT 100").fetchall()
         return {"webhook": self.webhook is not None, "deliveries": [
-            {"match": m, "attempts": a, "sent_at": s, "next_at": None if s else n,
-             "last_error": e} for m, a, s, n, e in rows]}
-
-
-def _post(url: str, data: bytes, headers: Mapping[str, str]) -> str | None:
-    """POST; None on a 2xx, else what went wrong (blocking: a worker thread)."""
-    request = urllib.request.Request(url, data=data, method="POST", headers=dict(headers))
-    try:
-        with urllib.request.urlopen(request, timeout=SEND_TIMEOUT_S) as response:
-            response.read(65536)
-            return None if 200 <= response.status < 300 else f"HTTP {response.status}"
-    except urllib.error.HTTPError as exc:
-        return f"HTTP {exc.code}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        return f"{type(exc).__name__}: {exc}"
+            {"match": m, "delivery": delivery_id(m, b.encode()), "attempts": a,
+             "sent_at": s, "next_at": None if s else n, "last_error": e}
+            for m, b, a, s, n, e in rows]}

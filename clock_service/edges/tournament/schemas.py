@@ -136,10 +136,15 @@ class ResultsOut(BaseModel):
 
 class Delivery(BaseModel):
     match: str
+    delivery: str = Field(description="the delivery id (X-Shotclock-Delivery): "
+                          "<match id>:<16 hex of the body's SHA-256>")
     attempts: int
     sent_at: int | None = Field(description="unix ms of the 2xx; null: not yet")
     next_at: int | None = Field(description="unix ms of the next try while not sent")
-    last_error: str | None
+    last_error: str | None = Field(description="the last failed attempt: `HTTP 302 Found, "
+                                   "Location: ... (redirects are not followed)`, `HTTP 401 "
+                                   "Unauthorized: <the receiver's words>`, a network error; "
+                                   "a URL's password and query values as ***")
 
 
 class OutboxOut(BaseModel):
