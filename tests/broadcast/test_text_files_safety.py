@@ -25,7 +25,7 @@ from clock_service.core.errors import UnsafeDirectory
 from clock_service.edges.broadcast import textfiles
 from clock_service.edges.broadcast.rows import FIELDS
 from clock_service.edges.broadcast.textfiles import FILE_OF, Directory, TextFiles
-from tests.server import ROOT, free_port
+from tests.server import ROOT, ServerProcess, free_port
 from tests.waiting import until
 
 ROW = {k: "" for k in FIELDS}
@@ -308,3 +308,24 @@ def test_a_directory_made_by_the_feed_is_its_own_whatever_the_umask(tmp_path: Pa
         assert stat.S_IMODE(path.stat().st_mode) == 0o755
     child.close()
     root.close()
+
+
+@pytest.mark.e2e
+def test_serve_writes_no_file_in_a_directory_others_can_write_and_says_so(
+        tmp_path: Path) -> None:
+    """SHOTCLOCK_FEED_DIR that is not the service's own: nothing written, the fault in
+    /api/health saying why, the clock served all the same."""
+    directory = tmp_path / "obs"
+    directory.mkdir()
+    directory.chmod(0o775)
+    server = ServerProcess(tmp_path / "s.db", env={"SHOTCLOCK_FEED_DIR": str(directory)})
+    server.start()
+    try:
+        fault = until(lambda: [f for f in server.get("/api/health")["faults"]
+                               if f["code"] == "feed_files_unwritable"], 20.0, 0.1,
+                      "the feed's fault in /api/health")
+        assert server.command("1", "start")[0] == 200  # the clock runs on
+    finally:
+        server.stop()
+    assert "can be written by its group (mode 775)" in fault[0]["message"], fault
+    assert list(directory.iterdir()) == []

@@ -401,3 +401,15 @@ def test_the_example_receiver_takes_real_deliveries_and_refuses_forged_old_and_r
         example.terminate()
         said = example.communicate(timeout=10)[0]
     assert f"200 '{delivery}': taken" in said and f"409 '{delivery}'" in said, said
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://results.example.org/x"])
+def test_serve_refuses_a_webhook_that_is_not_http(tmp_path: Path, url: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "clock_service", "serve", "--db", str(tmp_path / "r.db"),
+         "--port", str(free_port())], cwd=ROOT, capture_output=True, text=True, timeout=60,
+        env=os.environ | {"SHOTCLOCK_RESULTS_WEBHOOK": url, "SHOTCLOCK_DISPLAY": "none"})
+    assert proc.returncode != 0
+    assert "SHOTCLOCK_RESULTS_WEBHOOK must be an http:// or https:// URL" in proc.stderr, \
+        proc.stderr[-2000:]
