@@ -96,8 +96,7 @@ class Settings:
     # -- results out (issue 25) ------------------------------------------------------------
     results_webhook: str | None = setting(
         None, "POST each finished match's result to this http(s) URL, signed (unset: none; "
-        "see docs/results.md); `user:password@` is sent as Basic authentication",
-        secret=True)
+        "see docs/results.md); `user:password@` is sent as Basic authentication")
     results_secret: str | None = setting(
         None, "the results webhook's secret: each POST is signed with it (HMAC-SHA256)",
         secret=True)

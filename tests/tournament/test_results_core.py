@@ -83,14 +83,13 @@ def test_a_delivery_is_named_by_its_match_and_its_body() -> None:
     assert "X-Shotclock-Signature" not in delivery_headers(None, "1.2", body, 1, 0.0)
 
 
-@pytest.mark.parametrize(("url", "shown"), [
+@pytest.mark.parametrize(("url", "shown"), [  # the service's one policy (redaction.py)
     ("https://results.example.org/hook", "https://results.example.org/hook"),
     ("https://ann:pa55word@results.example.org:8443/hook",
      "https://ann:***@results.example.org:8443/hook"),
-    ("http://10.0.0.5/hook?key=k3y-value&event=cup", "http://10.0.0.5/hook?key=***&event=***"),
-    ("http://ann@h/x?flag", "http://ann@h/x?flag"),
-    ("http://[::1]:9000/x#s3cret", "http://[::1]:9000/x#***"),
-    ("http://h:99999999/x?key=k3y", "***"),  # not even a port: nothing shown
+    ("http://10.0.0.5/hook?key=k3y-value&event=cup", "http://10.0.0.5/hook?key=***&event=cup"),
+    ("http://k3y-in-the-user@h/x", "http://***@h/x"),
+    ("http://[::1]:9000/x?%74oken=abcd", "http://[::1]:9000/x?%74oken=***"),
 ])
 def test_a_webhook_url_is_shown_without_its_secrets(url: str, shown: str) -> None:
     assert redacted(url) == shown

@@ -21,7 +21,7 @@ to another host, as a GET without the body, and took that host's 200 for a deliv
 
 The URL may hold a secret (``user:password@``, sent as ``Authorization: Basic``; ``?key=``):
 it is never shown whole. What is shown (errors, the log, /api/health) goes through
-``redacted``/``scrub`` first.
+``redacted``/``scrub`` (the service's one redaction, clock_service/service/redaction.py).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import urllib.request
 from collections.abc import Mapping
 
 from clock_service.core.errors import InvalidInput
+from clock_service.service import redaction
 
 __all__ = ["signature", "delivery_id", "delivery_headers", "check_url", "redacted", "scrub",
            "post", "SIGNATURE", "DELIVERY", "ATTEMPT", "SEND_TIMEOUT_S"]
@@ -43,7 +44,6 @@ SIGNATURE = "X-Shotclock-Signature"
 DELIVERY = "X-Shotclock-Delivery"
 ATTEMPT = "X-Shotclock-Attempt"
 SEND_TIMEOUT_S = 10.0
-REDACTED = "***"
 _REASON_CHARS = 200  # of a refusal's body, in the outbox's last_error
 
 
@@ -84,47 +84,25 @@ def check_url(url: str) -> str:
 
 
 def redacted(url: str) -> str:
-    """``url`` as it may be shown: the password and every query value as ``***``
-    (``https://user:***@host/path?key=***``). A local helper: config, logs and health
-    share one (issue 35 point 7)."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return REDACTED
-    netloc = parts.hostname or ""
-    if ":" in netloc:  # an IPv6 address
-        netloc = f"[{netloc}]"
-    if port is not None:
-        netloc += f":{port}"
-    if parts.username is not None or parts.password is not None:
-        user = parts.username or ""
-        netloc = f"{user}:{REDACTED}@{netloc}" if parts.password is not None else \
-            f"{user}@{netloc}"
-    query = "&".join(f"{name}={REDACTED}" if value else name for name, value in
-                     urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query,
-                                    REDACTED if parts.fragment else ""))
+    """``url`` as it may be shown (clock_service/service/redaction.py, the one policy for
+    config, logs and health): ``https://user:***@host/path?key=***``."""
+    return redaction.redact(url)
 
 
 def scrub(text: str, url: str) -> str:
-    """``text`` (an error message) with every secret of ``url`` in it redacted: the
-    password, the query's values and the fragment, as written and decoded."""
+    """``text`` (an error message) as it may be shown: every credential redaction finds,
+    and the URL's own password and query values wherever they appear, as written and
+    decoded (an error may quote them outside a URL)."""
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
-        return text.replace(url, REDACTED)
-    text = text.replace(url, redacted(url))
-    raw = [parts.password, parts.fragment,
-           *(piece.partition("=")[2] for piece in parts.query.split("&"))]
-    forms: set[str] = set()
-    for secret in filter(None, raw):
-        for decoded in (secret, urllib.parse.unquote(secret), urllib.parse.unquote_plus(secret)):
-            forms |= {decoded, urllib.parse.quote(decoded, safe=""),
-                      urllib.parse.quote_plus(decoded)}
-    for form in sorted((f for f in forms if len(f) >= 3), key=len, reverse=True):
-        text = text.replace(form, REDACTED)
-    return text
+        return redaction.redact(text, [url])
+    raw = [parts.password, *(piece.partition("=")[2] for piece in parts.query.split("&"))]
+    known: set[str] = {form for secret in filter(None, raw)
+                       for form in (secret, urllib.parse.unquote(secret),
+                                    urllib.parse.unquote_plus(secret))}
+    longest_first: list[str] = sorted(known, key=len, reverse=True)
+    return redaction.redact(text, longest_first)
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
