@@ -5,14 +5,16 @@ runtime aligns it with unix ms at start, so deadlines read as unix ms). The cloc
 deadline while it runs and derives every remaining time from it; nothing is counted.
 The caller asks ``next_wakeup()`` when it must call ``advance(now)`` again.
 
-Which command is legal in which phase is the table just below; what the rules add on top
-(12.5 once per frame, 12.7 before time runs out, 10.4 only after a foul, nothing after the
-match) is checked by the command's guard in ``_GUARDS``. Phase table and guards are one
-check, ``refusal(name, now)``: ``handle`` raises what it says, and ``state()["allowed"]``
-lists the commands for which it says nothing, so a page never keeps its own copy of the
-rules. A refusal that depends on the state only (not on the command's fields) therefore
-belongs in a guard, never in a handler; every refusal names the command, the phase and
-the rule.
+Which command is legal in which phase, and where it leads, is the one table of
+``transitions`` (``CLOCK``), with the guards the rules add on top (12.5 once per frame, 12.7
+before time runs out, 10.4 only after a foul, nothing after the match). Table and guards
+are one check, ``refusal(name, now)``: ``handle`` raises what it says, and
+``state()["allowed"]`` lists the commands for which it says nothing, so a page never keeps
+its own copy of the rules. A refusal that depends on the state only (not on the command's
+fields) therefore belongs in a guard, never in a handler; every refusal names the command,
+the phase and the rule. The phase moves only by the table: each handler applies its
+command's move once (``self._phase.apply``), naming the outcome when the rules ended the
+frame.
 
 One owner of each fact. The clock owns time, phase, visit, round and the player at the
 table. The frame rules (``rules.Match`` holding a ``FrameRules``, kept in ``self.match``)
@@ -85,13 +87,24 @@ from clock_service.core.events import (
     StopReason,
     TurnReason,
 )
+from clock_service.core.machine import Current
 from clock_service.core.match_clock import AT_LIMIT, MatchClock, check_match_limit
 from clock_service.core.profile import Profile
 from clock_service.core.rules import EndReason, FoulCode, InvalidResult, Match, Outcome, RulesError
 from clock_service.core.rules import RuleRefusal as RulesRefusal
 from clock_service.core.rules import Turn as TurnOutcome
+from clock_service.core.transitions import (
+    ALLOWED,
+    CLOCK,
+    FRAME_ENDS,
+    PHASES,
+    ClockPhase,
+    why_not,
+)
 
-__all__ = ["TableClock", "PHASES", "ALLOWED", "round_of_visit"]
+__all__ = ["TableClock", "PHASES", "ALLOWED", "ClockPhase", "round_of_visit", "UNDO_DEPTH"]
+
+READY, RUNNING, PAUSED, EXPIRED, FRAME_OVER = PHASES
 
 _T = TypeVar("_T")
 
@@ -104,91 +117,6 @@ class _Shown(TypedDict):
     remaining_ms: int | None
     deadline: float | None
 
-
-PHASES = ("ready", "running", "paused", "expired", "frame_over")
-
-# ---------------------------------------------------------------------------------------
-# The transition table. command -> the phases in which it may be given.
-#   ready      the next shot's limit is shown, not counting (balls moving, re-spots 11.4)
-#   running    counting down (I15: from balls at rest to cue tip on the cue ball)
-#   paused     referee stoppage, remaining time frozen
-#   expired    time ran out (12.4): time foul taken, turn passed; waiting for the
-#              opponent to accept (start) or hand back (10.4)
-#   frame_over technical loss (10.5) or the referee ended the frame; only a new frame
-ALLOWED: dict[str, frozenset[str]] = {
-    "start": frozenset({"ready", "expired"}),
-    "shot": frozenset({"running", "paused"}),
-    "extension": frozenset({"ready", "running", "paused"}),
-    "pause": frozenset({"running"}),
-    "resume": frozenset({"paused"}),
-    "turn": frozenset({"ready", "running", "paused"}),
-    "foul": frozenset({"ready", "running", "paused", "expired"}),
-    "hand_back": frozenset({"ready", "expired"}),
-    "new_frame": frozenset(PHASES),
-    "undo": frozenset(PHASES),
-    "set_time": frozenset({"ready", "running", "paused"}),
-    # What the shot did (sections 3-11): once the clock stopped on the shot (I15).
-    "result": frozenset({"ready"}),
-    # The strict call, announced while the player is at the table before the shot (7.1).
-    # The rules on top (_guard_call): not after the shot, not on the break (4.4).
-    "call": frozenset({"ready", "running", "paused"}),
-    # A new match on the table (the previous one stays on record): not while a shot is
-    # being timed; also once the match is over (_why_not).
-    "new_match": frozenset({"ready", "expired", "frame_over"}),
-    # The referee switches the shot clock on for slow play in a match without one (12.1
-    # leaves timing to the organiser; this lets the referee decide it at the table).
-    "shot_clock_on": frozenset({"ready", "running", "paused", "frame_over"}),
-}
-
-# Why a command is refused in a phase, where the generic message would not say enough:
-# (command, phase) -> (code, message, rule).
-REFUSALS: dict[tuple[str, str], tuple[str, str, str | None]] = {
-    ("start", "running"): ("already_running", "the clock is already running", None),
-    ("start", "paused"): ("paused", "the clock is paused: resume it instead", None),
-    ("shot", "ready"): (
-        "not_running", "the clock was not started for this shot: start it first", "I15"),
-    ("shot", "expired"): (
-        "too_late", "the shot time has already run out; the expiry stands", "I17"),
-    ("extension", "expired"): (
-        "extension_too_late", "an extension must be asked before the main time runs out", "12.7"),
-    ("pause", "ready"): ("not_running", "the clock is not running", None),
-    ("pause", "paused"): ("already_paused", "the clock is already paused", None),
-    ("resume", "ready"): ("not_paused", "the clock is not paused: start it instead", None),
-    ("resume", "running"): ("not_paused", "the clock is already running", None),
-    ("turn", "expired"): (
-        "turn_already_passed",
-        "the turn already passed on the time foul; start (accept) or hand back", "10.4"),
-    ("hand_back", "running"): (
-        "already_accepted", "the opponent already accepted by playing on", "10.4"),
-    ("set_time", "expired"): (
-        "expired", "time already ran out: undo the expiry first, then set the time", "I17"),
-    ("result", "running"): (
-        "clock_running",
-        "the shot is still being timed: press shot when it is played, then report its result",
-        "I15"),
-    ("result", "paused"): (
-        "clock_paused",
-        "the clock is paused: press shot when the shot is played, then report its result",
-        "I15"),
-    ("new_match", "running"): (
-        "clock_counting", "a shot is being timed: stop the clock (shot or turn) first", None),
-    ("new_match", "paused"): (
-        "clock_counting", "a shot is being timed (paused): stop the clock (shot or turn) "
-        "first", None),
-    ("call", "expired"): (
-        "call_after_expiry",
-        "the shot time ran out (a time foul, 12.4); the opponent accepts (start) or hands "
-        "back first, then announces", "10.4"),
-    ("result", "expired"): (
-        "result_after_expiry",
-        "the shot time ran out (a time foul, 12.4); the opponent accepts (start) or hands "
-        "back first", "10.4"),
-}
-
-# (code, message, rule) of a refusal.
-_Why = tuple[str, str, str | None]
-
-FRAME_OVER_REFUSAL: _Why = ("frame_over", "the frame is over: start a new frame", None)
 
 UNDO_DEPTH = 20
 
@@ -249,7 +177,9 @@ class TableClock:
         self.breaker = first_breaker
         self.visit = 1
         self.player = first_breaker
-        self.phase = "frame_over"  # until open() starts frame 1
+        # The phase, moved only by the table (transitions.CLOCK): frame_over until open()
+        # starts frame 1.
+        self._phase = Current(CLOCK, FRAME_OVER)
         self.remaining: int | None = None  # authoritative when not running
         self.deadline: float | None = None  # authoritative while running
         self.pending_warnings: list[int] = []
@@ -272,6 +202,10 @@ class TableClock:
         self.history: list[tuple[str, float, str]] = []
 
     # -- derived -----------------------------------------------------------------------
+    @property
+    def phase(self) -> ClockPhase:
+        return self._phase.state
+
     @property
     def round(self) -> int:
         return round_of_visit(self.visit)
@@ -335,7 +269,7 @@ class TableClock:
     def remaining_ms(self, now: float) -> int | None:
         if not self.timed:
             return None
-        if self.phase == "running" and self.deadline is not None:
+        if self.phase is RUNNING and self.deadline is not None:
             return _ceil_ms(self.deadline - now)
         return self.remaining
 
@@ -349,7 +283,7 @@ class TableClock:
         return min(shot, match)
 
     def _shot_wakeup(self) -> float | None:
-        if self.phase != "running" or self.deadline is None:
+        if self.phase is not RUNNING or self.deadline is None:
             return None
         if self.pending_warnings:
             return self.deadline - self.pending_warnings[0]
@@ -362,7 +296,7 @@ class TableClock:
             "phase": self.phase,
             "remaining_ms": remaining,
             "limit_ms": self.shot_limit(),
-            "deadline": self.deadline if self.phase == "running" else None,
+            "deadline": self.deadline if self.phase is RUNNING else None,
             "player": self.player,
             "players": list(self.players),
             "round": self.round,
@@ -387,7 +321,7 @@ class TableClock:
             # clock appears when its deadline is show_from_ms away; pages derive that).
             "clock_shown": self.profile.shown(remaining),
             "whites": self.whites,
-            "on_break": not self.match.frame.break_done and self.phase != "frame_over",
+            "on_break": not self.match.frame.break_done and self.phase is not FRAME_OVER,
             "announced_call": (None if self.match.frame.announced_call is None
                                else self.match.frame.announced_call.to_dict()),
             "match": self._match_summary(),
@@ -398,7 +332,7 @@ class TableClock:
 
     def allowed(self, now: float) -> list[str]:
         """The commands legal at ``now``, sorted: those ``refusal`` has nothing against."""
-        return sorted(name for name in ALLOWED if self._why_not(name, now) is None)
+        return sorted(name for name in ALLOWED if why_not(self, name, now) is None)
 
     def _legality(self, now: float) -> dict[str, Any]:
         """``allowed`` and, for every other command, the code and rule of its refusal (a
@@ -406,12 +340,12 @@ class TableClock:
         allowed: list[str] = []
         refused: dict[str, dict[str, str]] = {}
         for name in sorted(ALLOWED):
-            why = self._why_not(name, now)
+            why = why_not(self, name, now)
             if why is None:
                 allowed.append(name)
             else:
-                code, _, rule = why
-                refused[name] = {"code": code, "rule": rule} if rule else {"code": code}
+                refused[name] = ({"code": why.code, "rule": why.rule} if why.rule
+                                 else {"code": why.code})
         return {"allowed": allowed, "refused": refused}
 
     def refusal(self, name: str, now: float) -> RuleRefusal | None:
@@ -420,13 +354,12 @@ class TableClock:
         The one legality check: ``handle`` raises it, ``allowed`` lists what passes it.
         Due deadlines are the caller's business (``handle`` advances first).
         """
-        why = self._why_not(name, now)
+        why = why_not(self, name, now)
         if why is None:
             return None
-        code, message, rule = why
-        suffix = f" ({rule})" if rule else ""
-        return RuleRefusal(f"{name} refused in phase {self.phase}: {message}{suffix}",
-                           code=code, rule=rule)
+        suffix = f" ({why.rule})" if why.rule else ""
+        return RuleRefusal(f"{name} refused in phase {self.phase}: {why.message}{suffix}",
+                           code=why.code, rule=why.rule)
 
     def _match_summary(self) -> dict[str, Any]:
         match = self.match
@@ -444,7 +377,9 @@ class TableClock:
         if self.frame != 0:
             raise RuntimeError("open() is for a new table only")
         self.last_step_at = now
-        return self._start_frame(now)
+        events = self._start_frame(now)
+        self._phase.apply("new_frame")  # frame_over -> ready, as a new frame
+        return events
 
     def advance(self, now: float) -> list[Event]:
         """Emit what is due at ``now``: the shot clock's warnings at the profile's
@@ -460,7 +395,7 @@ class TableClock:
         return events
 
     def _advance_shot(self, now: float) -> list[Event]:
-        if self.phase != "running" or self.deadline is None:
+        if self.phase is not RUNNING or self.deadline is None:
             return []
         deadline = self.deadline
         if now >= deadline:
@@ -470,6 +405,7 @@ class TableClock:
             return []
         # Woken late past several thresholds (a stalled host): announce only the latest,
         # one beep rather than a burst of stale ones.
+        self._phase.apply("warning")
         self.pending_warnings = self.pending_warnings[len(due):]
         return [CLOCK_WARNING({
             "threshold_ms": due[-1],
@@ -555,7 +491,7 @@ class TableClock:
         snapshot: threshold, deadline, player), then the pause. Never the expiry: it is
         synced before it is sent, so one that was sent is in the store. (A resume sets
         the warnings ahead of the time left again.)"""
-        if self.phase != "running" or self.deadline is None:
+        if self.phase is not RUNNING or self.deadline is None:
             return []
         left = self.deadline - alive_at
         if left <= 0:
@@ -566,7 +502,7 @@ class TableClock:
                 "threshold_ms": w, "remaining_ms": w, "deadline": self.deadline,
                 "player": self.player}) for w in self.pending_warnings]
         self.last_step_at = now
-        self.phase = "paused"
+        self._phase.apply("restart")
         # ``alive_at`` may be a stored event's time, rounded down below the moment the
         # deadline was set: never give back more than the shot had then.
         had = self.remaining if self.remaining is not None else _ceil_ms(left)
@@ -575,87 +511,7 @@ class TableClock:
         reason: PauseReason = "power_lost" if power_lost else "restart"
         return [*events, CLOCK_PAUSED({"reason": reason, **self._shown(now)})]
 
-    # -- the rules on top of the table ------------------------------------------------------
-    def _why_not(self, name: str, now: float) -> _Why | None:
-        phase = self.phase
-        if self.match.over and name not in ("undo", "new_match"):
-            winner = self.match.winner
-            a, b = self.match.score
-            result = (f"drawn {a}-{b}" if winner is None
-                      else f"{self.players[winner]} won {a}-{b}")
-            rule = (AT_LIMIT[self.at_match_limit].rule if self.match.decided_by_limit
-                    else f"race to {self.match.race_to}")
-            return ("match_over", f"the match is over: {result}; only undo or a new match is "
-                    "allowed", rule)
-        if phase not in ALLOWED[name]:
-            return REFUSALS.get(
-                (name, phase),
-                FRAME_OVER_REFUSAL if phase == "frame_over" else
-                ("not_allowed", f"not allowed while the clock is {phase}", None),
-            )
-        guard = self._GUARDS.get(name)
-        return guard(self, now) if guard is not None else None
-
-    # Guards: what the rules forbid on top of the phase table, from the state alone.
-    def _guard_timer(self, now: float) -> _Why | None:
-        if not self.timed:
-            return ("no_timer", "this match is played without a timer", "12.1")
-        return None
-
-    def _guard_extension(self, now: float) -> _Why | None:
-        if not self.timed:
-            return self._guard_timer(now)
-        player = self.player
-        allowed = self.extensions_allowed()
-        if self.extensions_used[player] >= allowed:
-            used = ("the extension" if allowed == 1 else
-                    "no extension" if allowed == 0 else f"all {allowed} extensions")
-            where = "this deciding frame" if self.deciding_frame else "this frame"
-            return ("extension_used",
-                    f"{self.players[player]} already used {used} {where}"
-                    if allowed else f"the profile gives {used} in {where}", "12.5")
-        if (self.remaining_ms(now) or 0) <= 0:
-            return ("extension_too_late", "the main time has run out", "12.7")
-        return None
-
-    def _guard_hand_back(self, now: float) -> _Why | None:
-        if self.hand_back_to is None:
-            return ("no_foul_pending", "there is no foul to hand back", "10.4")
-        return None
-
-    def _guard_undo(self, now: float) -> _Why | None:
-        if not self.history:
-            return ("nothing_to_undo", "there is nothing to undo", None)
-        return None
-
-    def _guard_call(self, now: float) -> _Why | None:
-        # The call is announced before the shot (7.1); the break has none (4.4, D2).
-        if not self.match.frame.break_done:
-            return ("call_on_break", "the break is played without a call: the coloured ball "
-                    "can only drop by chance on it and goes back on the spot", "4.4-4.5")
-        if self.shot_played:
-            return ("call_after_shot", "the shot was already played: give its call inside "
-                    "result (it is recorded as given after the shot), then announce the next "
-                    "one", "7.1")
-        return None
-
-    def _guard_shot_clock_on(self, now: float) -> _Why | None:
-        if self.timer:
-            return ("already_timed", "this match is played with the shot clock", "12.1")
-        if self.slow_play == "match":
-            return ("shot_clock_already_on", "the shot clock is already on for the rest of "
-                    "the match (slow play)", None)
-        return None
-
-    _GUARDS: dict[str, Callable[[TableClock, float], _Why | None]] = {
-        "shot_clock_on": _guard_shot_clock_on,
-        "call": _guard_call,
-        "extension": _guard_extension,
-        "hand_back": _guard_hand_back,
-        "undo": _guard_undo,
-        "set_time": _guard_timer,
-    }
-
+    # -- the commands ----------------------------------------------------------------------
     def _rules(self, name: str, action: Callable[[], _T]) -> _T:
         """Run a rules command; its refusals become the service's (409 / 422)."""
         try:
@@ -673,10 +529,10 @@ class TableClock:
             self._rules(name, self.match.accept)
 
     def _on_start(self, command: Start, now: float) -> list[Event]:
-        if self.phase == "expired":  # the opponent accepts the position (10.4)
+        if self.phase is EXPIRED:  # the opponent accepts the position (10.4)
             self.remaining = self.shot_limit()
         self._accept_if_choice_open("start")
-        self.phase = "running"
+        self._phase.apply("start")
         self.shot_played = False
         return [CLOCK_STARTED({"limit_ms": self._run(now), **self._shown(now)}),
                 *self._match_clock_step("start", now)]
@@ -686,11 +542,13 @@ class TableClock:
         self.frame_shots += 1
         self._make_ready(self.shot_limit())
         self.shot_played = True
+        self._phase.apply("shot")
         return [event]
 
     def _on_call(self, command: AnnounceCall, now: float) -> list[Event]:
         """The strict call announced before the shot (7.1); ``result`` is judged against it."""
         replaced = self._rules("call", lambda: self.match.announce(command.call))
+        self._phase.apply("call")
         return [CALL_ANNOUNCED({
             "call": command.call.to_dict(),
             "replaced": None if replaced is None else replaced.to_dict(),
@@ -706,27 +564,28 @@ class TableClock:
                 f"for it, but {self.players[player]} is at the table (12.5)",
                 code="not_at_table", rule="12.5")
         left = self.remaining_ms(now) or 0
+        self._phase.apply("extension")
         self.extensions_used[player] += 1
         extra = self.profile.extension_ms
-        if self.phase == "running":
+        if self.phase is RUNNING:
             assert self.deadline is not None
             self._set_deadline(self.deadline + extra, now)
         else:
             self.remaining = left + extra  # I16: ready or paused, it adds to this shot
         return [CLOCK_EXTENDED({"player": player, "extension_ms": extra,
                                 "remaining_ms": self.remaining_ms(now),
-                                "deadline": self.deadline if self.phase == "running" else None})]
+                                "deadline": self.deadline if self.phase is RUNNING else None})]
 
     def _on_pause(self, command: Pause, now: float) -> list[Event]:
         self.remaining = self.remaining_ms(now)
         self.deadline = None
-        self.phase = "paused"
+        self._phase.apply("pause")
         # The referee's pause is the only one that stops the match clock too.
         return [CLOCK_PAUSED({"reason": "referee", **self._shown(now)}),
                 *self._match_clock_step("pause", now)]
 
     def _on_resume(self, command: Resume, now: float) -> list[Event]:
-        self.phase = "running"
+        self._phase.apply("resume")
         return [CLOCK_RESUMED({"limit_ms": self._run(now), **self._shown(now)}),
                 *self._match_clock_step("resume", now)]
 
@@ -744,12 +603,18 @@ class TableClock:
         choice = self.at_match_limit
         if self.match.over:
             return []
+        self._phase.apply("time_limit")
         if choice == "shot_clock":
             return self._limit_shot_clock(now)
         self.limit_pending = choice
-        if self.phase == "frame_over":  # between frames: no frame in play to finish
+        if self.phase is FRAME_OVER:  # between frames: no frame in play to finish
             return self._apply_limit(now, frame_just_ended=False)
         return []
+
+    def _frame_ends(self) -> str | None:
+        """The outcome a command names when the rules ended the frame (3.2, 10.5-10.6) or
+        the referee's award ended the match: its move leads to frame_over instead."""
+        return FRAME_ENDS if self.match.frame.over else None
 
     def _limit_shot_clock(self, now: float) -> list[Event]:
         was_timed = self.timed
@@ -757,9 +622,9 @@ class TableClock:
         self.slow_play_reason = "match time limit"
         limit = self.profile.slow_play_ms
         if not was_timed:  # as shot_clock_on: a shot being played gets the full limit
-            if self.phase == "running":
+            if self.phase is RUNNING:
                 self._set_deadline(now + limit, now)
-            elif self.phase in ("ready", "paused"):
+            elif self.phase in (READY, PAUSED):
                 self.remaining = limit
         return [SHOT_CLOCK_ON({"reason": "match time limit", "scope": "match",
                                "limit_ms": limit, "frame": self.frame, **self._shown(now)}),
@@ -823,7 +688,9 @@ class TableClock:
         self._accept_if_choice_open("turn")
         outcome = self._rules("turn", self.match.pass_turn)  # no result reported: I1
         assert outcome.next_player is not None
-        return events + self._pass_turn(outcome.next_player, "turn", now)
+        events += self._pass_turn(outcome.next_player, "turn", now)
+        self._phase.apply("turn")
+        return events
 
     def _on_foul(self, command: Foul, now: float) -> list[Event]:
         """A foul the referee saw outside a shot's result (9, D10), or one given by its rule."""
@@ -840,22 +707,27 @@ class TableClock:
             record = lambda: self.match.record_foul(who, rule, reason)  # noqa: E731
         else:
             record = lambda: self.match.referee_foul(who, general)  # noqa: E731
-        return events + self._add_foul(record, "foul", now)
+        events += self._add_foul(record, "foul", now)
+        self._phase.apply("foul", self._frame_ends())
+        return events
 
     def _on_hand_back(self, command: HandBack, now: float) -> list[Event]:
         outcome = self._rules("hand_back", self.match.hand_back)
         assert outcome.next_player is not None
-        return self._pass_turn(outcome.next_player, "hand_back", now)
+        events = self._pass_turn(outcome.next_player, "hand_back", now)
+        self._phase.apply("hand_back")
+        return events
 
     def _on_new_frame(self, command: NewFrame, now: float) -> list[Event]:
         events = self._stop_if_counting(now, "new_frame")
-        if self.phase != "frame_over":
+        if self.phase is not FRAME_OVER:
             self._rules("new_frame", lambda: self.match.end_frame_by_referee(
                 command.winner, command.reason))  # D9: outside the rules, with a reason
             events += self._frame_ended(now, referee_reason=command.reason)
-            if self.match.over:  # the referee's award decided the match
-                return events
-        return events + self._start_frame(now)
+        if not self.match.over:  # unless the referee's award decided the match
+            events += self._start_frame(now)
+        self._phase.apply("new_frame", self._frame_ends())
+        return events
 
     def _on_new_match(self, command: NewMatch, now: float) -> list[Event]:
         """The next match on this table, from frame 1 (I3: its first breaker breaks).
@@ -868,7 +740,7 @@ class TableClock:
             return current if value is SAME else value
 
         unfinished = not self.match.over and (self.match.race_to is not None
-                                              or self.phase != "frame_over")
+                                              or self.phase is not FRAME_OVER)
         if unfinished and command.reason is None:  # as D9 for a frame
             raise InvalidCommand(
                 "new_match: reason is missing: the match in play is not finished (no winner "
@@ -907,7 +779,9 @@ class TableClock:
             data["referee"] = command.referee
         if unfinished and command.reason is not None:
             data["reason"] = command.reason
-        return [MATCH_STARTED(data), *self._start_frame(now)]
+        events = [MATCH_STARTED(data), *self._start_frame(now)]
+        self._phase.apply("new_match")
+        return events
 
     def _on_result(self, command: Result, now: float) -> list[Event]:
         """Apply the referee's report of the shot just played (sections 3-11)."""
@@ -926,31 +800,35 @@ class TableClock:
         })]
         events += self._foul_events(outcome) + self._respot_events(outcome)
         if outcome.frame_over:
-            return events + self._frame_ended(now) + started
-        if outcome.turn is TurnOutcome.PASSES:
+            events += self._frame_ended(now)
+        elif outcome.turn is TurnOutcome.PASSES:
             assert outcome.next_player is not None
             reason: TurnReason = "foul" if outcome.fouls else "result"
             events += self._pass_turn(outcome.next_player, reason, now)
         else:  # I1, 4.6: the same visit goes on with the same limit
             self._make_ready(self.shot_limit())
+        self._phase.apply("result", self._frame_ends())
         return events + started  # last: the rules' own sequence stays as it was
 
     def _on_undo(self, command: Undo, now: float) -> list[Event]:
         step, at, state = self.history.pop()
-        self._load(json.loads(state))
+        data = json.loads(state)
+        self._load(data, phase=False)
+        self._phase.apply("undo", back=ClockPhase(data["phase"]))
         self._keep_the_limit()
-        if self.phase == "running" and self.deadline is not None:
+        if self.phase is RUNNING and self.deadline is not None:
             # Back as it was at that step, but frozen: the referee resumes when ready.
             self.remaining = _ceil_ms(self.deadline - at)
             self.deadline = None
-            self.phase = "paused"
+            self._phase.apply("undone")
         return [CORRECTION_UNDONE({
             "undone": step, "by": command.by, "reason": command.reason,
             "remaining_ms": self.remaining_ms(now),
         })]
 
     def _on_set_time(self, command: SetTime, now: float) -> list[Event]:
-        if self.phase == "running":
+        self._phase.apply("set_time")
+        if self.phase is RUNNING:
             self._set_deadline(now + command.remaining_ms, now)
         else:
             self.remaining = command.remaining_ms
@@ -965,19 +843,20 @@ class TableClock:
             raise RuleRefusal(
                 f"shot_clock_on refused in phase {self.phase}: the shot clock is already on "
                 f"for the rest of the {command.scope} (slow play)", code="shot_clock_already_on")
-        if self.phase == "frame_over" and command.scope == "frame":
+        if self.phase is FRAME_OVER and command.scope == "frame":
             raise RuleRefusal(
                 "shot_clock_on refused in phase frame_over: the frame is over; switch it on "
                 "for the match, or once the next frame has started", code="frame_over")
         upgrade = self.slow_play is not None  # frame -> match: the shot's time stays
+        self._phase.apply("shot_clock_on")
         self.slow_play = command.scope
         self.slow_play_reason = command.reason
         limit = self.profile.slow_play_ms
         if upgrade:
             pass
-        elif self.phase == "running":
+        elif self.phase is RUNNING:
             self._set_deadline(now + limit, now)
-        elif self.phase in ("ready", "paused"):
+        elif self.phase in (READY, PAUSED):
             self.remaining = limit
         scope: SlowPlayScope = "frame" if command.scope == "frame" else "match"  # checked
         return [SHOT_CLOCK_ON({
@@ -1020,14 +899,14 @@ class TableClock:
         self.pending_warnings = [w for w in self.profile.warnings_ms if w < left]
 
     def _make_ready(self, remaining: int | None) -> None:
-        self.phase = "ready"
+        """The next shot's time shown, not counting (the command's move makes it ready)."""
         self.shot_played = False
         self.deadline = None
         self.pending_warnings = []
         self.remaining = remaining if self.timed else None
 
     def _stop_if_counting(self, now: float, reason: StopReason) -> list[Event]:
-        if self.phase not in ("running", "paused"):
+        if self.phase not in (RUNNING, PAUSED):
             return []
         event = CLOCK_STOPPED({"reason": reason, **self._shown(now, stopping=True)})
         self._make_ready(self.remaining_ms(now))
@@ -1079,7 +958,6 @@ class TableClock:
         deadline = self.deadline
         assert deadline is not None  # only a running clock expires
         self.last_step_at = deadline
-        self.phase = "expired"
         self.deadline = None
         self.pending_warnings = []
         self.remaining = 0
@@ -1090,9 +968,8 @@ class TableClock:
         events += self._add_foul(
             lambda: self.match.record_foul(fouler, "12.4", "time", FoulCode.SHOT_TIME),
             "time_foul", now)
-        if self.phase == "ready":  # the foul passed the turn: show 0 until someone acts
-            self.phase = "expired"
-            self.remaining = 0
+        if self._phase.apply("expiry", self._frame_ends()) is EXPIRED:
+            self.remaining = 0  # the foul passed the turn: show 0 until someone acts
         self._remember("expiry", now, before)
         return events
 
@@ -1100,8 +977,7 @@ class TableClock:
         """The rules ended the frame (3.2, 10.5-10.6), or the referee did (D9): stop here.
 
         The fouls shown from here on are the frame's final count; the next frame starts
-        from zero (10.5, D8)."""
-        self.phase = "frame_over"
+        from zero (10.5, D8). The command's move makes the phase frame_over."""
         self.deadline = None
         self.pending_warnings = []
         self.remaining = None
@@ -1148,7 +1024,7 @@ class TableClock:
             "player": self.player,
             "remaining_ms": self.remaining_ms(now),
             # A deadline only while the clock keeps running (not on the stop itself).
-            "deadline": self.deadline if self.phase == "running" and not stopping else None,
+            "deadline": self.deadline if self.phase is RUNNING and not stopping else None,
         }
 
     def _remember(self, step: str, now: float, before: dict[str, Any]) -> None:
@@ -1172,8 +1048,13 @@ class TableClock:
         data["match"] = self.match.to_dict()
         return data
 
-    def _load(self, data: Mapping[str, Any]) -> None:
+    def _load(self, data: Mapping[str, Any], *, phase: bool = True) -> None:
+        """Put back a dumped state; ``phase=False``: all but the phase (undo moves it)."""
         for name in self._FIELDS:
+            if name == "phase":
+                if phase:
+                    self._phase.restore(data[name])
+                continue
             setattr(self, name, copy.copy(data.get(name, self._FIELD_DEFAULTS.get(name))
                                           if name in self._FIELD_DEFAULTS else data[name]))
         match = data.get("match")
