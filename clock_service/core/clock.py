@@ -88,7 +88,7 @@ from clock_service.core.events import (
     TurnReason,
 )
 from clock_service.core.machine import Current
-from clock_service.core.match_clock import AT_LIMIT, MatchClock, check_match_limit
+from clock_service.core.match_clock import AT_LIMIT, MatchClock, MatchClockPhase, check_match_limit
 from clock_service.core.profile import Profile
 from clock_service.core.rules import EndReason, FoulCode, InvalidResult, Match, Outcome, RulesError
 from clock_service.core.rules import RuleRefusal as RulesRefusal
@@ -633,7 +633,8 @@ class TableClock:
     def _keep_the_limit(self) -> None:
         """Undo never reaches the match clock: a limit reached stays reached, and a step
         taken back from before it comes back under the organiser's choice."""
-        if self.match_clock is None or self.match_clock.phase != "expired" or self.match.over:
+        limit = self.match_clock
+        if limit is None or limit.phase is not MatchClockPhase.EXPIRED or self.match.over:
             return
         if self.at_match_limit == "shot_clock":
             if self.slow_play != "match":
