@@ -16,6 +16,11 @@ D5 (one act, one foul). One shot is at most one foul, however many rules it
 breaks: it counts once for 10.5, its ``breaches`` list every rule broken (each
 with its code, :mod:`.fouls`), its ``rule`` and ``code`` are the first breach
 found and its ``reason`` names them all.
+
+The frame's phase (``Phase``) moves only by its table, ``FRAME``: phase -> command -> the
+next phase (and where it leads instead for what the rules made of it: a foul, the end of
+the frame, a break still to play) or the refusal with its rule; each command applies its
+move once, at its end (``machine.Current.apply``).
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, cast
 
+from clock_service.core.machine import Current, Go, Machine, No
 from clock_service.core.rules.call import Call, CallVerdict, Route, ShotType, judge_call
 from clock_service.core.rules.errors import InvalidResult, RuleRefusal
 from clock_service.core.rules.fouls import Breach, FoulCode, GeneralFoul
@@ -35,6 +41,7 @@ __all__ = [
     "COMMANDS",
     "CallTiming",
     "EndReason",
+    "FRAME",
     "Foul",
     "FrameRules",
     "Outcome",
@@ -58,6 +65,9 @@ class Phase(StrEnum):
     PLAY = "play"
     CHOICE = "choice"  # a foul happened; the opponent accepts or hands back (10.4, I2)
     OVER = "over"
+
+
+BREAK, PLAY, CHOICE, OVER = Phase
 
 
 class Turn(StrEnum):
@@ -95,41 +105,73 @@ class RespotSpot(StrEnum):
     BACK_CUSHION_MIDDLE = "back_cushion_middle"  # 11.2
 
 
-# Which command is legal in which phase (10.4, 3.2, 10.5, 4.4). Everything not
-# listed is refused by _refuse() below with the rule that forbids it.
-# ``call`` in CHOICE: the chooser is at the table and may announce before playing on.
+# What the rules made of a command, when it decides where the command leads (the outcome
+# the command names to ``Current.apply``).
+FOULED = "a foul"  # 10.4: the opponent chooses
+ENDS = "the frame ends"  # 3.2 (the coloured ball), 10.5-10.6 (the second foul)
+BREAK_DUE = "the break still to play"  # D6: a foul before the break, then the choice
+
+_OVER_RESULT = No("result_after_frame_end",
+                  "the frame is over; no further results are accepted (3.2, 10.5)", invalid=True)
+_OVER = No("frame_over", "the frame is over", "3.2, 10.5")
+_CHOOSE_FIRST = No("choice_pending",
+                   "the opponent must first accept the position or hand the turn back", "10.4")
+
+# phase -> command -> cell: which command is legal in which phase (10.4, 3.2, 10.5, 4.4),
+# where it leads, and why it is refused everywhere else.
+FRAME: Machine[Phase] = Machine("frame", Phase, (
+    "shot", "call", "record_foul", "pass_turn", "end_by_referee", "accept", "hand_back"), {
+    BREAK: {
+        # 4.2-4.8: credited or not, play goes on; an illegal break is a foul (4.3, D7); a
+        # breaker who already fouled (a time foul before the break, D6) loses it (10.5).
+        "shot": Go(PLAY, instead={FOULED: CHOICE, ENDS: OVER}),
+        "call": No("call_on_break", "the break is played without a call; the coloured ball "
+                   "can only drop by chance on it and goes back on the spot", "4.4-4.5"),
+        "record_foul": Go(CHOICE, instead={ENDS: OVER}),  # D6: the break is still to come
+        "pass_turn": Go(PLAY),  # 4.7: the break potted no white, the turn passes
+        "end_by_referee": Go(OVER),  # D9
+        "accept": No("no_foul_pending", "no foul to accept", "10.4"),
+        "hand_back": No("no_foul_pending", "no foul to hand back", "10.4"),
+    },
+    PLAY: {
+        # 5.2, I1: a credited white keeps the visit; 3.2 (I7) or a second foul ends it.
+        "shot": Go(PLAY, instead={FOULED: CHOICE, ENDS: OVER}),
+        "call": Go(PLAY),  # 7.1: announced before the shot
+        "record_foul": Go(CHOICE, instead={ENDS: OVER}),  # I12: every foul counts
+        "pass_turn": Go(PLAY),  # I1: the clock's turn without a reported result
+        "end_by_referee": Go(OVER),
+        "accept": No("no_foul_pending", "no foul to accept", "10.4"),
+        "hand_back": No("no_foul_pending", "no foul to hand back", "10.4"),
+    },
+    CHOICE: {
+        "shot": _CHOOSE_FIRST,
+        "call": Go(CHOICE),  # the chooser is at the table and may announce before playing on
+        "record_foul": Go(CHOICE, instead={ENDS: OVER}),  # D13: the new foul's choice
+        "pass_turn": _CHOOSE_FIRST,
+        "end_by_referee": Go(OVER),
+        "accept": Go(PLAY, instead={BREAK_DUE: BREAK}),  # 10.4: plays the position
+        "hand_back": Go(PLAY, instead={BREAK_DUE: BREAK}),  # 10.4, I2: a visit of the fouler
+    },
+    OVER: {
+        "shot": _OVER_RESULT,
+        "call": _OVER,
+        "record_foul": _OVER_RESULT,
+        "pass_turn": _OVER,
+        "end_by_referee": _OVER,
+        "accept": _OVER,
+        "hand_back": _OVER,
+    },
+})
+
+# Which command is legal in which phase: the table's, for every phase.
 COMMANDS: Final[Mapping[Phase, frozenset[str]]] = {
-    Phase.BREAK: frozenset({"shot", "record_foul", "pass_turn", "end_by_referee"}),
-    Phase.PLAY: frozenset({"shot", "call", "record_foul", "pass_turn", "end_by_referee"}),
-    Phase.CHOICE: frozenset({"accept", "hand_back", "call", "record_foul", "end_by_referee"}),
-    Phase.OVER: frozenset(),
-}
+    phase: frozenset(n for n in FRAME.inputs if phase in FRAME.legal(n)) for phase in Phase}
 
 
-def _refuse(command: str, phase: Phase) -> RuleRefusal | InvalidResult:
-    if phase is Phase.OVER and command in ("shot", "record_foul"):
-        return InvalidResult(
-            f"{command}: the frame is over; no further results are accepted (3.2, 10.5)",
-            code="result_after_frame_end",
-        )
-    if phase is Phase.OVER:
-        return RuleRefusal(f"{command}: the frame is over", code="frame_over", rule="3.2, 10.5")
-    if command == "call":  # phase BREAK (D2)
-        return RuleRefusal(
-            "call: the break is played without a call; the coloured ball can only drop by "
-            "chance on it and goes back on the spot",
-            code="call_on_break",
-            rule="4.4-4.5",
-        )
-    if command in ("shot", "pass_turn"):  # phase CHOICE
-        return RuleRefusal(
-            f"{command}: the opponent must first accept the position or hand the turn back",
-            code="choice_pending",
-            rule="10.4",
-        )
-    return RuleRefusal(
-        f"{command}: no foul to {command.replace('_', ' ')}", code="no_foul_pending", rule="10.4"
-    )
+def _refused(command: str, why: No) -> RuleRefusal | InvalidResult:
+    if why.invalid or why.rule is None:
+        return InvalidResult(f"{command}: {why.message}", code=why.code)
+    return RuleRefusal(f"{command}: {why.message}", code=why.code, rule=why.rule)
 
 
 def _check_player(name: str, value: object) -> None:
@@ -472,6 +514,7 @@ class FrameRules:
         self._end_reason: EndReason | None = None
         # The call the player at the table announced for the next shot (7.1, D1).
         self._call: Call | None = None
+        self._phase = Current(FRAME, BREAK)  # moved only by FRAME
 
     # -- reading the state ---------------------------------------------------
 
@@ -533,16 +576,21 @@ class FrameRules:
 
     @property
     def phase(self) -> Phase:
+        return self._phase.state
+
+    def _phase_of_facts(self) -> Phase:
+        """The phase the facts imply: how a stored frame (which keeps no phase) is read
+        back; after every command it is the phase the table moved to (a test walks it)."""
         if self.over:
-            return Phase.OVER
+            return OVER
         if self._choice_for is not None:
-            return Phase.CHOICE
-        return Phase.PLAY if self._break_done else Phase.BREAK
+            return CHOICE
+        return PLAY if self._break_done else BREAK
 
     def _require(self, command: str) -> None:
-        phase = self.phase
-        if command not in COMMANDS[phase]:
-            raise _refuse(command, phase)
+        why = FRAME.cell(self.phase, command)
+        if isinstance(why, No):
+            raise _refused(command, why)
 
     def _set_player(self, player: int) -> None:
         # A call belongs to the player who announced it: a change at the table drops it (D1).
@@ -561,10 +609,11 @@ class FrameRules:
         """
         self._require("call")
         if not self._break_done:  # a choice after a time foul before the break (D2)
-            raise _refuse("call", Phase.BREAK)
+            raise _refused("call", cast(No, FRAME.cell(BREAK, "call")))
         if not isinstance(call, Call):
             raise InvalidResult(f"call expects a Call, got {call!r}", code="bad_call")
         replaced, self._call = self._call, call
+        self._phase.apply("call")
         return replaced
 
     def shot(self, result: ShotResult) -> Outcome:
@@ -602,6 +651,8 @@ class FrameRules:
                    else judge_call(result.call, result.route))
         self._call = None
         outcome = self._apply_shot(shooter, breaking, result, verdict)
+        self._phase.apply("shot", ENDS if outcome.frame_over else FOULED if outcome.fouls
+                          else None)
         return dataclasses.replace(outcome, call=result.call, call_timing=timing,
                                    call_verdict=verdict)
 
@@ -683,7 +734,7 @@ class FrameRules:
         """
         self._require("record_foul")
         foul = Foul(player, (Breach(FoulCode(code), rule, reason),))
-        return self._commit_foul(foul, ())
+        return self._foul_counted(self._commit_foul(foul, ()))
 
     def referee_foul(self, player: int, general: GeneralFoul) -> Outcome:
         """Count a general foul the referee saw outside a shot's result (9, D10), with its
@@ -698,13 +749,14 @@ class FrameRules:
                 f"referee_foul.balls: {general.whites_off} whites off the table but only "
                 f"{self.whites_on_table} are on it (1.1)", code="too_many_whites")
         foul = Foul(player, (general.breach(),))
-        return self._commit_foul(foul, tuple(_off_table_respots(general)))
+        return self._foul_counted(self._commit_foul(foul, tuple(_off_table_respots(general))))
 
     def accept(self) -> Outcome:
         """The opponent accepts the position and plays on (10.4): same visit continues."""
         self._require("accept")
         chooser = self._chooser()
         self._choice_for = None
+        self._phase.apply("accept", None if self._break_done else BREAK_DUE)
         return Outcome(player=chooser, turn=Turn.STAYS, next_player=chooser)
 
     def hand_back(self) -> Outcome:
@@ -713,6 +765,7 @@ class FrameRules:
         chooser = self._chooser()
         self._choice_for = None
         self._set_player(1 - chooser)
+        self._phase.apply("hand_back", None if self._break_done else BREAK_DUE)
         return Outcome(player=chooser, turn=Turn.PASSES, next_player=self._player_at_table)
 
     def pass_turn(self) -> Outcome:
@@ -727,6 +780,7 @@ class FrameRules:
         shooter = self._player_at_table
         self._break_done = True
         self._set_player(1 - shooter)
+        self._phase.apply("pass_turn")
         return Outcome(player=shooter, turn=Turn.PASSES, next_player=self._player_at_table)
 
     def end_by_referee(self, winner: int | None, reason: str | None) -> None:
@@ -747,11 +801,17 @@ class FrameRules:
         self._end_reason = EndReason.REFEREE
         self._choice_for = None
         self._call = None
+        self._phase.apply("end_by_referee")
 
     # -- internals -----------------------------------------------------------
 
+    def _foul_counted(self, outcome: Outcome) -> Outcome:
+        """A foul outside a shot moved the frame: to the choice, or to its end (10.5)."""
+        self._phase.apply("record_foul", ENDS if outcome.frame_over else None)
+        return outcome
+
     def _chooser(self) -> int:
-        assert self._choice_for is not None  # guaranteed by COMMANDS
+        assert self._choice_for is not None  # guaranteed by FRAME
         return self._choice_for
 
     def _check_result(self, result: ShotResult, breaking: bool) -> None:
@@ -907,6 +967,7 @@ class FrameRules:
         frame._winner = winner
         frame._end_reason = end_reason
         frame._call = call
+        frame._phase.restore(frame._phase_of_facts())
         return frame
 
     def __eq__(self, other: object) -> bool:
