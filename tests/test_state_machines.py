@@ -450,3 +450,49 @@ def test_the_clock_phases_are_the_wire_strings() -> None:
     assert [str(p) for p in PHASES] == ["ready", "running", "paused", "expired", "frame_over"]
     assert [str(p) for p in MatchClockPhase] == ["waiting", "running", "paused", "expired",
                                                  "stopped"]
+
+
+# -- 4. the documents made from the tables ---------------------------------------------------
+
+def test_the_generated_documents_are_current() -> None:
+    """docs/state-machines.md (the diagrams), web_ui/static/js/phases.js and the AsyncAPI
+    document are what the tables and models make now."""
+    from clock_service.edges.api.asyncapi import GENERATED, stale
+    from clock_service.edges.api.machines import PHASES_JS, STATE_MACHINES_MD
+
+    assert {PHASES_JS, STATE_MACHINES_MD} <= set(GENERATED)
+    assert stale() == [], "run `python -m clock_service.edges.api.asyncapi` and commit"
+
+
+def test_a_stale_document_is_found(tmp_path: Path) -> None:
+    from clock_service.edges.api.asyncapi import main, stale
+    from clock_service.edges.api.machines import phases_js
+
+    path = tmp_path / "phases.js"
+    path.write_text(phases_js().replace('"frame_over"', '"frame-over"'))
+    assert stale({path: phases_js}) == [path]
+    path.write_text(phases_js())
+    assert stale({path: phases_js}) == []
+    assert main(["--check", "-o", str(tmp_path / "missing.json")]) == 1
+
+
+def test_the_diagrams_draw_every_move_of_the_tables() -> None:
+    """Read back from the committed file: each machine's diagram has an arrow for every
+    move its table allows, and no other."""
+    from clock_service.edges.api.machines import STATE_MACHINES_MD
+
+    text = STATE_MACHINES_MD.read_text()
+    diagrams = [block.split("```")[0] for block in text.split("```mermaid\n")[1:]]
+    assert len(diagrams) == 3
+    for machine, diagram in zip((CLOCK, MATCH_CLOCK, FRAME), diagrams, strict=True):
+        drawn = set()
+        for line in diagram.splitlines()[2:]:
+            arrow, labels = line.strip().split(": ", 1)
+            source, target = arrow.split(" --> ")
+            drawn |= {(source, label, target) for label in labels.split(", ")}
+        moves = set()
+        for state, name, cell in machine.cells():
+            if isinstance(cell, Go):
+                moves.add((str(state), name, str(cell.to)))
+                moves |= {(str(state), f"{name} ({o})", str(t)) for o, t in cell.instead.items()}
+        assert drawn == moves, machine.name

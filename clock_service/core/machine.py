@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Generic, TypeVar
 
-__all__ = ["Go", "Back", "Ignore", "No", "Cell", "Machine", "Current"]
+__all__ = ["Go", "Back", "Ignore", "No", "Cell", "Machine", "Current", "mermaid",
+           "moves_table", "refusals_table"]
 
 S = TypeVar("S", bound=StrEnum)
 
@@ -186,3 +187,65 @@ class Current(Generic[S]):
 
     def __repr__(self) -> str:
         return f"Current({self.machine.name}: {self._state})"
+
+
+# -- the table as text (docs/state-machines.md is written from these) ---------------------
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def moves_table(machine: Machine[S]) -> str:
+    """Every move the table allows, one row per (state, input): where it leads (and where
+    instead, for what the rules made of it) and the events it makes."""
+    events = any(isinstance(c, Go | Back) and c.makes or isinstance(c, Go) and c.may
+                 for _, _, c in machine.cells())
+    head = ["in", "input", "leads to", *(("makes", "may make") if events else ())]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for state, name, cell in machine.cells():
+        if isinstance(cell, Go):
+            to = "; ".join([f"`{cell.to}`",
+                            *(f"{outcome}: `{t}`" for outcome, t in cell.instead.items())])
+            made = [_names(cell.makes), _names(cell.may)]
+        elif isinstance(cell, Back):
+            to, made = "back to the state of the step taken back", [_names(cell.makes), ""]
+        else:
+            continue
+        lines.append(" | ".join([f"| `{state}`", f"`{name}`", to, *(made if events else ())])
+                     + " |")
+    return "\n".join(lines) + "\n"
+
+
+def refusals_table(machine: Machine[S]) -> str:
+    """Input by state: the code (and rule) of each refusal; ✓ where it moves, · where it
+    changes nothing."""
+    states = list(machine.states)
+    lines = ["| input | " + " | ".join(f"`{s}`" for s in states) + " |",
+             "| --- |" + " --- |" * len(states)]
+    for name in machine.inputs:
+        cells = []
+        for state in states:
+            cell = machine.table[state][name]
+            if isinstance(cell, No):
+                cells.append(f"`{cell.code}`" + (f" ({cell.rule})" if cell.rule else ""))
+            else:
+                cells.append("·" if isinstance(cell, Ignore) else "✓")
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def mermaid(machine: Machine[S], initial: S) -> str:
+    """The moves as a Mermaid state diagram: one arrow per pair of states, labelled with
+    every input (and outcome) that leads along it. Undo, which goes back to whichever
+    state its step was taken in, and the inputs that change nothing are left to the
+    tables."""
+    arrows: dict[tuple[S, S], list[str]] = {}
+    for state, name, cell in machine.cells():
+        if isinstance(cell, Go):
+            arrows.setdefault((state, cell.to), []).append(name)
+            for outcome, to in cell.instead.items():
+                arrows.setdefault((state, to), []).append(f"{name} ({outcome})")
+    lines = ["stateDiagram-v2", f"    [*] --> {initial}"]
+    for (source, target), names in arrows.items():
+        lines.append(f"    {source} --> {target}: {', '.join(names)}")
+    return "\n".join(lines) + "\n"

@@ -82,7 +82,9 @@ def _ceil_ms(value: float) -> int:
 
 
 class MatchClockPhase(StrEnum):
-    """The match clock's phase, as ``state.match_clock.phase`` says it on the wire."""
+    """The match clock's phase (state.match_clock.phase): waiting (before the match's first
+    break), running, paused (the referee's pause), expired (the limit was reached: the
+    organiser's choice applies), stopped (the match ended before its limit)."""
 
     WAITING = "waiting"  # before the match's first break
     RUNNING = "running"

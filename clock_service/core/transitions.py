@@ -32,7 +32,10 @@ __all__ = ["ClockPhase", "PHASES", "COMMAND_INPUTS", "CLOCK_INPUTS", "CLOCK", "A
 
 
 class ClockPhase(StrEnum):
-    """The phase of the table's clock, as ``state.phase`` says it on the wire."""
+    """The table clock's phase (state.phase): ready (the next shot's limit shown, not
+    counting), running (counting down, I15), paused (the referee's stoppage), expired (time
+    ran out, 12.4: the opponent accepts or hands back, 10.4), frame_over (the frame ended:
+    only a new frame or a new match)."""
 
     READY = "ready"  # the next shot's limit is shown, not counting (balls moving, 11.4)
     RUNNING = "running"  # counting down (I15: from balls at rest to cue tip on cue ball)

@@ -23,7 +23,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from clock_service.core import events
-from clock_service.core.clock import ALLOWED
+from clock_service.core.clock import ALLOWED, ClockPhase
 from clock_service.core.commands import (
     BY,
     COMMANDS,
@@ -38,7 +38,12 @@ from clock_service.core.commands import (
 )
 from clock_service.core.events import EVENTS, EventType
 from clock_service.core.ids import TABLE_ID_PATTERN
-from clock_service.core.match_clock import AT_LIMIT, MATCH_WARNINGS_MS, MAX_MATCH_MS
+from clock_service.core.match_clock import (
+    AT_LIMIT,
+    MATCH_WARNINGS_MS,
+    MAX_MATCH_MS,
+    MatchClockPhase,
+)
 from clock_service.core.profile import MAX_MS, Profile
 from clock_service.core.rules import (
     BALLS,
@@ -192,7 +197,7 @@ class MatchClockState(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     limit_ms: int
-    phase: Literal["waiting", "running", "paused", "expired", "stopped"] = Field(
+    phase: MatchClockPhase = Field(
         description="waiting: before the first break; stopped: the match ended first")
     remaining_ms: int
     deadline: float | None = Field(description="unix ms of the limit, while running")
@@ -222,7 +227,7 @@ class SlowPlayState(BaseModel):
 class TableState(BaseModel):
     table: str
     seq: int = Field(description="seq of the last event reflected in this state")
-    phase: Literal["ready", "running", "paused", "expired", "frame_over"]
+    phase: ClockPhase
     remaining_ms: int | None = Field(description="null when the match has no timer (12.1)")
     limit_ms: int | None
     deadline: float | None = Field(description="unix ms at which the shot expires; running only")
@@ -689,7 +694,7 @@ CallAnnouncedData = _payload(
     call=CallSpec,
     replaced=(CallSpec | None, Field(description=(
         "the call announced before it for the same shot (the player changed it); null: none"))),
-    phase=(Literal["ready", "running", "paused"], Field(description=(
+    phase=(Literal[ClockPhase.READY, ClockPhase.RUNNING, ClockPhase.PAUSED], Field(description=(
         "the clock when it was announced: ready (before start), running, paused"))),
     player=Player,
     remaining_ms=(int | None, Field(description="the shot time left when it was announced")),
@@ -928,7 +933,7 @@ class HallTable(_Closed):
 
     table: str
     seq: int
-    phase: Literal["ready", "running", "paused", "expired", "frame_over"]
+    phase: ClockPhase
     timer: bool
     player: Player
     players: list[str]

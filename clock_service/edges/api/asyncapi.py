@@ -8,6 +8,9 @@ from ``clock_service.service.wire``::
     python -m clock_service.edges.api.asyncapi --check    # exit 1 if docs/asyncapi.json is stale
     python -m clock_service.edges.api.asyncapi -o -       # print it
 
+Without ``-o`` it writes (or checks) the documents generated from the core's state
+machines with it (``machines``): docs/state-machines.md and web_ui/static/js/phases.js.
+
 ``SERVER_MESSAGES`` and ``CLIENT_MESSAGES`` map each message ``type`` to its model; the
 contract test validates every message a real server sends against them.
 """
@@ -17,7 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,12 @@ from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from clock_service import __version__
 from clock_service.core.events import EVENTS
 from clock_service.edges.api import CLOSE_POLICY, CLOSE_TRY_LATER, CLOSE_UNKNOWN_TABLE
+from clock_service.edges.api.machines import (
+    PHASES_JS,
+    STATE_MACHINES_MD,
+    phases_js,
+    state_machines_md,
+)
 from clock_service.service.hub import CLOSE_TOO_SLOW
 from clock_service.service.settings import Settings
 from clock_service.service.wire import (
@@ -49,7 +58,8 @@ from clock_service.service.wire import (
 )
 
 __all__ = ["build_asyncapi", "main", "SERVER_MESSAGES", "CLIENT_MESSAGES", "EVENT_MESSAGES",
-           "MQTT_MESSAGES", "HALL_MESSAGES", "CLOSE_CODES", "DEFAULT_PATH"]
+           "MQTT_MESSAGES", "HALL_MESSAGES", "CLOSE_CODES", "DEFAULT_PATH", "GENERATED",
+           "stale"]
 
 DEFAULT_PATH = Path(__file__).resolve().parents[3] / "docs" / "asyncapi.json"
 CLOSE_TOO_BIG = 1009  # uvicorn's ws_max_size (Settings.max_message_bytes)
@@ -563,30 +573,47 @@ def render(document: dict[str, Any]) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
+# Every document generated from the code, with what writes it.
+GENERATED: dict[Path, Callable[[], str]] = {
+    DEFAULT_PATH: lambda: render(build_asyncapi()),
+    STATE_MACHINES_MD: state_machines_md,
+    PHASES_JS: phases_js,
+}
+
+
+def stale(documents: dict[Path, Callable[[], str]] | None = None) -> list[Path]:
+    """The generated documents whose file differs from what the code makes now."""
+    return [path for path, make in (documents or GENERATED).items()
+            if (path.read_text(encoding="utf-8") if path.exists() else None) != make()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m clock_service.edges.api.asyncapi",
-        description="Write the WebSocket API's AsyncAPI 3.0 document.")
-    parser.add_argument("-o", "--output", default=str(DEFAULT_PATH),
-                        help="where to write it ('-': stdout; default docs/asyncapi.json)")
+        description="Write the WebSocket API's AsyncAPI 3.0 document, and the documents of "
+                    "the core's state machines (docs/state-machines.md, "
+                    "web_ui/static/js/phases.js).")
+    parser.add_argument("-o", "--output", default=None,
+                        help="where to write the AsyncAPI document alone ('-': stdout; "
+                             "default: docs/asyncapi.json, with the others)")
     parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if the file differs from the models")
+                        help="write nothing; exit 1 if a file differs from the code")
     args = parser.parse_args(argv)
-    text = render(build_asyncapi())
     if args.output == "-":
-        sys.stdout.write(text)
+        sys.stdout.write(render(build_asyncapi()))
         return 0
-    path = Path(args.output)
+    documents = (GENERATED if args.output is None
+                 else {Path(args.output): GENERATED[DEFAULT_PATH]})
     if args.check:
-        current = path.read_text(encoding="utf-8") if path.exists() else None
-        if current != text:
+        for path in stale(documents):
             print(f"{path} is out of date: run python -m clock_service.edges.api.asyncapi",
                   file=sys.stderr)
             return 1
         return 0
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    print(f"wrote {path}")
+    for path, make in documents.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(make(), encoding="utf-8")
+        print(f"wrote {path}")
     return 0
 
 
