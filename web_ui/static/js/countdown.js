@@ -2,12 +2,14 @@
 // clock_service/core/readout.py. Whole seconds rounded up; tenths (rounded up) at and below
 // 5 s. Nothing counts: every picture is computed from the deadline.
 
+import { ClockPhase } from "./phases.js";
+
 export const TENTHS_BELOW_MS = 5000;
 export const WARNING_BELOW_MS = 10000;
 
 export function remainingAt(state, serverNowMs) {
   if (!state || state.timer === false) return null;
-  if (state.phase === "running" && state.deadline != null) {
+  if (state.phase === ClockPhase.RUNNING && state.deadline != null) {
     return Math.max(0, Math.ceil(state.deadline - serverNowMs));
   }
   return state.remaining_ms == null ? null : Number(state.remaining_ms);
@@ -32,7 +34,7 @@ export class Steady {
   }
 
   remaining(state, value) {
-    const same = state.phase === "running" && this.seq === state.seq;
+    const same = state.phase === ClockPhase.RUNNING && this.seq === state.seq;
     if (same && value != null && this.last != null && value > this.last) return this.last;
     this.seq = state.seq;
     this.last = value;
@@ -56,19 +58,19 @@ export function untilChange(remaining) {
  * while the state is unchanged. */
 export function render(state, serverNowMs, steady = null) {
   if (!state) return { text: "", stage: "off", remaining: null, next: Infinity };
-  const phase = state.phase || "ready";
-  if (phase === "frame_over") return { text: "", stage: "frame_over", remaining: null, next: Infinity };
+  const phase = state.phase || ClockPhase.READY;
+  if (phase === ClockPhase.FRAME_OVER) return { text: "", stage: "frame_over", remaining: null, next: Infinity };
   let remaining = remainingAt(state, serverNowMs);
   if (steady) remaining = steady.remaining(state, remaining);
   if (remaining == null) return { text: "--", stage: "off", remaining: null, next: Infinity };
   let stage;
-  if (phase === "expired") stage = "expired";
-  else if (phase === "ready" || phase === "paused") stage = phase;
+  if (phase === ClockPhase.EXPIRED) stage = "expired";
+  else if (phase === ClockPhase.READY || phase === ClockPhase.PAUSED) stage = phase;
   else if (remaining <= TENTHS_BELOW_MS) stage = "critical";
   else if (remaining <= WARNING_BELOW_MS) stage = "warning";
   else stage = "running";
-  const text = phase === "expired" ? "0.0" : formatRemaining(remaining);
-  const next = phase === "running" && state.deadline != null ? untilChange(remaining) : Infinity;
+  const text = phase === ClockPhase.EXPIRED ? "0.0" : formatRemaining(remaining);
+  const next = phase === ClockPhase.RUNNING && state.deadline != null ? untilChange(remaining) : Infinity;
   return { text, stage, remaining, next };
 }
 

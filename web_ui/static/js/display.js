@@ -17,6 +17,7 @@ import { Buzzer } from "./sound.js";
 import { StatusStrip } from "./status.js";
 import { NextMatch, drawMatchClock, nextLine } from "./tournament.js";
 import { fitBlock, fitText, refitOn } from "./fit.js";
+import { ClockPhase } from "./phases.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -159,7 +160,7 @@ function draw() {
     ext.textContent = t(state.extensions_left[i] === 0 ? "mark.ext_used" : "mark.ext");
     const whites = el.querySelector(".mark.whites");
     whites.textContent = Array.isArray(state.whites) ? t("mark.whites", { n: state.whites[i] }) : "";
-    el.classList.toggle("at-table", state.player === i && state.phase !== "frame_over");
+    el.classList.toggle("at-table", state.player === i && state.phase !== ClockPhase.FRAME_OVER);
   }
   $("round").textContent = state.round;
   $("frame").textContent = state.frame;
@@ -167,9 +168,9 @@ function draw() {
   $("score-a").textContent = m.score[0];
   $("score-b").textContent = m.score[1];
   $("race").textContent = m.race_to ? t("label.race_to", { n: m.race_to }) : "";
-  const phase = state.phase === "frame_over" && m.over ? "match_over" : state.phase;
-  $("phase").textContent = phase === "running" || phase === "ready"
-    ? "" : t(`phase.${state.timer === false && phase !== "frame_over" && phase !== "match_over" ? "off" : phase}`);
+  const phase = state.phase === ClockPhase.FRAME_OVER && m.over ? "match_over" : state.phase;
+  $("phase").textContent = phase === ClockPhase.RUNNING || phase === ClockPhase.READY
+    ? "" : t(`phase.${state.timer === false && phase !== ClockPhase.FRAME_OVER && phase !== "match_over" ? "off" : phase}`);
   // The call announced for this shot, while it is in force (gone once the result is in).
   const call = state.announced_call;
   $("call").classList.toggle("hidden", !call);
@@ -187,12 +188,12 @@ function fitTexts() {
     fitText($(`p${i}`).querySelector(".name"), { min: (portrait ? 3 : 4) * vh, wrap: { min: 2.2 * vh } });
   }
   if (state && state.announced_call) fitText($("call"), { min: Math.min(3 * vh, 4.4 * innerWidth / 100), wrap: { min: Math.min(2.2 * vh, 2.9 * innerWidth / 100) } });
-  if (state && state.phase === "frame_over") fitBlock($("over"), [$("over-title"), $("over-why"), $("over-score")]);
+  if (state && state.phase === ClockPhase.FRAME_OVER) fitBlock($("over"), [$("over-title"), $("over-why"), $("over-score")]);
 }
 refitOn(fitTexts);
 
 function drawOver(m) {
-  const over = state.phase === "frame_over";
+  const over = state.phase === ClockPhase.FRAME_OVER;
   document.body.classList.toggle("match-over", Boolean(over && m.over));
   if (!over) return;
   const winner = state.frame_winner;

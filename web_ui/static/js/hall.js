@@ -16,6 +16,7 @@ import { ClockOffset, localNow } from "./timesync.js";
 import { mountDraw } from "./hall_draw.js";
 import { drawMatchClock } from "./tournament.js";
 import { fitText, refitOn } from "./fit.js";
+import { ClockPhase } from "./phases.js";
 
 const $ = (id) => document.getElementById(id);
 const cards = new Map(); // table id -> {el, state}
@@ -227,12 +228,12 @@ function drawCard(entry) {
       mark("fouls", `${t("label.fouls")} ${state.fouls[i]}`, state.fouls[i]),
       ...(state.timer === false ? [] : [mark("ext", `${t("label.extensions")} ${state.extensions_left[i]}`, state.extensions_left[i])]),
       ...(Array.isArray(state.whites) ? [mark("whites", `${t("label.whites")} ${state.whites[i]}`, state.whites[i])] : []));
-    p.classList.toggle("at-table", state.player === i && state.phase !== "frame_over");
+    p.classList.toggle("at-table", state.player === i && state.phase !== ClockPhase.FRAME_OVER);
   }
   el.querySelector(".score").textContent = `${m.score[0]} : ${m.score[1]}`;
   el.querySelector(".race").textContent = m.race_to ? ` · ${t("label.race_to", { n: m.race_to })}` : "";
-  const matchOver = state.phase === "frame_over" && m.over;
-  const phaseKey = matchOver ? "match_over" : state.timer === false && state.phase !== "frame_over" ? "off" : state.phase;
+  const matchOver = state.phase === ClockPhase.FRAME_OVER && m.over;
+  const phaseKey = matchOver ? "match_over" : state.timer === false && state.phase !== ClockPhase.FRAME_OVER ? "off" : state.phase;
   const phase = t(`phase.${phaseKey}`);
   el.querySelector(".phase").textContent = state.live === false ? t("hall.last_phase", { phase }) : phase;
   el.querySelector(".round").textContent = state.round;
@@ -241,12 +242,12 @@ function drawCard(entry) {
   // said "frame over · Frame 2", with no score and no "match over").
   const winner = matchOver ? m.winner : state.frame_winner;
   const result = el.querySelector(".result");
-  if (state.phase === "frame_over" && winner != null) {
+  if (state.phase === ClockPhase.FRAME_OVER && winner != null) {
     const score = `${m.score[winner]}:${m.score[1 - winner]}`;
     result.textContent = t(matchOver ? "hall.match_won" : "hall.frame_won",
       { name: state.players[winner], score, frame: state.frame });
   } else {
-    result.textContent = state.phase === "frame_over" ? t("card.no_winner") : "";
+    result.textContent = state.phase === ClockPhase.FRAME_OVER ? t("card.no_winner") : "";
   }
   const match = state.match && state.match.number != null ? `${state.table}.${state.match.number}` : null;
   const report = el.querySelector(".l-report");
@@ -254,8 +255,8 @@ function drawCard(entry) {
   report.classList.toggle("hidden", !match);
   // One look per situation, told apart at a glance (CSS on data-look).
   for (let i = 0; i < 2; i++) fitText(el.querySelector(`.p${i} .name`), { min: 12 });
-  el.dataset.look = matchOver ? "match_over" : state.phase === "frame_over" ? "frame_over"
-    : state.phase === "expired" ? "time_foul" : state.phase === "running" ? "running" : "idle";
+  el.dataset.look = matchOver ? "match_over" : state.phase === ClockPhase.FRAME_OVER ? "frame_over"
+    : state.phase === ClockPhase.EXPIRED ? "time_foul" : state.phase === ClockPhase.RUNNING ? "running" : "idle";
   drawLiveness(entry);
 }
 
@@ -300,8 +301,8 @@ function tickCard(entry) {
   // Lost: the digits stay as they were when the feed went (nothing counts on old data).
   if (live === "lost" && entry.shown) return Infinity;
   // Not live: the last known time (remaining_ms as of stale_since), not counted down.
-  const state = live === "stale" && entry.state.phase === "running"
-    ? { ...entry.state, phase: "paused" } : entry.state;
+  const state = live === "stale" && entry.state.phase === ClockPhase.RUNNING
+    ? { ...entry.state, phase: ClockPhase.PAUSED } : entry.state;
   const { text, stage, next } = render(state, feed.serverNow());
   entry.shown = text;
   const clock = entry.el.querySelector(".clock");

@@ -29,6 +29,7 @@ import { applyI18n, onLangChange, t } from "./i18n.js";
 import { callShort } from "./result.js";
 import { fitText, refitOn } from "./fit.js";
 import { drawMatchClock } from "./tournament.js";
+import { ClockPhase } from "./phases.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -155,7 +156,7 @@ function draw() {
     const whites = side.querySelector(".whites");
     whites.classList.toggle("hidden", !Array.isArray(state.whites));
     if (Array.isArray(state.whites)) setMark(whites, state.whites[i]);
-    side.classList.toggle("at-table", state.player === i && state.phase !== "frame_over");
+    side.classList.toggle("at-table", state.player === i && state.phase !== ClockPhase.FRAME_OVER);
     $(`frames${i}`).textContent = m.score[i];
   }
   const key = conn.live ? PHASE_ON_AIR[state.phase] : "overlay.table_offline";
@@ -184,7 +185,7 @@ function fitTexts() {
     fitText(side.querySelector(".call-tag b"), { min: 11 });
     fitText(side.querySelector(".name"), { min: 26, wrap: { min: 14 } });
   }
-  if (state && state.phase === "frame_over") {
+  if (state && state.phase === ClockPhase.FRAME_OVER) {
     fitText($("over-title"), { min: 20, wrap: { min: 13 } });
     const whyEl = $("over-why");
     if (whyEl.textContent !== overWhy) whyEl.textContent = overWhy;
@@ -199,7 +200,7 @@ function fitTexts() {
 refitOn(fitTexts);
 
 function drawOver(m) {
-  const over = state.phase === "frame_over";
+  const over = state.phase === ClockPhase.FRAME_OVER;
   third.classList.toggle("match-over", Boolean(over && m.over));
   if (!over) return;
   // The winner's name as the title (it fits), what was won and why under it.
@@ -230,7 +231,7 @@ function tick() {
   // service: no countdown from data that may be old).
   const { text, stage: look, remaining, next } = conn.live && conn.status === "live"
     ? render(state, conn.serverNow(), steady)
-    : { text: "–", stage: state.phase === "frame_over" ? "frame_over" : "offline", remaining: null,
+    : { text: "–", stage: state.phase === ClockPhase.FRAME_OVER ? "frame_over" : "offline", remaining: null,
         next: Infinity };
   const clock = $("clock");
   const digits = text || "–";

@@ -18,6 +18,7 @@ import { ClipViewer } from "./clipview.js";
 import { StatusStrip, faultLevel } from "./status.js";
 import { NextMatch, drawMatchClock, nextLine } from "./tournament.js";
 import { fitText, refitOn } from "./fit.js";
+import { ClockPhase } from "./phases.js";
 
 const $ = (id) => document.getElementById(id);
 const table = tableFromQuery("1");
@@ -156,10 +157,10 @@ function attempt(commandName, run) {
 function mainCommand(s) {
   if (!s) return { name: null, label: "btn.start" };
   switch (s.phase) {
-    case "ready": return { name: "start", label: "btn.start" };
-    case "expired": return { name: "start", label: "btn.accept" };
-    case "running": return { name: "shot", label: "btn.shot" };
-    case "paused": return { name: "resume", label: "btn.resume" };
+    case ClockPhase.READY: return { name: "start", label: "btn.start" };
+    case ClockPhase.EXPIRED: return { name: "start", label: "btn.accept" };
+    case ClockPhase.RUNNING: return { name: "shot", label: "btn.shot" };
+    case ClockPhase.PAUSED: return { name: "resume", label: "btn.resume" };
     default:
       // Match over: nothing but a new match (or an undo) is left; the main button offers it.
       return s.match && s.match.over ? { name: "new_match", label: "btn.new_match" }
@@ -171,7 +172,7 @@ const ACTION_COMMAND = {
   main: () => mainCommand(state).name,
   extension: () => "extension",
   turn: () => "turn",
-  pause: () => (state && state.phase === "paused" ? "resume" : "pause"),
+  pause: () => (state && state.phase === ClockPhase.PAUSED ? "resume" : "pause"),
   foul: () => "foul",
   hand_back: () => "hand_back",
   // Before the shot the panel announces the call (7.1), after it reports the result.
@@ -195,7 +196,7 @@ const ACTION_RUN = {
   result: openResultPanel,
   new_frame: () => {
     // After a frame that ended by itself the next one just starts: its winner is recorded.
-    if (state && state.phase === "frame_over") command("new_frame");
+    if (state && state.phase === ClockPhase.FRAME_OVER) command("new_frame");
     else openFrameDialog();
   },
   new_match: () => openMatchDialog(),
@@ -257,8 +258,8 @@ function openFoulDialog() {
  * this foul would be the player's second (technical loss, 10.5). */
 function drawFoulDialog() {
   if (!state) return;
-  const running = state.phase === "running";
-  $("foul-clock").classList.toggle("hidden", !running && state.phase !== "paused");
+  const running = state.phase === ClockPhase.RUNNING;
+  $("foul-clock").classList.toggle("hidden", !running && state.phase !== ClockPhase.PAUSED);
   $("foul-pause").classList.toggle("hidden", !running);
   $("foul-clock-text").textContent = running ? t("foul.clock_runs") : t("foul.clock_paused");
   const code = $("foul-reason").value;
@@ -798,10 +799,10 @@ function drawHint() {
   const who = name(state.player);
   let text;
   switch (state.phase) {
-    case "ready": text = t(state.on_break ? "hint.break" : "hint.ready", { name: who }); break;
-    case "running": text = t("hint.running", { name: who }); break;
-    case "paused": text = t("hint.paused"); break;
-    case "expired": text = t("hint.expired", { name: who, other: name(state.hand_back_to) }); break;
+    case ClockPhase.READY: text = t(state.on_break ? "hint.break" : "hint.ready", { name: who }); break;
+    case ClockPhase.RUNNING: text = t("hint.running", { name: who }); break;
+    case ClockPhase.PAUSED: text = t("hint.paused"); break;
+    case ClockPhase.EXPIRED: text = t("hint.expired", { name: who, other: name(state.hand_back_to) }); break;
     default:
       if (state.match && state.match.over) text = t("hint.match_over", { name: name(state.match.winner) });
       else if (state.frame_winner != null) text = t("hint.frame_won", { name: name(state.frame_winner), reason: t(`end.${state.frame_end_reason}`) });
@@ -847,7 +848,7 @@ function draw() {
     ext.dataset.n = String(state.extensions_left[i]);
     ext.textContent = t("mark.ext");
     ext.classList.toggle("hidden", !state.timer);
-    el.classList.toggle("at-table", state.player === i && state.phase !== "frame_over");
+    el.classList.toggle("at-table", state.player === i && state.phase !== ClockPhase.FRAME_OVER);
     const whites = el.querySelector(".whites");
     whites.classList.toggle("hidden", !Array.isArray(state.whites));
     if (Array.isArray(state.whites)) whites.querySelector("b").textContent = state.whites[i];
@@ -856,7 +857,7 @@ function draw() {
   $("limit").textContent = state.timer ? `${seconds(state.limit_ms)} ${t("label.sec")}` : "–";
   $("frame").textContent = state.frame;
   $("visit").textContent = state.visit;
-  const matchOver = state.phase === "frame_over" && state.match && state.match.over;
+  const matchOver = state.phase === ClockPhase.FRAME_OVER && state.match && state.match.over;
   $("phase").textContent = t(`phase.${matchOver ? "match_over" : state.phase}`);
   // Frame over: the clock's place says who won and why.
   const won = state.frame_winner;
@@ -871,7 +872,7 @@ function draw() {
   for (const button of document.querySelectorAll(".buttons [data-action]")) {
     setDisabled(button, whyNot(ACTION_COMMAND[button.dataset.action]()));
   }
-  $("btn-pause").textContent = t(state.phase === "paused" ? "btn.resume" : "btn.pause");
+  $("btn-pause").textContent = t(state.phase === ClockPhase.PAUSED ? "btn.resume" : "btn.pause");
   // The long labels name whom or what; where even the smallest size cannot hold one, the
   // button says its short label and the long one is its tooltip (fitTexts, labelled()).
   labelled($("btn-hand-back"), state.hand_back_to == null ? t("btn.hand_back")
@@ -879,7 +880,7 @@ function draw() {
   const undo = $("btn-undo");
   labelled(undo, state.can_undo ? t("btn.undo_what", { what: undoWhat() }) : t("btn.undo"), t("btn.undo"));
   undo.dataset.step = state.can_undo || "";
-  $("btn-result").classList.toggle("due", state.phase === "ready" && state.can_undo === "shot");
+  $("btn-result").classList.toggle("due", state.phase === ClockPhase.READY && state.can_undo === "shot");
   const resultLabel = $("btn-result").querySelector("span");
   resultLabel.dataset.i18n = resultButtonLabel(state);
   resultLabel.textContent = t(resultLabel.dataset.i18n);
@@ -900,7 +901,7 @@ function fitTexts() {
     fitText($(`p${i}`).querySelector(".name"), { min: 14, wrap: { min: 11 } });
     fitText($(`p${i}`).querySelector(".marks"), { min: 10 });
   }
-  if (state && state.phase === "frame_over") {
+  if (state && state.phase === ClockPhase.FRAME_OVER) {
     fitText($("over-name"), { min: 18, wrap: { min: 12 } });
     fitText($("over-why"), { min: 12 });
   }

@@ -5,6 +5,7 @@
 
 import { requestJson } from "./api.js";
 import { addStrings, t } from "./i18n.js";
+import { MatchClockPhase } from "./phases.js";
 
 addStrings({
   en: {
@@ -75,7 +76,7 @@ addStrings({
 export function matchRemaining(state, serverNowMs) {
   const mc = state && state.match_clock;
   if (!mc) return null;
-  if (mc.phase === "running" && mc.deadline != null) {
+  if (mc.phase === MatchClockPhase.RUNNING && mc.deadline != null) {
     return Math.max(0, Math.ceil(mc.deadline - serverNowMs));
   }
   return mc.remaining_ms;
@@ -99,9 +100,9 @@ export function matchClockLine(state, serverNowMs) {
   if (m.drawn) return { text: t("mc.drawn"), stage: "expired", title: "" };
   const left = matchRemaining(state, serverNowMs);
   const choice = t(`atlimit.${mc.at_limit}`);
-  if (mc.phase === "expired") return { text: t("mc.expired", { choice }), stage: "expired", title: mc.rule };
+  if (mc.phase === MatchClockPhase.EXPIRED) return { text: t("mc.expired", { choice }), stage: "expired", title: mc.rule };
   const time = formatMatchTime(left);
-  const key = mc.phase === "stopped" ? "mc.running" : `mc.${mc.phase}`;
+  const key = mc.phase === MatchClockPhase.STOPPED ? "mc.running" : `mc.${mc.phase}`;
   const stage = left <= 300000 ? "last" : left <= 600000 ? "warn" : "ok";
   return { text: t(key, { time }), stage, title: choice };
 }
@@ -113,7 +114,7 @@ export function drawMatchClock(el, state, serverNowMs, choiceEl = null) {
   const line = matchClockLine(state, serverNowMs);
   if (choiceEl) {
     const mc = state && state.match_clock;
-    const text = mc && mc.phase !== "expired" && !(state.match || {}).drawn
+    const text = mc && mc.phase !== MatchClockPhase.EXPIRED && !(state.match || {}).drawn
       ? t(`atlimit.${mc.at_limit}`) : "";
     choiceEl.classList.toggle("hidden", !text);
     if (choiceEl.textContent !== text) choiceEl.textContent = text;
