@@ -5,16 +5,19 @@ runtime aligns it with unix ms at start, so deadlines read as unix ms). The cloc
 deadline while it runs and derives every remaining time from it; nothing is counted.
 The caller asks ``next_wakeup()`` when it must call ``advance(now)`` again.
 
-Which command is legal in which phase, and where it leads, is the one table of
-``transitions`` (``CLOCK``), with the guards the rules add on top (12.5 once per frame, 12.7
-before time runs out, 10.4 only after a foul, nothing after the match). Table and guards
-are one check, ``refusal(name, now)``: ``handle`` raises what it says, and
-``state()["allowed"]`` lists the commands for which it says nothing, so a page never keeps
-its own copy of the rules. A refusal that depends on the state only (not on the command's
-fields) therefore belongs in a guard, never in a handler; every refusal names the command,
-the phase and the rule. The phase moves only by the table: each handler applies its
-command's move once (``self._phase.apply``), naming the outcome when the rules ended the
-frame.
+``TableClock`` is the face the runtime uses; its parts, each with one job:
+
+- ``transitions``: the phases and the one transition table (where each command leads,
+  and every refusal with its rule), with the guards on top: ``refusal(name, now)`` is the
+  one legality check (``handle`` raises it, ``state()["allowed"]`` lists what passes it);
+- ``countdown.Countdown``: the shot's deadline, the time left, the warnings ahead;
+- ``time_limit.MatchLimit``: the match's time limit, its clock and the organiser's choice;
+- ``corrections.Corrections``: the undo stack;
+- ``frame_events``: the events of the rules' outcomes (fouls, re-spots, ends);
+- ``table_state``: the state as the pages read it; ``stored``: the stored form.
+
+The phase moves only by the table: each handler here applies its command's move once
+(``self._phase.apply``), naming the outcome when the rules ended the frame.
 
 One owner of each fact. The clock owns time, phase, visit, round and the player at the
 table. The frame rules (``rules.Match`` holding a ``FrameRules``, kept in ``self.match``)
@@ -29,16 +32,12 @@ is part of ``_dump``/``_load``: undo, refusals and restarts restore it with the 
 from __future__ import annotations
 
 import copy
-import json
-import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypedDict, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar, overload
 
+from clock_service.core import stored
 from clock_service.core.commands import (
-    PRESS_FUTURE_MS,
-    PRESS_STALE_MS,
     SAME,
-    TIMED,
     AnnounceCall,
     Command,
     Extension,
@@ -55,7 +54,11 @@ from clock_service.core.commands import (
     Start,
     Turn,
     Undo,
+    check_press_time,
+    press_instant,
 )
+from clock_service.core.corrections import UNDO_DEPTH, Corrections, Entry
+from clock_service.core.countdown import Countdown, ceil_ms
 from clock_service.core.errors import InvalidCommand, InvalidInput, RuleRefusal
 from clock_service.core.events import (
     CALL_ANNOUNCED,
@@ -68,13 +71,8 @@ from clock_service.core.events import (
     CLOCK_STOPPED,
     CLOCK_WARNING,
     CORRECTION_UNDONE,
-    FOUL,
-    FRAME_ENDED,
     FRAME_STARTED,
-    MATCH_CLOCK_APPLIED,
-    MATCH_ENDED,
     MATCH_STARTED,
-    RESPOT,
     SHOT_CLOCK_OFF,
     SHOT_CLOCK_ON,
     SHOT_RESULT,
@@ -87,19 +85,23 @@ from clock_service.core.events import (
     StopReason,
     TurnReason,
 )
+from clock_service.core.frame_events import foul_events, frame_ended, match_ended, respot_events
 from clock_service.core.machine import Current
-from clock_service.core.match_clock import AT_LIMIT, MatchClock, MatchClockPhase, check_match_limit
+from clock_service.core.match_clock import MatchClock
 from clock_service.core.profile import Profile
-from clock_service.core.rules import EndReason, FoulCode, InvalidResult, Match, Outcome, RulesError
+from clock_service.core.rules import FoulCode, InvalidResult, Match, Outcome, RulesError
 from clock_service.core.rules import RuleRefusal as RulesRefusal
 from clock_service.core.rules import Turn as TurnOutcome
+from clock_service.core.table_state import table_state
+from clock_service.core.time_limit import MatchLimit
 from clock_service.core.transitions import (
     ALLOWED,
     CLOCK,
     FRAME_ENDS,
     PHASES,
     ClockPhase,
-    why_not,
+    allowed,
+    refusal,
 )
 
 __all__ = ["TableClock", "PHASES", "ALLOWED", "ClockPhase", "round_of_visit", "UNDO_DEPTH"]
@@ -107,6 +109,7 @@ __all__ = ["TableClock", "PHASES", "ALLOWED", "ClockPhase", "round_of_visit", "U
 READY, RUNNING, PAUSED, EXPIRED, FRAME_OVER = PHASES
 
 _T = TypeVar("_T")
+_V = TypeVar("_V")
 
 
 class _Shown(TypedDict):
@@ -118,16 +121,36 @@ class _Shown(TypedDict):
     deadline: float | None
 
 
-UNDO_DEPTH = 20
+class _Fact(Generic[_V]):
+    """A fact one of the clock's parts owns, under the name the runtime, the stored
+    snapshots and the tests know it by (``clock.remaining`` is ``clock.countdown.remaining``)."""
+
+    __slots__ = ("part", "name")
+
+    def __init__(self, part: str, name: str = "") -> None:
+        self.part = part
+        self.name = name
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = self.name or name
+
+    @overload
+    def __get__(self, clock: None, owner: type) -> _Fact[_V]: ...
+    @overload
+    def __get__(self, clock: object, owner: type) -> _V: ...
+    def __get__(self, clock: object | None, owner: type) -> _Fact[_V] | _V:
+        if clock is None:
+            return self
+        value: _V = getattr(getattr(clock, self.part), self.name)
+        return value
+
+    def __set__(self, clock: object, value: _V) -> None:
+        setattr(getattr(clock, self.part), self.name, value)
 
 
 def round_of_visit(visit: int) -> int:
     """Round r holds visits 2r-1 and 2r (SPEC: round = ceil(visit / 2))."""
     return (visit + 1) // 2
-
-
-def _ceil_ms(value: float) -> int:
-    return max(0, math.ceil(value - 1e-6))
 
 
 class TableClock:
@@ -162,14 +185,7 @@ class TableClock:
         except RulesError as exc:
             raise InvalidInput(str(exc), code="invalid_race_to") from exc
         # The match's time limit and the organiser's choice at it (match_clock.AT_LIMIT).
-        check_match_limit(match_limit_ms, at_match_limit)
-        self.match_limit_ms = match_limit_ms
-        self.at_match_limit = at_match_limit
-        self.match_clock = (None if match_limit_ms is None
-                            else MatchClock(match_limit_ms, at_match_limit))
-        # After the limit: the choice still to apply when the frame in play ends
-        # (leader_wins, tie_break_frame, frame_decides); None otherwise.
-        self.limit_pending: str | None = None
+        self.time_limit = MatchLimit(match_limit_ms, at_match_limit)
         # 1 for the table's first match; new_match counts on (the match's id is
         # "<table>.<number>", GET /api/matches/{id}).
         self.match_number = 1
@@ -180,9 +196,7 @@ class TableClock:
         # The phase, moved only by the table (transitions.CLOCK): frame_over until open()
         # starts frame 1.
         self._phase = Current(CLOCK, FRAME_OVER)
-        self.remaining: int | None = None  # authoritative when not running
-        self.deadline: float | None = None  # authoritative while running
-        self.pending_warnings: list[int] = []
+        self.countdown = Countdown()
         self.extensions_used = [0, 0]
         # Shots played this frame (``shot`` presses; the break's result counts when its
         # clock was not timed): the one after the first is the shot after the break.
@@ -196,16 +210,24 @@ class TableClock:
         # True from ``shot`` until the next result, start or change of turn: the shot was
         # played and its result is still to come, so a ``call`` now would be after it (7.1).
         self.shot_played = False
-        # The correction (undo) stack: (step, at, state as JSON). Kept as text so that a
-        # hall of tables does not hold thousands of small dicts for the garbage collector
-        # to walk (its full passes showed up as 100 ms stalls at 500 tables).
-        self.history: list[tuple[str, float, str]] = []
+        self.corrections = Corrections()
 
-    # -- derived -----------------------------------------------------------------------
+    # -- the parts' facts, by the names the runtime, the store and the tests use -------------
+    remaining: _Fact[int | None] = _Fact("countdown")  # shown while the shot does not count
+    deadline: _Fact[float | None] = _Fact("countdown")  # the shot runs out, while it counts
+    pending_warnings: _Fact[list[int]] = _Fact("countdown")
+    history: _Fact[list[Entry]] = _Fact("corrections", "entries")  # (step, at, state JSON)
+    match_clock: _Fact[MatchClock | None] = _Fact("time_limit", "clock")
+    match_limit_ms: _Fact[int | None] = _Fact("time_limit", "limit_ms")
+    at_match_limit: _Fact[str] = _Fact("time_limit", "at_limit")
+    # After the limit: the choice still to apply when the frame in play ends.
+    limit_pending: _Fact[str | None] = _Fact("time_limit", "pending")
+
     @property
     def phase(self) -> ClockPhase:
         return self._phase.state
 
+    # -- derived -----------------------------------------------------------------------
     @property
     def round(self) -> int:
         return round_of_visit(self.visit)
@@ -241,7 +263,7 @@ class TableClock:
     @property
     def deciding_frame(self) -> bool:
         """The frame in play decides the match: both players one frame from the race."""
-        if self.limit_pending == "frame_decides":  # the time limit's deciding frame
+        if self.time_limit.deciding:  # the time limit's deciding frame
             return True
         race = self.match.race_to
         return race is not None and self.match.score == (race - 1, race - 1)
@@ -269,84 +291,25 @@ class TableClock:
     def remaining_ms(self, now: float) -> int | None:
         if not self.timed:
             return None
-        if self.phase is RUNNING and self.deadline is not None:
-            return _ceil_ms(self.deadline - now)
-        return self.remaining
+        if self.phase is RUNNING:
+            return self.countdown.left(now)
+        return self.countdown.remaining
 
     def next_wakeup(self) -> float | None:
         """The next instant at which ``advance`` has something to do: a warning or expiry
         of the shot clock or of the match clock."""
-        shot = self._shot_wakeup()
-        match = None if self.match_clock is None else self.match_clock.next_wakeup()
+        shot = self.countdown.wakeup() if self.phase is RUNNING else None
+        match = self.time_limit.wakeup()
         if shot is None or match is None:
             return shot if match is None else match
         return min(shot, match)
 
-    def _shot_wakeup(self) -> float | None:
-        if self.phase is not RUNNING or self.deadline is None:
-            return None
-        if self.pending_warnings:
-            return self.deadline - self.pending_warnings[0]
-        return self.deadline
-
     def state(self, now: float) -> dict[str, Any]:
-        per = self.extensions_allowed()
-        remaining = self.remaining_ms(now)
-        return {
-            "phase": self.phase,
-            "remaining_ms": remaining,
-            "limit_ms": self.shot_limit(),
-            "deadline": self.deadline if self.phase is RUNNING else None,
-            "player": self.player,
-            "players": list(self.players),
-            "round": self.round,
-            "visit": self.visit,
-            "extensions_left": [max(0, per - used) for used in self.extensions_used],
-            "fouls": list(self.fouls),
-            "frame": self.frame,
-            "breaker": self.breaker,
-            # Whether the shot clock counts now: the match's timer (12.1), or slow play.
-            "timer": self.timed,
-            "slow_play": (None if self.slow_play is None else {
-                "scope": self.slow_play, "reason": self.slow_play_reason,
-                "limit_ms": self.profile.slow_play_ms}),
-            "hand_back_to": self.hand_back_to,
-            "frame_winner": self.frame_winner,
-            "frame_end_reason": self.frame_end_reason,
-            "frames_won": self.frames_won,
-            "can_undo": self.history[-1][0] if self.history else None,
-            "profile": self.profile.to_dict(),
-            "deciding_frame": self.deciding_frame,
-            # The profile's show_from_ms: whether the players see the clock now (a running
-            # clock appears when its deadline is show_from_ms away; pages derive that).
-            "clock_shown": self.profile.shown(remaining),
-            "whites": self.whites,
-            "on_break": not self.match.frame.break_done and self.phase is not FRAME_OVER,
-            "announced_call": (None if self.match.frame.announced_call is None
-                               else self.match.frame.announced_call.to_dict()),
-            "match": self._match_summary(),
-            "match_clock": (None if self.match_clock is None
-                            else self.match_clock.state(now)),
-            **self._legality(now),
-        }
+        return table_state(self, now)
 
     def allowed(self, now: float) -> list[str]:
         """The commands legal at ``now``, sorted: those ``refusal`` has nothing against."""
-        return sorted(name for name in ALLOWED if why_not(self, name, now) is None)
-
-    def _legality(self, now: float) -> dict[str, Any]:
-        """``allowed`` and, for every other command, the code and rule of its refusal (a
-        page shows why a button is disabled without a copy of the rules)."""
-        allowed: list[str] = []
-        refused: dict[str, dict[str, str]] = {}
-        for name in sorted(ALLOWED):
-            why = why_not(self, name, now)
-            if why is None:
-                allowed.append(name)
-            else:
-                refused[name] = ({"code": why.code, "rule": why.rule} if why.rule
-                                 else {"code": why.code})
-        return {"allowed": allowed, "refused": refused}
+        return allowed(self, now)
 
     def refusal(self, name: str, now: float) -> RuleRefusal | None:
         """Why ``name`` would be refused at ``now`` whatever its fields, or None.
@@ -354,22 +317,7 @@ class TableClock:
         The one legality check: ``handle`` raises it, ``allowed`` lists what passes it.
         Due deadlines are the caller's business (``handle`` advances first).
         """
-        why = why_not(self, name, now)
-        if why is None:
-            return None
-        suffix = f" ({why.rule})" if why.rule else ""
-        return RuleRefusal(f"{name} refused in phase {self.phase}: {why.message}{suffix}",
-                           code=why.code, rule=why.rule)
-
-    def _match_summary(self) -> dict[str, Any]:
-        match = self.match
-        return {
-            "number": self.match_number,
-            "race_to": match.race_to, "score": list(match.score), "frames_won": self.frames_won,
-            "winner": match.winner, "over": match.over, "undecided": match.undecided,
-            "drawn": match.drawn, "by_time_limit": match.decided_by_limit,
-            "match_limit_ms": self.match_limit_ms, "at_match_limit": self.at_match_limit,
-        }
+        return refusal(self, name, now)
 
     # -- entry points --------------------------------------------------------------------
     def open(self, now: float) -> list[Event]:
@@ -387,29 +335,24 @@ class TableClock:
         return self._advance_shot(now) + self._advance_match(now)
 
     def _advance_match(self, now: float) -> list[Event]:
-        if self.match_clock is None:
-            return []
-        events, reached = self.match_clock.advance(now)
+        events, reached = self.time_limit.advance(now)
         if reached:
             events += self._limit_reached(now)
         return events
 
     def _advance_shot(self, now: float) -> list[Event]:
-        if self.phase is not RUNNING or self.deadline is None:
-            return []
         deadline = self.deadline
+        if self.phase is not RUNNING or deadline is None:
+            return []
         if now >= deadline:
             return self._expire(now)
-        due = [w for w in self.pending_warnings if now >= deadline - w]
-        if not due:
+        threshold = self.countdown.due(now)
+        if threshold is None:
             return []
-        # Woken late past several thresholds (a stalled host): announce only the latest,
-        # one beep rather than a burst of stale ones.
         self._phase.apply("warning")
-        self.pending_warnings = self.pending_warnings[len(due):]
         return [CLOCK_WARNING({
-            "threshold_ms": due[-1],
-            "remaining_ms": _ceil_ms(deadline - now),
+            "threshold_ms": threshold,
+            "remaining_ms": ceil_ms(deadline - now),
             "deadline": deadline,
             "player": self.player,
         })]
@@ -427,13 +370,13 @@ class TableClock:
         (start, shot, pause, resume) happens at ``press_instant``: the table's press, not
         the network's delay, decides how much time was used.
         """
-        self._check_not_future(command, now)
+        check_press_time(command, now)
         events = self.advance(now)
         try:
-            self._check_fresh(command, now)
-            refusal = self.refusal(command.name, now)
-            if refusal is not None:
-                raise refusal
+            check_press_time(command, now, fresh=True)
+            refused = self.refusal(command.name, now)
+            if refused is not None:
+                raise refused
             at = self.press_instant(command, now)
             before = self._dump()
             try:
@@ -441,40 +384,19 @@ class TableClock:
             except Exception:
                 self._load(before)
                 raise
-        except RuleRefusal as refusal:
-            refusal.events = events
+        except RuleRefusal as refused:
+            refused.events = events
             raise
         events += [e.caused_by(command) for e in made]
         if command.undoable:
-            self._remember(command.name, at, before)
+            self.corrections.remember(command.name, at, before)
         self.last_step_at = at
         events += self.advance(now)  # e.g. resume or set_time with nothing left
         return events
 
     def press_instant(self, command: Command, now: float) -> float:
-        """When a command takes effect: ``now``, or for a timed step with a press time,
-        ``max(last step, min(now, at))`` (never after it arrived, never before the step it
-        follows: a shot cannot be timed before its own start)."""
-        if command.at is None or command.name not in TIMED:
-            return now
-        instant = min(now, float(command.at))
-        if self.last_step_at is not None:
-            instant = max(instant, self.last_step_at)
-        return instant
-
-    def _check_not_future(self, command: Command, now: float) -> None:
-        if command.at is not None and command.at - now > PRESS_FUTURE_MS:
-            raise InvalidCommand(
-                f"{command.name}: press time at={command.at:.0f} is {command.at - now:.0f} ms "
-                f"ahead of the service's clock (at most {PRESS_FUTURE_MS} ms allowed): the "
-                "sender's clock offset is wrong", code="press_in_future")
-
-    def _check_fresh(self, command: Command, now: float) -> None:
-        if command.at is not None and now - command.at > PRESS_STALE_MS:
-            raise RuleRefusal(
-                f"{command.name} refused: the press is {now - command.at:.0f} ms old (more "
-                f"than {PRESS_STALE_MS} ms): it reached the service too late to be applied; "
-                "press again", code="stale_press")
+        """When a command takes effect (``commands.press_instant``)."""
+        return press_instant(command, now, self.last_step_at)
 
     def recover(self, alive_at: float, now: float, *, power_lost: bool = False) -> list[Event]:
         """After a restart: a running clock comes back paused with the time it had when the
@@ -491,23 +413,23 @@ class TableClock:
         snapshot: threshold, deadline, player), then the pause. Never the expiry: it is
         synced before it is sent, so one that was sent is in the store. (A resume sets
         the warnings ahead of the time left again.)"""
-        if self.phase is not RUNNING or self.deadline is None:
+        deadline = self.deadline
+        if self.phase is not RUNNING or deadline is None:
             return []
-        left = self.deadline - alive_at
+        left = deadline - alive_at
         if left <= 0:
-            return self.advance(max(now, self.deadline))
+            return self.advance(max(now, deadline))
         events: list[Event] = []
         if power_lost:
             events = [CLOCK_WARNING({
-                "threshold_ms": w, "remaining_ms": w, "deadline": self.deadline,
+                "threshold_ms": w, "remaining_ms": w, "deadline": deadline,
                 "player": self.player}) for w in self.pending_warnings]
         self.last_step_at = now
         self._phase.apply("restart")
         # ``alive_at`` may be a stored event's time, rounded down below the moment the
         # deadline was set: never give back more than the shot had then.
-        had = self.remaining if self.remaining is not None else _ceil_ms(left)
-        self.remaining = min(_ceil_ms(left), had)
-        self.deadline = None
+        had = self.remaining if self.remaining is not None else ceil_ms(left)
+        self.countdown.freeze(min(ceil_ms(left), had))
         reason: PauseReason = "power_lost" if power_lost else "restart"
         return [*events, CLOCK_PAUSED({"reason": reason, **self._shown(now)})]
 
@@ -528,6 +450,11 @@ class TableClock:
         if self.match.frame.choice_for is not None:
             self._rules(name, self.match.accept)
 
+    def _frame_ends(self) -> str | None:
+        """The outcome a command names when the rules ended the frame (3.2, 10.5-10.6) or
+        the referee's award ended the match: its move leads to frame_over instead."""
+        return FRAME_ENDS if self.match.frame.over else None
+
     def _on_start(self, command: Start, now: float) -> list[Event]:
         if self.phase is EXPIRED:  # the opponent accepts the position (10.4)
             self.remaining = self.shot_limit()
@@ -535,7 +462,7 @@ class TableClock:
         self._phase.apply("start")
         self.shot_played = False
         return [CLOCK_STARTED({"limit_ms": self._run(now), **self._shown(now)}),
-                *self._match_clock_step("start", now)]
+                *self.time_limit.step("start", now)]
 
     def _on_shot(self, command: Shot, now: float) -> list[Event]:
         event = CLOCK_STOPPED({"reason": "shot", **self._shown(now, stopping=True)})
@@ -569,7 +496,7 @@ class TableClock:
         extra = self.profile.extension_ms
         if self.phase is RUNNING:
             assert self.deadline is not None
-            self._set_deadline(self.deadline + extra, now)
+            self._count_to(self.deadline + extra, now)
         else:
             self.remaining = left + extra  # I16: ready or paused, it adds to this shot
         return [CLOCK_EXTENDED({"player": player, "extension_ms": extra,
@@ -577,112 +504,16 @@ class TableClock:
                                 "deadline": self.deadline if self.phase is RUNNING else None})]
 
     def _on_pause(self, command: Pause, now: float) -> list[Event]:
-        self.remaining = self.remaining_ms(now)
-        self.deadline = None
+        self.countdown.freeze(self.remaining_ms(now))
         self._phase.apply("pause")
         # The referee's pause is the only one that stops the match clock too.
         return [CLOCK_PAUSED({"reason": "referee", **self._shown(now)}),
-                *self._match_clock_step("pause", now)]
+                *self.time_limit.step("pause", now)]
 
     def _on_resume(self, command: Resume, now: float) -> list[Event]:
         self._phase.apply("resume")
         return [CLOCK_RESUMED({"limit_ms": self._run(now), **self._shown(now)}),
-                *self._match_clock_step("resume", now)]
-
-    def _match_clock_step(self, step: str, now: float) -> list[Event]:
-        """The match clock follows the first break (start, or the break's result), the
-        referee's pause and resume; it never stops for anything else."""
-        if self.match_clock is None:
-            return []
-        made: list[Event] = getattr(self.match_clock, step)(now)
-        return made
-
-    # -- the match's time limit (the organiser's choice, 12.1) ------------------------------
-    def _limit_reached(self, now: float) -> list[Event]:
-        """The match clock reached the limit: apply the organiser's choice (AT_LIMIT)."""
-        choice = self.at_match_limit
-        if self.match.over:
-            return []
-        self._phase.apply("time_limit")
-        if choice == "shot_clock":
-            return self._limit_shot_clock(now)
-        self.limit_pending = choice
-        if self.phase is FRAME_OVER:  # between frames: no frame in play to finish
-            return self._apply_limit(now, frame_just_ended=False)
-        return []
-
-    def _frame_ends(self) -> str | None:
-        """The outcome a command names when the rules ended the frame (3.2, 10.5-10.6) or
-        the referee's award ended the match: its move leads to frame_over instead."""
-        return FRAME_ENDS if self.match.frame.over else None
-
-    def _limit_shot_clock(self, now: float) -> list[Event]:
-        was_timed = self.timed
-        self.slow_play = "match"
-        self.slow_play_reason = "match time limit"
-        limit = self.profile.slow_play_ms
-        if not was_timed:  # as shot_clock_on: a shot being played gets the full limit
-            if self.phase is RUNNING:
-                self._set_deadline(now + limit, now)
-            elif self.phase in (READY, PAUSED):
-                self.remaining = limit
-        return [SHOT_CLOCK_ON({"reason": "match time limit", "scope": "match",
-                               "limit_ms": limit, "frame": self.frame, **self._shown(now)}),
-                self._applied("shot_clock_on", None)]
-
-    def _keep_the_limit(self) -> None:
-        """Undo never reaches the match clock: a limit reached stays reached, and a step
-        taken back from before it comes back under the organiser's choice."""
-        limit = self.match_clock
-        if limit is None or limit.phase is not MatchClockPhase.EXPIRED or self.match.over:
-            return
-        if self.at_match_limit == "shot_clock":
-            if self.slow_play != "match":
-                self.slow_play, self.slow_play_reason = "match", "match time limit"
-        elif self.limit_pending is None:
-            self.limit_pending = self.at_match_limit
-
-    def _applied(self, decision: Decision, winner: int | None) -> Event:
-        choice = AT_LIMIT[self.at_match_limit]
-        return MATCH_CLOCK_APPLIED({
-            "at_limit": choice.code, "decision": decision, "rule": choice.rule,
-            "winner": winner, "score": list(self.match.score), "frame": self.frame})
-
-    def _apply_limit(self, now: float, *, frame_just_ended: bool) -> list[Event]:
-        """After the limit, at the end of the frame in play (or at once between frames)."""
-        pending = self.limit_pending
-        if pending is None or self.match.over:
-            self.limit_pending = None
-            return []
-        a, b = self.match.score
-        leader = None if a == b else (0 if a > b else 1)
-        if pending == "frame_decides":
-            winner = self.match.frame.winner if frame_just_ended else None
-            if winner is None:  # no frame decided it yet: the next one will
-                return [self._applied("next_frame_decides", None)]
-            return self._decide(now, winner, "frame_decides")
-        if leader is not None:
-            return self._decide(now, leader, "leader_wins")
-        if pending == "tie_break_frame":
-            self.limit_pending = "frame_decides"
-            return [self._applied("tie_break_frame", None)]
-        return self._decide(now, None, "drawn")
-
-    def _decide(self, now: float, winner: int | None, decision: Decision) -> list[Event]:
-        self._rules("match_limit", lambda: self.match.decide(winner))
-        self.limit_pending = None
-        events = [self._applied(decision, winner), self._match_ended()]
-        if self.match_clock is not None:
-            self.match_clock.stop(now)
-        return events
-
-    def _match_ended(self) -> Event:
-        return MATCH_ENDED({
-            "winner": self.match.winner, "score": list(self.match.score),
-            "frames_won": self.frames_won, "race_to": self.match.race_to,
-            "frames": self.frame, "by_time_limit": self.match.decided_by_limit,
-            "drawn": self.match.drawn,
-        })
+                *self.time_limit.step("resume", now)]
 
     def _on_turn(self, command: Turn, now: float) -> list[Event]:
         events = self._stop_if_counting(now, "turn")
@@ -756,16 +587,13 @@ class TableClock:
         self.profile = command.built_profile or self.profile
         self.first_breaker = first_breaker
         self.match = match
-        self.match_limit_ms = kept(command.match_limit_ms, self.match_limit_ms)
-        self.at_match_limit = kept(command.at_match_limit, self.at_match_limit)
-        self.match_clock = (None if self.match_limit_ms is None
-                            else MatchClock(self.match_limit_ms, self.at_match_limit))
-        self.limit_pending = None
+        self.time_limit = MatchLimit(kept(command.match_limit_ms, self.match_limit_ms),
+                                     kept(command.at_match_limit, self.at_match_limit))
         self.slow_play = None  # slow play was that match's
         self.slow_play_reason = None
         self.match_number += 1
         self.frame = 0
-        self.history.clear()
+        self.corrections = Corrections()
         data: MatchStartedData = {
             "number": self.match_number, "players": list(self.players), "timer": self.timer,
             "profile": self.profile.to_dict(), "first_breaker": first_breaker,
@@ -791,7 +619,7 @@ class TableClock:
         started: list[Event] = []
         if not self.match.frame.break_done:  # the break's result without its clock timed
             self.frame_shots = max(self.frame_shots, 1)
-            started = self._match_clock_step("start", now)
+            started = self.time_limit.step("start", now)
         shooter = self.player
         outcome = self._rules("result", lambda: self.match.shot(report))
         events = [SHOT_RESULT({
@@ -799,7 +627,7 @@ class TableClock:
             "report": report.to_dict(), "outcome": outcome.to_dict(),
             "whites": self.whites, "fouls": self.fouls,
         })]
-        events += self._foul_events(outcome) + self._respot_events(outcome)
+        events += foul_events(outcome, self.fouls) + respot_events(outcome)
         if outcome.frame_over:
             events += self._frame_ended(now)
         elif outcome.turn is TurnOutcome.PASSES:
@@ -812,15 +640,13 @@ class TableClock:
         return events + started  # last: the rules' own sequence stays as it was
 
     def _on_undo(self, command: Undo, now: float) -> list[Event]:
-        step, at, state = self.history.pop()
-        data = json.loads(state)
+        step, at, data = self.corrections.take_back()
         self._load(data, phase=False)
         self._phase.apply("undo", back=ClockPhase(data["phase"]))
         self._keep_the_limit()
         if self.phase is RUNNING and self.deadline is not None:
             # Back as it was at that step, but frozen: the referee resumes when ready.
-            self.remaining = _ceil_ms(self.deadline - at)
-            self.deadline = None
+            self.countdown.freeze(ceil_ms(self.deadline - at))
             self._phase.apply("undone")
         return [CORRECTION_UNDONE({
             "undone": step, "by": command.by, "reason": command.reason,
@@ -830,7 +656,7 @@ class TableClock:
     def _on_set_time(self, command: SetTime, now: float) -> list[Event]:
         self._phase.apply("set_time")
         if self.phase is RUNNING:
-            self._set_deadline(now + command.remaining_ms, now)
+            self._count_to(now + command.remaining_ms, now)
         else:
             self.remaining = command.remaining_ms
         return [CLOCK_CORRECTED({"by": command.by, "reason": command.reason,
@@ -838,8 +664,7 @@ class TableClock:
 
     def _on_shot_clock_on(self, command: ShotClockOn, now: float) -> list[Event]:
         """Slow play: the referee switches the clock on, with the profile's flat
-        ``slow_play_ms``, for the rest of the frame or of the match. A shot being played
-        gets the full limit from now; a ready or paused one shows it."""
+        ``slow_play_ms``, for the rest of the frame or of the match (12.1)."""
         if self.slow_play == command.scope:
             raise RuleRefusal(
                 f"shot_clock_on refused in phase {self.phase}: the shot clock is already on "
@@ -848,21 +673,9 @@ class TableClock:
             raise RuleRefusal(
                 "shot_clock_on refused in phase frame_over: the frame is over; switch it on "
                 "for the match, or once the next frame has started", code="frame_over")
-        upgrade = self.slow_play is not None  # frame -> match: the shot's time stays
         self._phase.apply("shot_clock_on")
-        self.slow_play = command.scope
-        self.slow_play_reason = command.reason
-        limit = self.profile.slow_play_ms
-        if upgrade:
-            pass
-        elif self.phase is RUNNING:
-            self._set_deadline(now + limit, now)
-        elif self.phase in (READY, PAUSED):
-            self.remaining = limit
         scope: SlowPlayScope = "frame" if command.scope == "frame" else "match"  # checked
-        return [SHOT_CLOCK_ON({
-            "reason": command.reason, "scope": scope, "limit_ms": limit,
-            "frame": self.frame, **self._shown(now)})]
+        return [self._slow_play_on(scope, command.reason, now)]
 
     _handlers: dict[str, Callable[[TableClock, Any, float], list[Event]]] = {
         "shot_clock_on": _on_shot_clock_on,
@@ -882,29 +695,80 @@ class TableClock:
         "new_match": _on_new_match,
     }
 
+    # -- the match's time limit (the organiser's choice, 12.1) ------------------------------
+    def _limit_reached(self, now: float) -> list[Event]:
+        """The match clock reached the limit: the organiser's choice (match_clock.AT_LIMIT)
+        switches the shot clock on now, or waits for the frame in play to end."""
+        if self.match.over:
+            return []
+        self._phase.apply("time_limit")
+        if self.time_limit.reach():
+            return [self._slow_play_on("match", "match time limit", now),
+                    self._applied("shot_clock_on", None)]
+        if self.phase is FRAME_OVER:  # between frames: no frame in play to finish
+            return self._apply_limit(now, frame_just_ended=False)
+        return []
+
+    def _keep_the_limit(self) -> None:
+        """Undo never reaches the match clock: a limit reached stays reached, and a step
+        taken back from before it comes back under the organiser's choice."""
+        if self.match.over:
+            return
+        if (self.time_limit.reached and self.at_match_limit == "shot_clock"
+                and self.slow_play != "match"):
+            self.slow_play, self.slow_play_reason = "match", "match time limit"
+        self.time_limit.keep_after_undo()
+
+    def _applied(self, decision: Decision, winner: int | None) -> Event:
+        return self.time_limit.applied(decision, winner, self.match.score, self.frame)
+
+    def _apply_limit(self, now: float, *, frame_just_ended: bool) -> list[Event]:
+        """After the limit, at the end of the frame in play (or at once between frames)."""
+        if self.match.over:
+            self.limit_pending = None
+            return []
+        verdict = self.time_limit.verdict(
+            self.match.score, self.match.frame.winner if frame_just_ended else None)
+        if verdict is None:
+            return []
+        if not verdict.ends_match:
+            return [self._applied(verdict.decision, None)]
+        self._rules("match_limit", lambda: self.match.decide(verdict.winner))
+        self.time_limit.stop(now)
+        return [self._applied(verdict.decision, verdict.winner),
+                match_ended(self.match, self.frame)]
+
     # -- building blocks -------------------------------------------------------------------
     def _run(self, now: float) -> int | None:
         """Turn the shown remaining time into a deadline (start, resume); the shot's limit."""
         if self.timed:
-            self._set_deadline(now + (self.remaining or 0), now)
+            self._count_to(now + (self.remaining or 0), now)
         return self.shot_limit()
 
-    def _set_deadline(self, deadline: float, now: float) -> None:
-        self.deadline = deadline
-        left = deadline - now
-        # While running, ``remaining`` keeps the time the shot had when its deadline was
-        # last set (start, resume, extension, set_time): the most a restart may give back.
-        self.remaining = _ceil_ms(left)
-        # Announce only the thresholds still ahead; after an extension the ones that are
-        # ahead again are announced again.
-        self.pending_warnings = [w for w in self.profile.warnings_ms if w < left]
+    def _count_to(self, deadline: float, now: float) -> None:
+        self.countdown.count_to(deadline, now, self.profile.warnings_ms)
 
     def _make_ready(self, remaining: int | None) -> None:
         """The next shot's time shown, not counting (the command's move makes it ready)."""
         self.shot_played = False
-        self.deadline = None
-        self.pending_warnings = []
-        self.remaining = remaining if self.timed else None
+        self.countdown.show(remaining if self.timed else None)
+
+    def _slow_play_on(self, scope: SlowPlayScope, reason: str, now: float) -> Event:
+        """Slow play from now (``shot_clock_on``, or the match's limit), for the rest of
+        the frame or the match: the profile's flat limit per shot. Unless the clock
+        already counted, a shot being played gets the full limit from now; a ready or
+        paused one shows it."""
+        counted = self.timed
+        self.slow_play = scope
+        self.slow_play_reason = reason
+        limit = self.profile.slow_play_ms
+        if not counted:
+            if self.phase is RUNNING:
+                self._count_to(now + limit, now)
+            elif self.phase in (READY, PAUSED):
+                self.remaining = limit
+        return SHOT_CLOCK_ON({"reason": reason, "scope": scope, "limit_ms": limit,
+                              "frame": self.frame, **self._shown(now)})
 
     def _stop_if_counting(self, now: float, reason: StopReason) -> list[Event]:
         if self.phase not in (RUNNING, PAUSED):
@@ -928,7 +792,7 @@ class TableClock:
         """Fouls count per player per frame whatever their cause, in the rules (I12); the
         second one is a technical loss (10.5-10.6) that needs no 10.4 choice (I13)."""
         outcome = self._rules("foul", record)
-        events = self._foul_events(outcome) + self._respot_events(outcome)
+        events = foul_events(outcome, self.fouls) + respot_events(outcome)
         if outcome.frame_over:
             return events + self._frame_ended(now)
         # The opponent now chooses (10.4); the turn passes if the fouler was at the table.
@@ -937,31 +801,13 @@ class TableClock:
             events += self._pass_turn(outcome.next_player, turn_reason, now)
         return events
 
-    def _respot_events(self, outcome: Outcome) -> list[Event]:
-        if not outcome.respots:  # I14: instructions; the referee starts the clock when done
-            return []
-        return [RESPOT({
-            "player": outcome.next_player,
-            "respots": [r.to_dict() for r in outcome.respots],
-            "instructions": [r.instruction for r in outcome.respots],
-        })]
-
-    def _foul_events(self, outcome: Outcome) -> list[Event]:
-        return [FOUL({
-            "player": foul.player, "reason": foul.reason, "rule": foul.rule,
-            "code": foul.code.value, "breaches": [b.to_dict() for b in foul.breaches],
-            "fouls": self.fouls, "technical_loss": outcome.frame_over,
-        }) for foul in outcome.fouls]
-
     def _expire(self, now: float) -> list[Event]:
         before = self._dump()
         fouler = self.player
         deadline = self.deadline
         assert deadline is not None  # only a running clock expires
         self.last_step_at = deadline
-        self.deadline = None
-        self.pending_warnings = []
-        self.remaining = 0
+        self.countdown.show(0)
         events = [CLOCK_EXPIRED({
             "player": fouler, "deadline": deadline, "remaining_ms": 0,
             "late_ms": round(now - deadline, 3),
@@ -971,7 +817,7 @@ class TableClock:
             "time_foul", now)
         if self._phase.apply("expiry", self._frame_ends()) is EXPIRED:
             self.remaining = 0  # the foul passed the turn: show 0 until someone acts
-        self._remember("expiry", now, before)
+        self.corrections.remember("expiry", now, before)
         return events
 
     def _frame_ended(self, now: float, referee_reason: str | None = None) -> list[Event]:
@@ -979,26 +825,15 @@ class TableClock:
 
         The fouls shown from here on are the frame's final count; the next frame starts
         from zero (10.5, D8). The command's move makes the phase frame_over."""
-        self.deadline = None
-        self.pending_warnings = []
-        self.remaining = None
-        frame = self.match.frame
-        reason = self.frame_end_reason
-        assert reason is not None  # the rules or the referee ended it
-        events = [FRAME_ENDED({
-            "frame": self.frame, "winner": self.frame_winner, "reason": reason,
-            "frames_won": self.frames_won, "rule": frame.end_rule,
-            "outside_rules": frame.end_reason is EndReason.REFEREE,
-            "referee_reason": referee_reason, "fouls": self.fouls,
-        })]
+        self.countdown.show(None)
+        events = [frame_ended(self.match, self.frame, referee_reason)]
         if self.slow_play == "frame":  # switched on for the rest of the frame only
             self.slow_play = None
             self.slow_play_reason = None
             events.append(SHOT_CLOCK_OFF({"frame": self.frame, "reason": "frame_ended"}))
         if self.match.over:
-            events.append(self._match_ended())
-            if self.match_clock is not None:
-                self.match_clock.stop(now)
+            events.append(match_ended(self.match, self.frame))
+            self.time_limit.stop(now)
         elif self.limit_pending is not None:  # the time limit's choice, at this frame's end
             events += self._apply_limit(now, frame_just_ended=True)
         return events
@@ -1028,59 +863,24 @@ class TableClock:
             "deadline": self.deadline if self.phase is RUNNING and not stopping else None,
         }
 
-    def _remember(self, step: str, now: float, before: dict[str, Any]) -> None:
-        self.history.append((step, now, json.dumps(before, separators=(",", ":"))))
-        del self.history[:-UNDO_DEPTH]
-
-    # -- persistence -------------------------------------------------------------------------
-    # The clock's own facts; "match" (the rules' state) is dumped beside them.
-    _FIELDS = (
-        "frame", "breaker", "visit", "player", "phase", "remaining", "deadline",
-        "pending_warnings", "extensions_used", "last_step_at", "shot_played", "frame_shots",
-        "slow_play", "slow_play_reason", "limit_pending",
-    )
-    # Fields added after states were first stored, with the value an old state means.
-    _FIELD_DEFAULTS: dict[str, Any] = {"last_step_at": None, "shot_played": False,
-                                       "frame_shots": 2, "slow_play": None,
-                                       "slow_play_reason": None, "limit_pending": None}
-
+    # -- persistence (the stored form: ``stored``) ---------------------------------------------
     def _dump(self) -> dict[str, Any]:
-        data = {name: copy.copy(getattr(self, name)) for name in self._FIELDS}
+        data = {name: copy.copy(getattr(self, name)) for name in stored.FIELDS}
         data["match"] = self.match.to_dict()
         return data
 
     def _load(self, data: Mapping[str, Any], *, phase: bool = True) -> None:
         """Put back a dumped state; ``phase=False``: all but the phase (undo moves it)."""
-        for name in self._FIELDS:
+        for name in stored.FIELDS:
             if name == "phase":
                 if phase:
                     self._phase.restore(data[name])
                 continue
-            setattr(self, name, copy.copy(data.get(name, self._FIELD_DEFAULTS.get(name))
-                                          if name in self._FIELD_DEFAULTS else data[name]))
+            setattr(self, name, copy.copy(data.get(name, stored.DEFAULTS.get(name))
+                                          if name in stored.DEFAULTS else data[name]))
         match = data.get("match")
-        self.match = Match.from_dict(match if match is not None else self._legacy_match(data))
-
-    def _legacy_match(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        """A state stored before the rules joined the clock: fouls, choice and score only."""
-        over = data["phase"] == "frame_over"
-        winner = data.get("frame_winner")
-        fouler = data.get("hand_back_to")
-        score = list(data.get("frames_won", [0, 0]))
-        number = max(1, data["frame"])
-        return {
-            "race_to": None, "first_breaker": self.first_breaker, "score": score,
-            "undecided": max(0, number - (0 if over else 1) - sum(score)),
-            "frame_number": number,
-            "frame": {
-                "breaker": data["breaker"], "player_at_table": data["player"],
-                "break_done": data["visit"] > 1, "credited": [0, 0],
-                "fouls": list(data.get("fouls", [0, 0])),
-                "choice_for": None if fouler is None else 1 - fouler,
-                "winner": winner if over else None,
-                "end_reason": (data.get("frame_end_reason") or "referee") if over else None,
-            },
-        }
+        self.match = Match.from_dict(match if match is not None
+                                     else stored.legacy_match(data, self.first_breaker))
 
     def to_dict(self, *, history: bool = True) -> dict[str, Any]:
         """The clock as data; ``history=False`` without the undo history (the store keeps
@@ -1098,8 +898,7 @@ class TableClock:
             **self._dump(),
         }
         if history:
-            # Entries are immutable tuples: this copy shares their text.
-            data["history"] = [list(entry) for entry in self.history]
+            data["history"] = self.corrections.to_list()
         return data
 
     @classmethod
@@ -1114,9 +913,5 @@ class TableClock:
         if data.get("match_clock") is not None:
             clock.match_clock = MatchClock.from_dict(data["match_clock"])
         clock.match_number = int(data.get("match_number", 1))  # stored before new_match: 1
-        clock.history = [
-            (e["step"], e["at"], json.dumps(e["state"])) if isinstance(e, dict) else
-            (e[0], e[1], e[2])
-            for e in data.get("history", [])
-        ]
+        clock.corrections = Corrections.from_stored(data.get("history", []))
         return clock

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, Final
 
-from clock_service.core.errors import InvalidCommand, InvalidInput, InvalidProfile
+from clock_service.core.errors import InvalidCommand, InvalidInput, InvalidProfile, RuleRefusal
 from clock_service.core.match_clock import check_match_limit
 from clock_service.core.presets import build_profile
 from clock_service.core.profile import Profile
@@ -42,6 +42,8 @@ __all__ = [
     "PRESS_STALE_MS",
     "PRESS_FUTURE_MS",
     "TIMED",
+    "check_press_time",
+    "press_instant",
     "parse_command",
     "register_command",
 ]
@@ -64,6 +66,36 @@ PRESS_STALE_MS = 2000
 PRESS_FUTURE_MS = 1000
 # Steps whose instant matters: the core applies them at the press time (see clock.handle).
 TIMED = frozenset({"start", "shot", "pause", "resume"})
+
+
+def check_press_time(command: Command, now: float, *, fresh: bool = False) -> None:
+    """A press from the future is malformed (422 ``press_in_future``: the sender's clock
+    offset is wrong); with ``fresh``, a stale one is refused (409 ``stale_press``: a press
+    reported lost is never applied seconds later)."""
+    if command.at is None:
+        return
+    if not fresh and command.at - now > PRESS_FUTURE_MS:
+        raise InvalidCommand(
+            f"{command.name}: press time at={command.at:.0f} is {command.at - now:.0f} ms "
+            f"ahead of the service's clock (at most {PRESS_FUTURE_MS} ms allowed): the "
+            "sender's clock offset is wrong", code="press_in_future")
+    if fresh and now - command.at > PRESS_STALE_MS:
+        raise RuleRefusal(
+            f"{command.name} refused: the press is {now - command.at:.0f} ms old (more "
+            f"than {PRESS_STALE_MS} ms): it reached the service too late to be applied; "
+            "press again", code="stale_press")
+
+
+def press_instant(command: Command, now: float, last_step_at: float | None) -> float:
+    """When a command takes effect: ``now``, or for a timed step with a press time,
+    ``max(last step, min(now, at))`` (never after it arrived, never before the step it
+    follows: a shot cannot be timed before its own start)."""
+    if command.at is None or command.name not in TIMED:
+        return now
+    instant = min(now, float(command.at))
+    if last_step_at is not None:
+        instant = max(instant, last_step_at)
+    return instant
 
 
 def _text(value: Any, name: str, *, required: bool) -> None:

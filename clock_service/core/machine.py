@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = ["Go", "Back", "Ignore", "No", "Cell", "Machine", "Current", "mermaid",
            "moves_table", "refusals_table"]
@@ -114,6 +114,12 @@ class Machine(Generic[S]):
                     unknown = sorted(set(made) - set(events)) if events is not None else []
                     if unknown:
                         raise ValueError(f"{where}: unknown event types {unknown}")
+
+    def __copy__(self) -> Machine[S]:
+        return self  # a table never changes: copies of a clock share it
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Machine[S]:
+        return self
 
     def cell(self, state: S, name: str) -> Cell[S]:
         return self.table[state][name]

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
+from clock_service.core.errors import RuleRefusal
 from clock_service.core.events import EVENT_TYPES
 from clock_service.core.machine import Back, Cell, Go, Ignore, Machine, No
 from clock_service.core.match_clock import AT_LIMIT
 from clock_service.core.rules import Match
 
 __all__ = ["ClockPhase", "PHASES", "COMMAND_INPUTS", "CLOCK_INPUTS", "CLOCK", "ALLOWED",
-           "FRAME_ENDS", "GUARDS", "ClockFacts", "why_not"]
+           "FRAME_ENDS", "GUARDS", "ClockFacts", "why_not", "refusal", "allowed", "legality"]
 
 
 class ClockPhase(StrEnum):
@@ -252,6 +253,36 @@ class ClockFacts(Protocol):
     def history(self) -> Sequence[object]: ...
     def extensions_allowed(self) -> int: ...
     def remaining_ms(self, now: float) -> int | None: ...
+
+
+def refusal(clock: ClockFacts, name: str, now: float) -> RuleRefusal | None:
+    """Why command ``name`` would be refused at ``now`` whatever its fields, or None: the
+    one legality check (``TableClock.handle`` raises it, ``allowed`` lists what passes it)."""
+    why = why_not(clock, name, now)
+    if why is None:
+        return None
+    suffix = f" ({why.rule})" if why.rule else ""
+    return RuleRefusal(f"{name} refused in phase {clock.phase}: {why.message}{suffix}",
+                       code=why.code, rule=why.rule)
+
+
+def allowed(clock: ClockFacts, now: float) -> list[str]:
+    """The commands legal at ``now``, sorted: those ``refusal`` has nothing against."""
+    return sorted(name for name in ALLOWED if why_not(clock, name, now) is None)
+
+
+def legality(clock: ClockFacts, now: float) -> dict[str, Any]:
+    """``allowed`` and, for every other command, the code and rule of its refusal (a page
+    shows why a button is disabled without a copy of the rules)."""
+    legal: list[str] = []
+    refused: dict[str, dict[str, str]] = {}
+    for name in sorted(ALLOWED):
+        why = why_not(clock, name, now)
+        if why is None:
+            legal.append(name)
+        else:
+            refused[name] = {"code": why.code, "rule": why.rule} if why.rule else {"code": why.code}
+    return {"allowed": legal, "refused": refused}
 
 
 def why_not(clock: ClockFacts, name: str, now: float) -> No | None:
