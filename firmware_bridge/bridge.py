@@ -17,6 +17,7 @@ from typing import Any
 from clock_service.core.commands import Command, Extension, Pause, Resume, Shot, Start, Turn, Undo
 from clock_service.core.errors import ShotClockError
 from clock_service.core.readout import DisplayFrame
+from clock_service.core.transitions import ClockPhase
 from clock_service.service.runtime import Runtime
 from firmware_bridge.driver import DeviceDriver
 from firmware_bridge.interfaces import ButtonPress, Buttons, Buzzer, Display
@@ -34,9 +35,9 @@ def command_for_press(press: ButtonPress, phase: str) -> Command | None:
     if press.button == "start_shot":
         if press.long:
             return Undo(by="referee", reason="long press of start/shot", source=press.source)
-        if phase in ("ready", "expired"):
+        if phase in (ClockPhase.READY, ClockPhase.EXPIRED):
             return Start(**envelope)
-        if phase in ("running", "paused"):
+        if phase in (ClockPhase.RUNNING, ClockPhase.PAUSED):
             return Shot(**envelope)
         return None
     if press.button == "extension":
@@ -46,7 +47,7 @@ def command_for_press(press: ButtonPress, phase: str) -> Command | None:
     if press.button == "turn":
         return Turn(**envelope)
     if press.button == "pause":
-        return Resume(**envelope) if phase == "paused" else Pause(**envelope)
+        return Resume(**envelope) if phase == ClockPhase.PAUSED else Pause(**envelope)
     return None
 
 

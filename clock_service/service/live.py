@@ -15,6 +15,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from clock_service.core.commands import Command
 from clock_service.core.errors import UnknownTable
+from clock_service.core.transitions import ClockPhase
 from clock_service.service.hub import HALL, Hub, encode
 from clock_service.service.status import Health
 from clock_service.service.storage import Store
@@ -171,7 +172,7 @@ class ServedTables(Generic[TableT]):
         table = self.table(table_id)
         state = dict(table.published_state)
         now = self.time.now_ms()
-        if state.get("phase") == "running" and state.get("deadline") is not None:
+        if state.get("phase") == ClockPhase.RUNNING and state.get("deadline") is not None:
             state["remaining_ms"] = max(0, int(state["deadline"] - now + 0.999999))
         match_clock = state.get("match_clock")
         if match_clock and match_clock.get("deadline") is not None:

@@ -31,6 +31,7 @@ from clock_service.core.errors import (
 from clock_service.core.events import TABLE_ARCHIVED, TABLE_CREATED, Event, TableCreatedData
 from clock_service.core.ids import TABLE_ID_RULE, is_table_id
 from clock_service.core.presets import build_profile
+from clock_service.core.transitions import ClockPhase
 from clock_service.service.hub import Hub, encode
 from clock_service.service.live import STORE_WAIT_S, ServedTables
 from clock_service.service.storage import ARCHIVE_SEP, Store
@@ -210,7 +211,7 @@ class Runtime(ServedTables[TableRuntime]):
         now = self.time.now_ms()
         if isinstance(self.time, RealTime):
             self._notice_wall_step(self.time)
-        if any(t.clock.phase == "running" for t in self.tables.values()):
+        if any(t.clock.phase == ClockPhase.RUNNING for t in self.tables.values()):
             self.store.heartbeat(now)
         self._heartbeat = self.time.call_at(now + HEARTBEAT_MS, self._beat)
 

@@ -23,6 +23,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from clock_service.core.readout import render
+from clock_service.core.transitions import ClockPhase
 
 __all__ = ["FIELDS", "LANGS", "NOTABLE", "row", "row_key", "event_text", "to_json",
            "to_xml", "to_csv", "json_row", "xml_row", "csv_row", "CSV_HEADER", "XML_HEAD",
@@ -156,7 +157,7 @@ def row_key(state: Mapping[str, Any], now_ms: float) -> tuple[Any, ...]:
     live = state.get("live", True)
     stale_since = state.get("stale_since")
     deadline = state.get("deadline")
-    if deadline is not None and state.get("phase") == "running":
+    if deadline is not None and state.get("phase") == ClockPhase.RUNNING:
         when = now_ms if live or stale_since is None else min(now_ms, float(stale_since))
         left = float(deadline) - when
         tick: Any = math.ceil(left / TICK_MS) if left > 0 else 0
@@ -178,7 +179,7 @@ def row(state: Mapping[str, Any], last_event: Mapping[str, Any] | None, now_ms: 
     if not live and state.get("stale_since") is not None:
         when = min(now_ms, float(state["stale_since"]))
     shown = dict(state)
-    if state.get("phase") == "running" and state.get("deadline") is not None:
+    if state.get("phase") == ClockPhase.RUNNING and state.get("deadline") is not None:
         # Rounded up to the tenth: the row changes at most ten times a second (the digits
         # are the same as from the exact time: both round up).
         tick = math.ceil(max(0.0, float(state["deadline"]) - when) / TICK_MS)
@@ -193,7 +194,7 @@ def row(state: Mapping[str, Any], last_event: Mapping[str, Any] | None, now_ms: 
     left = state.get("extensions_left") or [per, per]
     whites = state.get("whites")
     player = state.get("player")
-    over = state.get("phase") == "frame_over"
+    over = state.get("phase") == ClockPhase.FRAME_OVER
     alert_kind = ("expired" if stage == "expired"
                   else "warning" if stage in ("warning", "critical") else "")
     return {

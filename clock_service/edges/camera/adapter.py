@@ -34,6 +34,7 @@ from typing import Any
 
 from clock_service.core.commands import PRESS_STALE_MS, Command
 from clock_service.core.errors import ShotClockError
+from clock_service.core.transitions import ClockPhase
 from clock_service.edges.camera import budget
 from clock_service.edges.camera.core import Decision, Rest, Strike, Sure, Unsure
 from clock_service.edges.camera.evidence import Evidence
@@ -534,7 +535,7 @@ class CameraAdapter:
                 message="balls at rest", table=self.table_id, level="info")
             return
         remaining = (self.view.deadline - decision.at) / 1000 \
-            if self.view.phase == "running" and self.view.deadline is not None else None
+            if self.view.phase == ClockPhase.RUNNING and self.view.deadline is not None else None
         text = f"strike detected at {remaining:.2f} s" if remaining is not None \
             else "strike detected"
         self.runtime.health.fault(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clock_service.core.commands import Command, Shot, Start
+from clock_service.core.transitions import ClockPhase
 from clock_service.edges.camera.core import Decision, Rest, Strike
 
 __all__ = ["MODES", "TableView", "command_for"]
@@ -36,7 +37,7 @@ _RESULT_DONE = frozenset({"shot.result", "turn", "foul", "frame.started", "frame
 class TableView:
     """What the camera adapter needs to know of its table, kept up from its events."""
 
-    phase: str = "frame_over"
+    phase: str = ClockPhase.FRAME_OVER
     deadline: float | None = None
     results_in_use: bool = False  # this referee reports shot results
     result_pending: bool = False  # a shot was played, its result not reported yet
@@ -63,9 +64,9 @@ def command_for(decision: Decision, view: TableView, mode: str) -> Command | Non
     if mode != "auto":
         return None
     if isinstance(decision, Rest):
-        if view.phase == "ready" and not view.waiting_for_result:
+        if view.phase == ClockPhase.READY and not view.waiting_for_result:
             return Start(at=decision.at, by="camera", source="camera")
         return None
-    if isinstance(decision, Strike) and view.phase == "running":
+    if isinstance(decision, Strike) and view.phase == ClockPhase.RUNNING:
         return Shot(at=decision.at, by="camera", source="camera")
     return None

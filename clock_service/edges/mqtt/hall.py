@@ -35,6 +35,7 @@ from typing import Any
 
 from clock_service.core.commands import Command
 from clock_service.core.errors import ForwardedError, HallReadOnly, TableUnreachable
+from clock_service.core.transitions import ClockPhase
 from clock_service.edges.mqtt.connection import Connection, Message
 from clock_service.edges.mqtt.mirror import ClockSkew, TableMirror
 from clock_service.edges.mqtt.topics import OFFLINE, ONLINE, BrokerTarget, Topics
@@ -100,7 +101,7 @@ class MirroredTable:
 
     def state(self, now: float) -> dict[str, Any]:
         state = dict(self.published_state)
-        if state.get("phase") == "running" and state.get("deadline") is not None:
+        if state.get("phase") == ClockPhase.RUNNING and state.get("deadline") is not None:
             state["remaining_ms"] = max(0, int(state["deadline"] - now + 0.999999))
         return state
 
@@ -731,7 +732,7 @@ class HallRuntime(ServedTables[MirroredTable]):
         table went stale (never a countdown from old data)."""
         seq, state = super().snapshot(table_id)
         since = self._stale.get(table_id)
-        if since is not None and state.get("phase") == "running" and state.get(
+        if since is not None and state.get("phase") == ClockPhase.RUNNING and state.get(
                 "deadline") is not None:
             state["remaining_ms"] = max(0, int(state["deadline"] - since + 0.999999))
         return seq, state
