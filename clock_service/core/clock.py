@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Generic, TypedDict, TypeVar, overload
+from operator import attrgetter
+from typing import Any, TypedDict, TypeVar
 
 from clock_service.core import stored
 from clock_service.core.commands import (
@@ -109,7 +110,6 @@ __all__ = ["TableClock", "PHASES", "ALLOWED", "ClockPhase", "round_of_visit", "U
 READY, RUNNING, PAUSED, EXPIRED, FRAME_OVER = PHASES
 
 _T = TypeVar("_T")
-_V = TypeVar("_V")
 
 
 class _Shown(TypedDict):
@@ -121,31 +121,17 @@ class _Shown(TypedDict):
     deadline: float | None
 
 
-class _Fact(Generic[_V]):
+def _fact(path: str) -> Any:
     """A fact one of the clock's parts owns, under the name the runtime, the stored
-    snapshots and the tests know it by (``clock.remaining`` is ``clock.countdown.remaining``)."""
+    snapshots and the tests know it by: ``_fact("countdown.remaining")`` makes
+    ``clock.remaining`` read and write ``clock.countdown.remaining`` (read in C:
+    ``state()`` and every snapshot read several of these)."""
+    part, name = path.split(".")
 
-    __slots__ = ("part", "name")
+    def write(clock: TableClock, value: Any) -> None:
+        setattr(getattr(clock, part), name, value)
 
-    def __init__(self, part: str, name: str = "") -> None:
-        self.part = part
-        self.name = name
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = self.name or name
-
-    @overload
-    def __get__(self, clock: None, owner: type) -> _Fact[_V]: ...
-    @overload
-    def __get__(self, clock: object, owner: type) -> _V: ...
-    def __get__(self, clock: object | None, owner: type) -> _Fact[_V] | _V:
-        if clock is None:
-            return self
-        value: _V = getattr(getattr(clock, self.part), self.name)
-        return value
-
-    def __set__(self, clock: object, value: _V) -> None:
-        setattr(getattr(clock, self.part), self.name, value)
+    return property(attrgetter(path), write)
 
 
 def round_of_visit(visit: int) -> int:
@@ -213,19 +199,17 @@ class TableClock:
         self.corrections = Corrections()
 
     # -- the parts' facts, by the names the runtime, the store and the tests use -------------
-    remaining: _Fact[int | None] = _Fact("countdown")  # shown while the shot does not count
-    deadline: _Fact[float | None] = _Fact("countdown")  # the shot runs out, while it counts
-    pending_warnings: _Fact[list[int]] = _Fact("countdown")
-    history: _Fact[list[Entry]] = _Fact("corrections", "entries")  # (step, at, state JSON)
-    match_clock: _Fact[MatchClock | None] = _Fact("time_limit", "clock")
-    match_limit_ms: _Fact[int | None] = _Fact("time_limit", "limit_ms")
-    at_match_limit: _Fact[str] = _Fact("time_limit", "at_limit")
+    remaining: int | None = _fact("countdown.remaining")  # shown while it does not count
+    deadline: float | None = _fact("countdown.deadline")  # the shot runs out, while counting
+    pending_warnings: list[int] = _fact("countdown.pending_warnings")
+    history: list[Entry] = _fact("corrections.entries")  # (step, at, state as JSON)
+    match_clock: MatchClock | None = _fact("time_limit.clock")
+    match_limit_ms: int | None = _fact("time_limit.limit_ms")
+    at_match_limit: str = _fact("time_limit.at_limit")
     # After the limit: the choice still to apply when the frame in play ends.
-    limit_pending: _Fact[str | None] = _Fact("time_limit", "pending")
+    limit_pending: str | None = _fact("time_limit.pending")
 
-    @property
-    def phase(self) -> ClockPhase:
-        return self._phase.state
+    phase: ClockPhase = property(attrgetter("_phase.state"))  # type: ignore[assignment]
 
     # -- derived -----------------------------------------------------------------------
     @property
@@ -335,6 +319,8 @@ class TableClock:
         return self._advance_shot(now) + self._advance_match(now)
 
     def _advance_match(self, now: float) -> list[Event]:
+        if self.time_limit.clock is None:
+            return []
         events, reached = self.time_limit.advance(now)
         if reached:
             events += self._limit_reached(now)
@@ -370,10 +356,13 @@ class TableClock:
         (start, shot, pause, resume) happens at ``press_instant``: the table's press, not
         the network's delay, decides how much time was used.
         """
-        check_press_time(command, now)
+        pressed = command.at is not None
+        if pressed:
+            check_press_time(command, now)
         events = self.advance(now)
         try:
-            check_press_time(command, now, fresh=True)
+            if pressed:
+                check_press_time(command, now, fresh=True)
             refused = self.refusal(command.name, now)
             if refused is not None:
                 raise refused

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from operator import attrgetter
 from typing import Any, Generic, TypeVar
 
 __all__ = ["Go", "Back", "Ignore", "No", "Cell", "Machine", "Current", "mermaid",
@@ -151,9 +152,8 @@ class Current(Generic[S]):
         self.machine = machine
         self._state = machine.states(state)
 
-    @property
-    def state(self) -> S:
-        return self._state
+    # Read-only (no setter), read in C: the phases are read on every step and every state.
+    state: S = property(attrgetter("_state"))  # type: ignore[assignment]
 
     def acts(self, name: str) -> bool:
         """Whether ``name`` does anything here (its cell is no ``Ignore`` and no ``No``)."""
@@ -184,8 +184,10 @@ class Current(Generic[S]):
             return self._state
         else:
             raise AssertionError(f"{where}: the table refuses it ({cell.code})")
-        self._state = self.machine.states(to)
-        return self._state
+        if not isinstance(to, self.machine.states):  # a Go's targets were checked at build
+            raise AssertionError(f"{where}: {to!r} is not a state")
+        self._state = to
+        return to
 
     def restore(self, state: S | str) -> None:
         """A state read back from the store: not a move of the table."""

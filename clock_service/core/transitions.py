@@ -266,9 +266,13 @@ def refusal(clock: ClockFacts, name: str, now: float) -> RuleRefusal | None:
                        code=why.code, rule=why.rule)
 
 
+_SORTED = sorted(COMMAND_INPUTS)
+
+
 def allowed(clock: ClockFacts, now: float) -> list[str]:
     """The commands legal at ``now``, sorted: those ``refusal`` has nothing against."""
-    return sorted(name for name in ALLOWED if why_not(clock, name, now) is None)
+    phase, over = clock.phase, clock.match.over  # read once for all of them
+    return [name for name in _SORTED if why_not(clock, name, now, phase, over) is None]
 
 
 def legality(clock: ClockFacts, now: float) -> dict[str, Any]:
@@ -276,8 +280,9 @@ def legality(clock: ClockFacts, now: float) -> dict[str, Any]:
     shows why a button is disabled without a copy of the rules)."""
     legal: list[str] = []
     refused: dict[str, dict[str, str]] = {}
-    for name in sorted(ALLOWED):
-        why = why_not(clock, name, now)
+    phase, over = clock.phase, clock.match.over  # every state has it: read once
+    for name in _SORTED:
+        why = why_not(clock, name, now, phase, over)
         if why is None:
             legal.append(name)
         else:
@@ -285,11 +290,13 @@ def legality(clock: ClockFacts, now: float) -> dict[str, Any]:
     return {"allowed": legal, "refused": refused}
 
 
-def why_not(clock: ClockFacts, name: str, now: float) -> No | None:
+def why_not(clock: ClockFacts, name: str, now: float, phase: ClockPhase | None = None,
+            over: bool | None = None) -> No | None:
     """Why command ``name`` is refused at ``now`` whatever its fields, or None: the match
-    is over, or the table refuses it in this phase, or a guard does."""
+    is over, or the table refuses it in this phase, or a guard does (``phase`` and
+    ``over``: the clock's, when the caller has read them already)."""
     match = clock.match
-    if match.over and name not in ("undo", "new_match"):
+    if (match.over if over is None else over) and name not in ("undo", "new_match"):
         winner = match.winner
         a, b = match.score
         result = f"drawn {a}-{b}" if winner is None else f"{clock.players[winner]} won {a}-{b}"
@@ -297,7 +304,7 @@ def why_not(clock: ClockFacts, name: str, now: float) -> No | None:
                 else f"race to {match.race_to}")
         return No("match_over", f"the match is over: {result}; only undo or a new match is "
                   "allowed", rule)
-    cell = CLOCK.cell(clock.phase, name)
+    cell = CLOCK.table[clock.phase if phase is None else phase][name]
     if isinstance(cell, No):
         return cell
     guard = GUARDS.get(name)
