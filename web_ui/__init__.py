@@ -2,7 +2,8 @@
 
 Everything is served from this package (no CDN, no build step): each page is a static HTML
 file under ``static/`` that loads the shared modules in ``static/js/`` (connection, clock
-offset, countdown rendering, i18n). The table is chosen in the browser (``?table=ID``).
+offset, countdown rendering, i18n, the phases generated from the core's tables). The table
+is chosen in the browser (``?table=ID``).
 """
 
 from __future__ import annotations
