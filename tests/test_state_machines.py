@@ -186,6 +186,12 @@ def test_every_state_is_reachable_and_every_state_has_every_input(name: str) -> 
     assert seen == set(machine.states)
 
 
+def test_the_clock_table_has_every_command_and_every_handler_one() -> None:
+    from clock_service.core.commands import COMMANDS
+
+    assert set(COMMAND_INPUTS) == set(COMMANDS) == set(TableClock._handlers)
+
+
 def test_every_refusal_of_the_clock_names_the_command_the_phase_and_its_rule() -> None:
     clocks = _clocks_in_every_phase()
     for phase, name, cell in CLOCK.cells():
