@@ -13,7 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from clock_service.core.machine import Machine, mermaid, moves_table, refusals_table
+from clock_service.core.machine import Back, Machine, mermaid, moves_table, refusals_table
 from clock_service.core.match_clock import MATCH_CLOCK, MatchClockPhase
 from clock_service.core.rules.frame import FRAME
 from clock_service.core.rules.frame import Phase as FramePhase
@@ -89,7 +89,9 @@ def state_machines_md() -> str:
            "[web_ui/static/js/phases.js](../web_ui/static/js/phases.js).", ""]
     for title, machine, initial, text in _MACHINES:
         out += [f"## {title}", "", text, "", "```mermaid", mermaid(machine, initial).rstrip(),
-                "```", "", "Every move (undo goes back to the state its step was taken in):",
+                "```", "", "Every move" + (" (undo goes back to the state its step was taken in):"
+                                        if any(isinstance(c, Back) for _, _, c in machine.cells())
+                                        else ":"),
                 "", moves_table(machine).rstrip(), "",
                 "Refused (code and rule; ✓ it moves, · nothing happens):", "",
                 refusals_table(machine).rstrip(), ""]
