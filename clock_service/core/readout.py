@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from clock_service.core.transitions import ClockPhase
+
 __all__ = ["TENTHS_BELOW_MS", "DisplayFrame", "render", "next_change_ms", "remaining_at"]
 
 TENTHS_BELOW_MS = 5000
@@ -44,7 +46,7 @@ def remaining_at(state: Mapping[str, Any], now_ms: float) -> int | None:
     """Remaining milliseconds at ``now_ms`` (unix ms), derived from the deadline while running."""
     if not state.get("timer", True):
         return None
-    if state.get("phase") == "running" and state.get("deadline") is not None:
+    if state.get("phase") == ClockPhase.RUNNING and state.get("deadline") is not None:
         return max(0, math.ceil(float(state["deadline"]) - now_ms))
     remaining = state.get("remaining_ms")
     return None if remaining is None else int(remaining)
@@ -59,19 +61,19 @@ def format_remaining(remaining_ms: int) -> str:
 
 
 def render(state: Mapping[str, Any], now_ms: float) -> DisplayFrame:
-    phase = str(state.get("phase", "ready"))
+    phase = str(state.get("phase", ClockPhase.READY))
     player = int(state.get("player", 0))
     ext = tuple(int(x) for x in state.get("extensions_left", (0, 0)))
     fouls = tuple(int(x) for x in state.get("fouls", (0, 0)))
     common = {"player": player, "extensions_left": ext, "fouls": fouls}
-    if phase == "frame_over":
+    if phase == ClockPhase.FRAME_OVER:
         return DisplayFrame(text="", stage="frame_over", **common)  # type: ignore[arg-type]
     remaining = remaining_at(state, now_ms)
     if remaining is None:  # no time control (12.1): show dashes, keep the player indicator
         return DisplayFrame(text="--", stage="off", **common)  # type: ignore[arg-type]
-    if phase == "expired":
+    if phase == ClockPhase.EXPIRED:
         stage = "expired"
-    elif phase in ("ready", "paused"):
+    elif phase in (ClockPhase.READY, ClockPhase.PAUSED):
         stage = phase
     elif remaining <= TENTHS_BELOW_MS:
         stage = "critical"
@@ -79,7 +81,7 @@ def render(state: Mapping[str, Any], now_ms: float) -> DisplayFrame:
         stage = "warning"
     else:
         stage = "running"
-    text = "0.0" if phase == "expired" else format_remaining(remaining)
+    text = "0.0" if phase == ClockPhase.EXPIRED else format_remaining(remaining)
     return DisplayFrame(text=text, stage=stage, **common)  # type: ignore[arg-type]
 
 
