@@ -16,6 +16,8 @@ from clock_service.core.match_clock import check_match_limit
 from clock_service.core.presets import build_profile
 from clock_service.core.profile import Profile
 from clock_service.core.rules import Call, FoulCode, GeneralFoul, InvalidResult, Route, ShotResult
+from clock_service.core.text import LINE, NAME, TextKind, refusal
+from clock_service.core.text import clean as clean_text
 
 __all__ = [
     "Command",
@@ -48,9 +50,11 @@ __all__ = [
     "register_command",
 ]
 
-MAX_TEXT = 200
-MAX_NAME = 60
+MAX_TEXT = LINE.cap  # free text: reasons, notes, event, source (clock_service/core/text.py)
+MAX_NAME = NAME.cap  # a person: players, referee, who made a correction
 MAX_SET_MS = 600_000
+MAX_RACE_TO = 999
+MAX_AT_MS = 2**53  # a press time, unix ms: exact in every JSON reader
 # Fields of the message that are not the command's: its name, and a client's correlation
 # id (WebSocket). The envelope proper (``at``, ``by``, ``source``) is on ``Command`` itself.
 ENVELOPE_FIELDS = frozenset({"command", "id"})
@@ -98,27 +102,34 @@ def press_instant(command: Command, now: float, last_step_at: float | None) -> f
     return instant
 
 
-def _text(value: Any, name: str, *, required: bool) -> None:
-    """Text: 1..MAX_TEXT characters, not all blank; ``None`` only when not required."""
+def _text(value: Any, name: str, *, required: bool, kind: TextKind = LINE) -> str | None:
+    """Human text of this kind (clock_service/core/text.py) as kept (stripped, NFC);
+    ``None`` only when not required. InvalidCommand names the field and the reason."""
     if value is None and not required:
-        return
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT:
-        raise InvalidCommand(
-            f"{name} must be a non-empty string of at most {MAX_TEXT} characters, got {value!r}",
-            code="invalid_field",
-        )
+        return None
+    try:
+        return clean_text(value, kind, name)
+    except InvalidInput as exc:
+        raise InvalidCommand(str(exc), code="invalid_field") from exc
+
+
+def _set_text(command: Command, name: str, *, required: bool, kind: TextKind = LINE) -> None:
+    """The command's text field ``name`` checked and kept as cleaned."""
+    object.__setattr__(command, name, _text(getattr(command, name), name, required=required,
+                                            kind=kind))
 
 
 def check_players(players: Any) -> tuple[str, str]:
-    """Two player names of 1..60 characters (surrounding blanks dropped), or InvalidCommand."""
-    names = ([p.strip() if isinstance(p, str) else p for p in players]
-             if isinstance(players, list | tuple) else None)
-    if names is None or len(names) != 2 or not all(
-            isinstance(p, str) and 0 < len(p) <= MAX_NAME for p in names):
-        raise InvalidCommand(
-            f"players must be two names of 1..{MAX_NAME} characters, got {players!r}",
-            code="invalid_players")
-    return (names[0], names[1])
+    """Two players' names (clock_service/core/text.py, NAME), as kept, or InvalidCommand
+    naming the player (``players.1: ...``)."""
+    if not isinstance(players, list | tuple) or len(players) != 2:
+        raise InvalidCommand(f"players must be two names, got {players!r}"[:200],
+                             code="invalid_players")
+    for i, player in enumerate(players):
+        reason = refusal(player, NAME)
+        if reason is not None:
+            raise InvalidCommand(f"players.{i}: {reason}", code="invalid_players")
+    return (clean_text(players[0], NAME), clean_text(players[1], NAME))
 
 
 def _player(value: Any, name: str = "player") -> None:
@@ -149,16 +160,15 @@ class Command:
     def _check_envelope(self, *, free_by: bool = False) -> None:
         at = self.at
         if at is not None and (isinstance(at, bool) or not isinstance(at, int | float)
-                               or not math.isfinite(at)):
-            raise InvalidCommand(f"at must be unix ms (a finite number), got {at!r}",
-                                 code="invalid_field")
-        if free_by:  # corrections name who made them (undo, set_time): any short text
-            _text(self.by, "by", required=True)
+                               or not math.isfinite(at) or not 0 <= at <= MAX_AT_MS):
+            raise InvalidCommand(f"at must be unix ms (a number in 0..{MAX_AT_MS}), got "
+                                 f"{at!r}"[:200], code="invalid_field")
+        if free_by:  # corrections name who made them (undo, set_time): a person's name
+            _set_text(self, "by", required=True, kind=NAME)
         elif self.by not in BY:
-            raise InvalidCommand(f"by must be one of {list(BY)}, got {self.by!r}",
+            raise InvalidCommand(f"by must be one of {list(BY)}, got {self.by!r}"[:200],
                                  code="invalid_field")
-        if self.source is not None:
-            _text(self.source, "source", required=True)
+        _set_text(self, "source", required=False)
 
 
 @dataclass(frozen=True)
@@ -232,9 +242,9 @@ class Foul(Command):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _text(self.reason, "reason", required=self.reason is not None)
+        _set_text(self, "reason", required=False)
         _player(self.player)
-        _text(self.rule, "rule", required=self.rule is not None)
+        _set_text(self, "rule", required=False)
         if self.code is None and self.reason is None:
             raise InvalidCommand("foul needs a code or a reason (free text)",
                                  code="missing_field")
@@ -279,7 +289,7 @@ class NewFrame(Command):
     def __post_init__(self) -> None:
         super().__post_init__()
         _player(self.winner, "winner")
-        _text(self.reason, "reason", required=self.reason is not None)
+        _set_text(self, "reason", required=False)
 
 
 class _Same:
@@ -338,9 +348,10 @@ class NewMatch(Command):
             object.__setattr__(self, "built_profile", built)
         race = self.race_to
         if not isinstance(race, _Same) and race is not None and (
-                isinstance(race, bool) or not isinstance(race, int) or race < 1):
-            raise InvalidCommand(f"race_to must be a whole number >= 1 or null, got {race!r}",
-                                 code="invalid_race_to")
+                isinstance(race, bool) or not isinstance(race, int)
+                or not 1 <= race <= MAX_RACE_TO):
+            raise InvalidCommand(f"race_to must be a whole number in 1..{MAX_RACE_TO} or "
+                                 f"null, got {race!r}"[:200], code="invalid_race_to")
         if not isinstance(self.first_breaker, _Same):
             _player(self.first_breaker, "first_breaker")
             if self.first_breaker is None:
@@ -355,9 +366,9 @@ class NewMatch(Command):
                 check_match_limit(limit, choice)
             except InvalidInput as exc:
                 raise InvalidCommand(str(exc), code=exc.code) from exc
-        _text(self.event, "event", required=False)
-        _text(self.referee, "referee", required=False)
-        _text(self.reason, "reason", required=self.reason is not None)
+        _set_text(self, "event", required=False)
+        _set_text(self, "referee", required=False, kind=NAME)
+        _set_text(self, "reason", required=False)
 
 
 @dataclass(frozen=True)
@@ -371,7 +382,7 @@ class Undo(Command):
 
     def __post_init__(self) -> None:
         self._check_envelope(free_by=True)
-        _text(self.reason, "reason", required=False)
+        _set_text(self, "reason", required=False)
 
 
 @dataclass(frozen=True)
@@ -391,7 +402,7 @@ class SetTime(Command):
                 code="invalid_field",
             )
         self._check_envelope(free_by=True)
-        _text(self.reason, "reason", required=False)
+        _set_text(self, "reason", required=False)
 
 
 @dataclass(frozen=True)
@@ -475,7 +486,7 @@ class ShotClockOn(Command):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _text(self.reason, "reason", required=True)
+        _set_text(self, "reason", required=True)
         if self.scope not in SLOW_PLAY_SCOPES:
             raise InvalidCommand(f"scope must be one of {list(SLOW_PLAY_SCOPES)}, got "
                                  f"{self.scope!r}", code="invalid_field")
@@ -529,7 +540,7 @@ def parse_command(payload: Any) -> Command:
             f"unknown command {name!r}; known: {sorted(COMMANDS)}", code="unknown_command"
         )
     if payload.get("source") is not None:
-        _text(payload["source"], "source", required=True)
+        _text(payload["source"], "source", required=False)
     declared = {f.name: f for f in fields(cls) if f.init}
     args = {k: v for k, v in payload.items() if k not in ENVELOPE_FIELDS}
     unknown = sorted(set(args) - set(declared))

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import re
 import secrets
 import time
 from dataclasses import dataclass, replace
@@ -30,6 +29,7 @@ from typing import Any
 from clock_service.core.commands import Command
 from clock_service.core.errors import Forbidden, InvalidInput, NotAuthorized, UnknownToken
 from clock_service.core.ids import is_table_id
+from clock_service.core.text import NAME, InvalidText, clean
 
 __all__ = ["Credential", "Authority", "DIRECTOR", "REFEREE", "OPEN", "stamp", "token_digest",
            "MIN_LENGTH", "PLACEHOLDERS", "weak_token_reason"]
@@ -39,7 +39,6 @@ REFEREE = "referee"
 ROLES = (DIRECTOR, REFEREE)
 TOKEN_BYTES = 24  # 32 URL-safe characters
 MAX_TOKENS = 1000
-NAME = re.compile(r"^[A-Za-z0-9_.@ -]{1,40}$")
 # Sources only the service itself may record (its camera adapter, its own buttons).
 RESERVED_SOURCES = frozenset({"camera"})
 META_PREFIX = "token:"
@@ -173,9 +172,10 @@ class Authority:
         if role not in ROLES:
             raise InvalidInput(f"role must be one of {list(ROLES)}, got {role!r}",
                                code="invalid_role")
-        if not isinstance(name, str) or not NAME.match(name):
-            raise InvalidInput("name must be 1-40 letters, digits, spaces or _.@-, got "
-                               f"{name!r}", code="invalid_name")
+        try:  # a person's name, by the one rule of human text (core/text.py)
+            name = clean(name, NAME, "name")
+        except InvalidText as exc:
+            raise InvalidInput(str(exc), code="invalid_name") from exc
         if role == REFEREE:
             if not tables or not all(is_table_id(t) for t in tables):
                 raise InvalidInput("a referee's token names its tables: a list of table ids",

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from clock_service.core.clock import TableClock
-from clock_service.core.commands import Command
+from clock_service.core.commands import Command, check_players
 from clock_service.core.errors import (
     InvalidInput,
     RuleRefusal,
@@ -32,6 +32,7 @@ from clock_service.core.events import TABLE_ARCHIVED, TABLE_CREATED, Event, Tabl
 from clock_service.core.ids import TABLE_ID_RULE, is_table_id
 from clock_service.core.presets import build_profile
 from clock_service.core.transitions import ClockPhase
+from clock_service.core.text import LINE, NAME, clean
 from clock_service.service.hub import Hub, encode
 from clock_service.service.live import STORE_WAIT_S, ServedTables
 from clock_service.service.storage import ARCHIVE_SEP, Store
@@ -284,6 +285,10 @@ class Runtime(ServedTables[TableRuntime]):
             raise TooManyTables(
                 f"the service keeps at most {self.max_tables} live tables "
                 "(SHOTCLOCK_MAX_TABLES): archive one with DELETE /api/tables/{id} first")
+        # Human text by the one rule (core/text.py), whoever calls (the HTTP model did too).
+        players = list(check_players(players))
+        event = None if event is None else clean(event, LINE, "event")
+        referee = None if referee is None else clean(referee, NAME, "referee")
         clock = TableClock(players, timer=timer, profile=build_profile(profile),
                            first_breaker=first_breaker, race_to=race_to,
                            match_limit_ms=match_limit_ms, at_match_limit=at_match_limit)

@@ -13,14 +13,17 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PlainValidator,
     RootModel,
     StrictBool,
     StrictFloat,
     StrictInt,
     StringConstraints,
+    WithJsonSchema,
     create_model,
 )
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 
 from clock_service.core import events
 from clock_service.core.clock import ALLOWED, ClockPhase
@@ -28,9 +31,9 @@ from clock_service.core.commands import (
     BY,
     COMMANDS,
     ENVELOPE_FIELDS,
-    MAX_NAME,
+    MAX_AT_MS,
+    MAX_RACE_TO,
     MAX_SET_MS,
-    MAX_TEXT,
     PRESS_FUTURE_MS,
     PRESS_STALE_MS,
     SAME,
@@ -44,6 +47,7 @@ from clock_service.core.match_clock import (
     MAX_MATCH_MS,
     MatchClockPhase,
 )
+from clock_service.core.presets import NAME as PRESET_NAME
 from clock_service.core.profile import MAX_MS, Profile
 from clock_service.core.rules import (
     BALLS,
@@ -62,6 +66,7 @@ from clock_service.core.rules import (
     TouchedWith,
 )
 from clock_service.core.rules import Turn as RulesTurn
+from clock_service.core.text import LINE, NAME, TextKind, clean, pattern, refusal
 
 # The command envelope (TEAM convention 1), described once for HTTP and WebSocket.
 AT_DOC = ("when the press (or camera frame) happened at the table, unix ms on the service's "
@@ -81,14 +86,50 @@ __all__ = [
 ]
 
 
-# Non-blank text of 1..MAX_TEXT characters (commands._text). The models that use it set
-# regex_engine python-re: ``\S`` then means what str.strip() means, so the schema, pydantic and
-# the core agree on what is blank.
-Text = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT, pattern=r"\S")]
+
+
+def _human_text(kind: TextKind) -> tuple[PlainValidator, WithJsonSchema]:
+    """The pydantic side of every human-readable string a request carries (docs/policy.md,
+    "Human text"): the core's rule (clock_service/core/text.py), so a refusal is a 422 that
+    names the field and the character, and the value is kept stripped and in NFC. Its JSON
+    Schema carries the rule as ``pattern`` and ``maxLength``, and ``x-human-text`` (the
+    kind): tests/test_human_text.py walks every request schema for it."""
+
+    def check(value: Any) -> str:
+        reason = refusal(value, kind)
+        if reason is not None:
+            raise PydanticCustomError("human_text", "{reason}", {"reason": reason})
+        return clean(value, kind)
+
+    return PlainValidator(check), WithJsonSchema({
+        "type": "string", "minLength": 1, "maxLength": kind.cap, "pattern": pattern(kind),
+        "x-human-text": kind.name})
+
+
+_NAME_CHECK, _NAME_SCHEMA = _human_text(NAME)
+_LINE_CHECK, _LINE_SCHEMA = _human_text(LINE)
+# A person's name (players, referee, a token's holder, who made a correction) and a line of
+# text (event, round, reasons, notes, a foul's rule, a command's source).
+PersonName = Annotated[str, _NAME_CHECK, _NAME_SCHEMA]
+TextLine = Annotated[str, _LINE_CHECK, _LINE_SCHEMA]
 # Integers are strict everywhere: 1.0 or true is not a player, a count or a time.
 PlayerIndex = Annotated[StrictInt, Field(ge=0, le=1, description="0 or 1")]
+# Strings that are not human text are identifiers, each with its pattern (docs/policy.md);
+# the table id's is clock_service/core/ids.py's.
 ARCHIVE_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}~[0-9]{1,9}$"
-MAX_SEQ = 2**53  # seqs and cursors: exact in every JSON reader (and in SQLite's 64 bits)
+# A live table's id or an archive's (the match index and the camera's clips know both).
+LOG_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}(?:~[0-9]{1,9})?$"
+MATCH_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}(?:~[0-9]{1,9})?\.[0-9]{1,9}$"
+PRESET_NAME_PATTERN = PRESET_NAME.pattern
+TableId = Annotated[str, StringConstraints(pattern=TABLE_ID_PATTERN)]
+ArchiveId = Annotated[str, StringConstraints(pattern=ARCHIVE_ID_PATTERN)]
+LogId = Annotated[str, StringConstraints(pattern=LOG_ID_PATTERN)]
+MatchId = Annotated[str, StringConstraints(pattern=MATCH_ID_PATTERN)]
+PresetName = Annotated[str, StringConstraints(pattern=PRESET_NAME_PATTERN)]
+# Every whole number a request carries is bounded (docs/policy.md, "Numbers"). Seqs, cursors,
+# counts of the log and unix ms: exact in every JSON reader (and in SQLite's 64 bits, whose
+# overflow was a 500: issue 35, finding 7).
+MAX_SEQ = 2**53
 _Ms = Annotated[StrictInt, Field(ge=1, le=MAX_MS)]
 _Count = Annotated[StrictInt, Field(ge=0, le=MAX_MS)]
 # The organiser's choices at a match's time limit (match_clock.AT_LIMIT).
@@ -122,28 +163,28 @@ class ProfileIn(BaseModel):
                                      "this much is left; null: always")
     slow_play_ms: _Ms = Field(Profile.slow_play_ms, description="the flat shot limit once the "
                               "referee switches the clock on for slow play (shot_clock_on)")
-    preset: str | None = Field(None, min_length=1, max_length=60, examples=["wpa-20"],
+    preset: PresetName | None = Field(None, examples=["wpa-20"],
                                description="a named preset (GET /api/presets) as the base; "
                                "the fields given beside it override its numbers")
 
 
 class CreateTable(BaseModel):
-    model_config = ConfigDict(extra="forbid", regex_engine="python-re")
+    model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(pattern=TABLE_ID_PATTERN, examples=["2"])
-    players: list[Annotated[str, StringConstraints(min_length=1, max_length=60,
-                                                   pattern=r"\S")]] = Field(
+    id: TableId = Field(examples=["2"])
+    players: list[PersonName] = Field(
         min_length=2, max_length=2, examples=[["Ivanov", "Petrov"]],
-        description="two names of 1..60 characters (leading and trailing blanks dropped)")
+        description=f"two names of up to {NAME.cap} characters (docs/policy.md; "
+        "leading and trailing spaces dropped)")
     timer: StrictBool = Field(True, description="false: a match without time control (12.1)")
     profile: ProfileIn | None = Field(
         None, description="Partial time profile; omitted fields take the rules' defaults.",
         examples=[{"shot_ms": 30000}])
     first_breaker: PlayerIndex = Field(0, description="who breaks frame 1 (I3)")
-    race_to: Annotated[StrictInt, Field(ge=1, le=999)] | None = Field(
+    race_to: Annotated[StrictInt, Field(ge=1, le=MAX_RACE_TO)] | None = Field(
         None, description="frames needed to win the match; null: an open-ended match "
         "(frames are counted, nobody wins it)", examples=[3])
-    event: str | None = Field(None, min_length=1, max_length=MAX_TEXT,
+    event: TextLine | None = Field(None,
                               description="the event (tournament) of the first match, for "
                               "its protocol", examples=["City cup, round 2"])
     match_limit_ms: Annotated[StrictInt, Field(ge=1000, le=MAX_MATCH_MS)] | None = Field(
@@ -155,8 +196,8 @@ class CreateTable(BaseModel):
         "frame in play decides), tie_break_frame (the frame in play is finished, the leader "
         "wins, level: one tie-break frame), shot_clock (a per-shot clock, the profile's "
         "slow_play_ms, for the rest)")
-    referee: str | None = Field(None, min_length=1, max_length=MAX_TEXT,
-                                description="the referee of the first match, for its protocol")
+    referee: PersonName | None = Field(None, description="the referee of the first match, "
+                                       "for its protocol")
 
     def partial_profile(self) -> dict[str, Any]:
         """Only the profile fields the client gave (the core fills in the rest)."""
@@ -472,7 +513,7 @@ class GeneralFoulSpec(_Closed):
         default_factory=list, description="ball_off_table only (required there): the balls "
         "that left the table, 'white' once per white; they are re-spotted (11.1-11.2)")
     touched_with: TouchedWith | None = Field(None, description="touched_ball only (optional)")
-    text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT)] | None = Field(
+    text: TextLine | None = Field(
         None, description="free text: required for other, a note for any other code")
 
 
@@ -1040,10 +1081,7 @@ class PingMessage(BaseModel):
 # (parse_command) stays the validator; these models describe exactly what it accepts
 # (tests/test_command_schemas.py and the schemathesis run check that they agree).
 
-# A player's name: 1..MAX_NAME characters once surrounding blanks are dropped (check_players).
-Name = Annotated[str, StringConstraints(
-    pattern=rf"^\s*(?=\S)[\s\S]{{1,{MAX_NAME}}}(?<=\S)\s*$")]
-Names = Annotated[list[Name], Field(min_length=2, max_length=2)]
+Names = Annotated[list[PersonName], Field(min_length=2, max_length=2)]
 
 # A field means the same in every command that has it: its exact type where the dataclass
 # type alone says too little (a player is an int, but only 0 or 1; a pocket a str, but one
@@ -1054,7 +1092,7 @@ COMMAND_FIELD_TYPES: dict[str, Any] = {
     "first_breaker": PlayerIndex,
     "remaining_ms": Annotated[StrictInt, Field(ge=1, le=MAX_SET_MS)],
     "whites_potted": Annotated[StrictInt, Field(ge=0, le=WHITES)],
-    "race_to": Annotated[StrictInt, Field(ge=1)],
+    "race_to": Annotated[StrictInt, Field(ge=1, le=MAX_RACE_TO)],
     "players": Names,
     "profile": ProfileIn,
     "call": CallSpec,
@@ -1069,8 +1107,10 @@ COMMAND_FIELD_TYPES: dict[str, Any] = {
     "scope": Literal["frame", "match"],
     "match_limit_ms": Annotated[StrictInt, Field(ge=1000, le=MAX_MATCH_MS)],
     "at_match_limit": AtLimitCode,
-    "referee_foul": Text | GeneralFoulSpec,
-    "at": StrictInt | StrictFloat,
+    "referee_foul": TextLine | GeneralFoulSpec,
+    "at": (Annotated[StrictInt, Field(ge=0, le=MAX_AT_MS)]
+           | Annotated[StrictFloat, Field(ge=0, le=MAX_AT_MS)]),
+    "referee": PersonName,
     "by": Literal[BY],  # a command that declares its own ``by`` takes any text (see below)
 }
 COMMAND_FIELD_DOCS: dict[str, str] = {
@@ -1104,7 +1144,7 @@ MESSAGE_FIELDS: dict[str, tuple[Any, str]] = {
 def _hint_type(hint: Any) -> Any:
     """A JSON type for a dataclass field's type hint (None handled by the caller)."""
     if hint is str:
-        return Text
+        return TextLine
     if hint is bool:
         return StrictBool
     if hint is int:
@@ -1125,8 +1165,8 @@ def _field_annotation(cls: type[Command], name: str, hint: Any) -> tuple[Any, bo
     optional = type(None) in args
     rest = [a for a in args if a is not type(None) and getattr(a, "__name__", "") != "_Same"]
     own = name in cls.__dict__.get("__annotations__", {})
-    if name == "by" and own:  # a correction names who made it: any short text
-        base: Any = Text
+    if name == "by" and own:  # a correction names who made it: a person's name
+        base: Any = PersonName
     else:
         base = COMMAND_FIELD_TYPES.get(name) or _hint_type(rest[0])
     return (base | None if optional else base), same
@@ -1162,7 +1202,7 @@ def _command_model(cls: type[Command], *, websocket: bool) -> type[BaseModel]:
     words = "".join(part.capitalize() for part in cls.name.split("_"))
     model: type[BaseModel] = create_model(
         f"{'Ws' if websocket else ''}{words}Command",
-        __config__=ConfigDict(extra="forbid", regex_engine="python-re"),
+        __config__=ConfigDict(extra="forbid"),
         __doc__=" ".join((cls.__doc__ or f"The {cls.name} command.").split()),
         **definitions,
     )
@@ -1204,7 +1244,9 @@ __all__ += [
     "PongMessage", "AckMessage", "ErrorMessage", "PingMessage", "CallAnnouncedData",
     "CallVerdictSpec", "GeneralFoulSpec", "BreachRecord", "StatusMessage", "TableArchivedData",
     "HallTable", "HallMessage", "HallTableMessage", "HallRemovedMessage", "HallStatusMessage",
-    "Text", "PlayerIndex", "COMMAND_FIELD_TYPES", "MESSAGE_FIELDS", "TABLE_ID_PATTERN",
+    "PersonName", "TextLine", "TableId", "ArchiveId", "LogId", "MatchId", "PresetName",
+    "LOG_ID_PATTERN", "MATCH_ID_PATTERN", "PlayerIndex", "COMMAND_FIELD_TYPES",
+    "MESSAGE_FIELDS", "TABLE_ID_PATTERN",
     "ARCHIVE_ID_PATTERN", "MAX_SEQ", "ArchiveRecord", "ArchivedTable", "command_models",
     "command_union", "command_message", "CommandMessage",
 ]
@@ -1405,6 +1447,10 @@ class MqttStatus(RootModel[Literal["online", "offline"]]):
     connected; ``offline`` when it leaves, and as its last will when it vanishes."""
 
 
+# A token is a secret, not human text: shown to nobody, compared whole (auth.py).
+MAX_TOKEN_LENGTH = 1024
+Token = Annotated[str, Field(max_length=MAX_TOKEN_LENGTH, json_schema_extra={
+    "format": "password"})]
 MQTT_TOKEN_DOC = ("the referee token (SHOTCLOCK_REFEREE_TOKEN of the table's service), "
                   "needed when it has one: the broker's ACL says who may publish here, the "
                   "token says who may command")
@@ -1415,7 +1461,7 @@ def _with_token(model: type[BaseModel]) -> type[BaseModel]:
     handshake to carry it)."""
     return create_model(
         f"Mqtt{model.__name__}", __base__=model, __doc__=model.__doc__,
-        token=(str | None, Field(None, description=MQTT_TOKEN_DOC)))
+        token=(Token | None, Field(None, description=MQTT_TOKEN_DOC)))
 
 
 MQTT_COMMANDS: tuple[type[BaseModel], ...] = tuple(
@@ -1435,7 +1481,7 @@ class ReplayRequest(_Closed):
     never does; the ACL says who may publish here); no reply."""
 
     type: Literal["replay"]
-    since: int = Field(ge=0, description="the last seq the asker has")
+    since: int = Field(ge=0, le=MAX_SEQ, description="the last seq the asker has")
     id: Any = Field(None, description="ignored")
 
 

@@ -27,6 +27,7 @@ from enum import StrEnum
 from typing import Any, Final, NoReturn
 
 from clock_service.core.rules.errors import InvalidResult
+from clock_service.core.text import LINE, clean, refusal
 
 __all__ = [
     "FOUL_RULES",
@@ -38,7 +39,7 @@ __all__ = [
     "TouchedWith",
 ]
 
-MAX_FOUL_TEXT: Final = 200
+MAX_FOUL_TEXT: Final = LINE.cap
 
 
 def _unknown(what: str, code: str, value: object, allowed: Iterable[str]) -> NoReturn:
@@ -131,11 +132,12 @@ class TouchedWith(StrEnum):
         _unknown("touched_with", "unknown_touched_with", value, (b.value for b in cls))
 
 
-def _check_text(name: str, value: object) -> None:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_FOUL_TEXT:
-        raise InvalidResult(
-            f"{name} must be a non-empty string of at most {MAX_FOUL_TEXT} characters, "
-            f"got {value!r}", code="bad_text")
+def _check_text(name: str, value: object) -> str:
+    """The referee's words as kept, by the one rule of human text (core/text.py)."""
+    reason = refusal(value, LINE)
+    if reason is not None:
+        raise InvalidResult(f"{name}: {reason}", code="bad_text")
+    return clean(value, LINE)
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,7 @@ class GeneralFoul:
         if self.touched_with is not None:
             object.__setattr__(self, "touched_with", TouchedWith(self.touched_with))
         if self.text is not None:
-            _check_text("referee_foul.text", self.text)
+            object.__setattr__(self, "text", _check_text("referee_foul.text", self.text))
         if code is FoulCode.BALL_OFF_TABLE:
             if not balls:
                 raise InvalidResult(

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from clock_service.core.commands import parse_command
 from clock_service.service.auth import stamp
 from clock_service.service.doors import credential_of, error_responses, invalid_json, runtime_of
-from clock_service.service.wire import TableState
+from clock_service.service.wire import TableId, TableState
 
 __all__ = ["router"]
 
@@ -24,7 +24,7 @@ router = APIRouter()
              openapi_extra={"requestBody": {
                  "required": True, "content": {"application/json": {"schema": {
                      "$ref": "#/components/schemas/Command"}}}}})
-async def post_command(table_id: str, request: Request) -> dict[str, Any] | JSONResponse:
+async def post_command(table_id: TableId, request: Request) -> dict[str, Any] | JSONResponse:
     """A referee command: one of the known names with its own fields (the body schema
     is generated from the core's command registry). 200: the state once its events are
     durable. 409: refused by the rules; 422: malformed (the message names the field),

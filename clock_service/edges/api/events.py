@@ -16,12 +16,21 @@ from fastapi.responses import Response
 from clock_service.core.errors import UnknownTable
 from clock_service.service.doors import error_responses, plain_integers, runtime_of
 from clock_service.service.limits import MAX_EVENTS_PAGE
-from clock_service.service.wire import ARCHIVE_ID_PATTERN, MAX_SEQ, ArchiveRecord, WireEvent
+from clock_service.service.wire import (
+    ARCHIVE_ID_PATTERN,
+    MAX_SEQ,
+    ArchiveId,
+    ArchiveRecord,
+    TableId,
+    WireEvent,
+)
 
 __all__ = ["router", "MAX_ARCHIVE_PAGE"]
 
 MAX_ARCHIVE_PAGE = 200
 _ARCHIVE_ID = re.compile(ARCHIVE_ID_PATTERN)
+# An archive id, or empty: from the first.
+ARCHIVE_CURSOR_PATTERN = r"^(?:[A-Za-z0-9_-]{1,32}~[0-9]{1,9})?$"
 
 router = APIRouter()
 
@@ -30,11 +39,11 @@ router = APIRouter()
                    dependencies=[plain_integers("since", "limit")],
                    responses={200: {"model": list[WireEvent]}, **error_responses(404, 422, 429)})
 async def get_events(
-    table_id: str, request: Request,
+    table_id: TableId, request: Request,
     since: Annotated[int, Query(ge=0, le=MAX_SEQ, description="events with seq > since")
                      ] = 0,
-    limit: Annotated[int, Query(ge=1, description=f"at most {MAX_EVENTS_PAGE} a page "
-                                  "(a larger limit gives that many)")] = MAX_EVENTS_PAGE,
+    limit: Annotated[int, Query(ge=1, le=MAX_SEQ, description=f"at most {MAX_EVENTS_PAGE} a "
+                                "page (a larger limit gives that many)")] = MAX_EVENTS_PAGE,
 ) -> Response:
     """The table's event log from the store, in seq order; page with ``since`` = the last
     seq of the page before."""
@@ -50,12 +59,12 @@ async def get_events(
                    responses={200: {"model": list[ArchiveRecord]}, **error_responses(422, 429)})
 async def list_archive(
     request: Request,
-    table: Annotated[str | None, Query(max_length=32, description="only the archives "
-                                       "of this table id")] = None,
-    after: Annotated[str, Query(max_length=48, description="cursor: the last archive id "
-                                "of the page before")] = "",
-    limit: Annotated[int, Query(ge=1, description=f"at most {MAX_ARCHIVE_PAGE} a page"
-                                  )] = 100,
+    table: Annotated[TableId | None, Query(description="only the archives of this table "
+                                           "id")] = None,
+    after: Annotated[str, Query(pattern=ARCHIVE_CURSOR_PATTERN, description="cursor: the "
+                                "last archive id of the page before")] = "",
+    limit: Annotated[int, Query(ge=1, le=MAX_SEQ, description=f"at most {MAX_ARCHIVE_PAGE} "
+                                "a page")] = 100,
 ) -> list[dict[str, Any]]:
     """Archived tables, by archive id."""
     store = runtime_of(request).store
@@ -68,10 +77,10 @@ async def list_archive(
                    dependencies=[plain_integers("since", "limit")],
                    responses={200: {"model": list[WireEvent]}, **error_responses(404, 422, 429)})
 async def get_archived_events(
-    archive_id: str, request: Request,
+    archive_id: ArchiveId, request: Request,
     since: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
-    limit: Annotated[int, Query(ge=1, description=f"at most {MAX_EVENTS_PAGE} a page"
-                                  )] = MAX_EVENTS_PAGE,
+    limit: Annotated[int, Query(ge=1, le=MAX_SEQ, description=f"at most {MAX_EVENTS_PAGE} "
+                                "a page")] = MAX_EVENTS_PAGE,
 ) -> Response:
     """An archived table's events, as they were sent (``table`` is its live id)."""
     store = runtime_of(request).store

@@ -20,6 +20,7 @@ from clock_service.core.clock import TableClock
 from clock_service.core.commands import parse_command
 from clock_service.core.errors import InvalidCommand
 from clock_service.service.doors import error_responses, invalid_json, runtime_of
+from clock_service.service.wire import TableId
 
 
 class NotPreviewable(InvalidCommand):
@@ -36,7 +37,7 @@ router = APIRouter()
              openapi_extra={"requestBody": {
                  "required": True, "content": {"application/json": {"schema": {
                      "$ref": "#/components/schemas/Command"}}}}})
-async def preview_result(table_id: str, request: Request) -> dict[str, Any] | JSONResponse:
+async def preview_result(table_id: TableId, request: Request) -> dict[str, Any] | JSONResponse:
     """The events a ``result`` would make now (type and data of each), from a copy of the
     table's clock; nothing changes. 409/422 as the command itself would be refused."""
     runtime = runtime_of(request)

@@ -10,7 +10,7 @@ from fastapi.responses import Response
 
 from clock_service.service.doors import error_responses, plain_integers, runtime_of
 from clock_service.service.limits import MAX_TABLES_PAGE
-from clock_service.service.wire import ArchivedTable, CreateTable, TableState
+from clock_service.service.wire import MAX_SEQ, ArchivedTable, CreateTable, TableId, TableState
 
 __all__ = ["router"]
 
@@ -33,10 +33,10 @@ router = APIRouter()
                 "schema": {"type": "string"}}}}, **error_responses(422, 429)})
 async def list_tables(
     request: Request, response: Response,
-    after: Annotated[str, Query(max_length=32, description="cursor: the last id of the "
-                                "page before (tables come sorted by id)")] = "",
-    limit: Annotated[int, Query(ge=1, description=f"at most {MAX_TABLES_PAGE} a page "
-                                  "(a larger limit gives that many)")] = MAX_TABLES_PAGE,
+    after: Annotated[str, Query(pattern=r"^[A-Za-z0-9_-]{0,32}$", description="cursor: the "
+                                "last id of the page before (tables come sorted by id)")] = "",
+    limit: Annotated[int, Query(ge=1, le=MAX_SEQ, description=f"at most {MAX_TABLES_PAGE} a "
+                                "page (a larger limit gives that many)")] = MAX_TABLES_PAGE,
 ) -> list[dict[str, Any]]:
     """Live tables' states, sorted by id, a page at a time."""
     runtime = runtime_of(request)
@@ -66,14 +66,14 @@ async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
 
 @router.get("/api/tables/{table_id}", tags=["tables"], response_model=None,
             responses={200: {"model": TableState}, **error_responses(404, 429)})
-async def get_table(table_id: str, request: Request) -> dict[str, Any]:
+async def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
     return runtime_of(request).state(table_id)
 
 
 @router.delete("/api/tables/{table_id}", tags=["tables"], response_model=None,
                responses={200: {"model": ArchivedTable},
                           **error_responses(401, 403, 404, 429, 503)})
-async def archive_table(table_id: str, request: Request) -> dict[str, Any]:
+async def archive_table(table_id: TableId, request: Request) -> dict[str, Any]:
     """Archive a table (the referee token): it leaves the hall, its clock stops, its
     WebSocket clients get ``table.archived`` and are closed (4404). Its events stay in
     the store under ``archived_as`` (``<id>~<n>``; GET /api/archive/{archive_id}/events)

@@ -7,14 +7,15 @@ A revoked token's next request is refused: no restart."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.convertors import Convertor, register_url_convertor
 
 from clock_service.service.auth import Authority
 from clock_service.service.doors import credential_of, error_responses
+from clock_service.service.wire import PersonName, TableId
 
 __all__ = ["tokens_router", "IssueToken"]
 
@@ -37,12 +38,14 @@ register_url_convertor("token_id", _TokenId())
 
 class IssueToken(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    role: str = Field(default="referee", description="referee (its tables only) or director",
-                      examples=["referee"])
-    tables: list[str] | None = Field(default=None, max_length=200,
-                                     description="a referee's tables (ids)", examples=[["7"]])
-    name: str = Field(max_length=40, description="who holds it, as the log will record",
-                      examples=["table 7 referee"])
+    role: Literal["referee", "director"] = Field(
+        default="referee", description="referee (its tables only) or director",
+        examples=["referee"])
+    tables: list[TableId] | None = Field(default=None, max_length=200,
+                                         description="a referee's tables (ids)",
+                                         examples=[["7"]])
+    name: PersonName = Field(description="who holds it, as the log will record",
+                             examples=["table 7 referee", "Судья стола 7"])
 
 
 def tokens_router(authority: Authority, now_ms: Callable[[], float]) -> APIRouter:
@@ -63,7 +66,8 @@ def tokens_router(authority: Authority, now_ms: Callable[[], float]) -> APIRoute
         return authority.listed()
 
     @router.delete("/{token_id:token_id}", responses=error_responses(401, 403, 404, 429))
-    async def revoke(token_id: str) -> dict[str, Any]:
+    async def revoke(token_id: Annotated[str, Path(pattern=f"^{_TokenId.regex}$")]
+                     ) -> dict[str, Any]:
         """Revoke a token: refused from its next request on."""
         return authority.revoke(token_id, now_ms())
 

@@ -21,7 +21,7 @@ from fastapi.responses import Response
 
 from clock_service.edges.broadcast import rows as r
 from clock_service.service.live import ServedTables
-from clock_service.service.wire import ErrorResponse
+from clock_service.service.wire import ErrorResponse, TableId
 
 __all__ = ["FeedBoard", "router", "MEDIA_TYPES"]
 
@@ -150,7 +150,7 @@ def router(board: FeedBoard) -> APIRouter:
     @routes.get("/feeds/tables/{table_id}.{fmt}", response_model=None,
                 responses={**_FEED_DOC, 404: {"model": ErrorResponse,
                                               "description": "no such table (unknown_table)"}})
-    async def table_feed(request: Request, table_id: str, fmt: Format,
+    async def table_feed(request: Request, table_id: TableId, fmt: Format,
                          lang: Annotated[Lang, _LANG] = "en") -> Response:
         """One table's row (an array of one, a ``/feed`` of one ``row``, or a header line and
         one line). From memory; ETag and 304."""

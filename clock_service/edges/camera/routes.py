@@ -6,7 +6,7 @@ Mounted by ``shotclock serve`` only when a camera is configured (``cli.py``).
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
@@ -14,19 +14,26 @@ from pydantic import BaseModel, Field
 
 from clock_service.edges.camera.adapter import CameraAdapter
 from clock_service.edges.camera.geometry import Calibration, CalibrationError
+from clock_service.service.wire import LOG_ID_PATTERN, MATCH_ID_PATTERN
 
 __all__ = ["camera_router", "CalibrationBody", "MAX_CLIPS_PAGE"]
 
 MAX_CLIPS_PAGE = 100  # clips in one answer at most (the store keeps 100 by default)
-MATCH_ID = r"^[A-Za-z0-9_~-]{1,48}\.[0-9]{1,9}$"
+MATCH_ID = MATCH_ID_PATTERN
+# Pixels: a frame's size and a point on it (a corner may be clicked a little outside).
+MAX_PIXELS = 65_536
+Pixel = Annotated[float, Field(ge=-MAX_PIXELS, le=MAX_PIXELS)]
+FrameSide = Annotated[int, Field(ge=1, le=MAX_PIXELS)]
+CLIP_FILE = r"^[A-Za-z0-9_-]{1,80}\.(?:json|mjpeg|zip)$"
 
 
 class CalibrationBody(BaseModel):
-    corners: list[tuple[float, float]] = Field(
+    corners: list[tuple[Pixel, Pixel]] = Field(
         min_length=4, max_length=4,
         description="the playing area's corners inside the cushions, in frame pixels, going "
         "round the table; the first is the bed's origin")
-    frame_size: tuple[int, int] = Field(description="width and height of the frame clicked on")
+    frame_size: tuple[FrameSide, FrameSide] = Field(
+        description="width and height of the frame clicked on")
     learn: bool = Field(True, description="learn the balls' and the felt's look from the "
                         "camera's latest frame (issue 21 point 3a; the balls at rest, apart, "
                         "nothing over the table); when it cannot, the corners are saved "
@@ -109,7 +116,7 @@ def camera_router(camera: CameraAdapter) -> APIRouter:
         request: Request,
         match: str | None = Query(None, pattern=MATCH_ID, description="only this match's "
                                   "clips (its id, '<table>.<number>')"),
-        table: str | None = Query(None, pattern=r"^[A-Za-z0-9_~-]{1,48}$",
+        table: str | None = Query(None, pattern=LOG_ID_PATTERN,
                                   description="only this table's clips"),
         kind: Literal["rest", "strike", "time_foul"] | None = Query(None),
         limit: int = Query(MAX_CLIPS_PAGE, ge=1, le=MAX_CLIPS_PAGE,
@@ -127,7 +134,8 @@ def camera_router(camera: CameraAdapter) -> APIRouter:
         return {"clips": _select(clips, match, kind, limit)}
 
     @router.get("/clips/{name}")
-    async def camera_clip(name: str, request: Request) -> Any:
+    async def camera_clip(name: Annotated[str, Path(pattern=CLIP_FILE)],
+                          request: Request) -> Any:
         """``<id>.json`` (each frame's capture time, offset and length), ``<id>.mjpeg``
         (the frames one after another) or ``<id>.zip`` (a JPEG per frame and times.json)."""
         store = _clips(request)

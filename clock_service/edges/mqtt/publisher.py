@@ -45,6 +45,7 @@ from clock_service.service.limits import TokenBucket, read_message
 from clock_service.service.runtime import Runtime
 from clock_service.service.settings import Settings
 from clock_service.service.supervisor import cancelled_from_outside, supervise
+from clock_service.service.wire import MAX_SEQ
 
 __all__ = ["MqttPublisher", "TablePublisher"]
 
@@ -287,7 +288,7 @@ class TablePublisher:
         message, _ = read_message(payload, self.owner.settings.max_message_bytes)
         since = None if message is None else message.get("since")
         if message is None or message.get("type", "replay") != "replay" or isinstance(
-                since, bool) or not isinstance(since, int) or since < 0:
+                since, bool) or not isinstance(since, int) or not 0 <= since <= MAX_SEQ:
             log.warning("table %s: unreadable replay request ignored", self.table_id)
             return
         if self.feed.replay(since):

@@ -9,23 +9,29 @@ made, and lists are paginated (``MAX_PAGE``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from html import escape as html_escape
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from clock_service.core.errors import UnknownMatch
+from clock_service.core.text import markup
 from clock_service.edges.reports.protocol import LANGS
 from clock_service.edges.reports.service import Reports
 from clock_service.service.storage.index import MAX_PAGE
-from clock_service.service.wire import ErrorResponse, MatchPage, MatchRecordOut
+from clock_service.service.wire import (
+    MAX_SEQ,
+    ErrorResponse,
+    LogId,
+    MatchId,
+    MatchPage,
+    MatchRecordOut,
+)
 
 __all__ = ["routers", "clips_link"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse} for code in (404, 422)}
-MatchId = str
 
 
 def clips_link(clips_table: str | None, match_id: str) -> str | None:
@@ -54,14 +60,14 @@ _NO_MATCH = {
 
 def _no_such_match(match: str, lang: str) -> HTMLResponse:
     title, text, back = _NO_MATCH.get(lang, _NO_MATCH["en"])
-    body = html_escape(text.format(id=match or "–"))
+    body = markup(text.format(id=match or "–"))
     page = (f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f'<title>{html_escape(title)}</title><link rel="icon" href="data:,">'
+            f'<title>{markup(title)}</title><link rel="icon" href="data:,">'
             '<link rel="stylesheet" href="/static/common.css"></head>'
             '<body class="no-match" style="padding:24px;max-width:40em;margin:auto">'
-            f'<h1>{html_escape(title)}</h1><p>{body}</p>'
-            f'<p><a href="/">{html_escape(back)}</a></p></body></html>')
+            f'<h1>{markup(title)}</h1><p>{body}</p>'
+            f'<p><a href="/">{markup(back)}</a></p></body></html>')
     return HTMLResponse(page, status_code=404, headers={"Cache-Control": "no-cache"})
 
 
@@ -81,11 +87,12 @@ def routers(reports: Reports, clips_table: Callable[[], str | None] = lambda: No
                         responses={200: {"model": MatchPage}, **_ERRORS})
     async def list_matches(
         request: Request,
-        table: str | None = Query(None, description="only this table's matches"),
-        since: int | None = Query(None, ge=0, description="only matches started at or "
-                                  "after this unix ms"),
-        after: str | None = Query(None, description="the 'next' of the previous page",
-                                  pattern=r"^[A-Za-z0-9_~-]{1,48}\.[0-9]{1,9}$"),
+        table: Annotated[LogId | None, Query(description="only this table's matches (a "
+                                            "live table's id or an archive's)")] = None,
+        since: int | None = Query(None, ge=0, le=MAX_SEQ, description="only matches "
+                                  "started at or after this unix ms"),
+        after: Annotated[MatchId | None, Query(description="the 'next' of the previous "
+                                               "page")] = None,
         limit: int = Query(50, ge=1, le=MAX_PAGE),
     ) -> Response:
         """Matches, newest first, from the match index (archived tables' too)."""
@@ -128,7 +135,8 @@ def routers(reports: Reports, clips_table: Callable[[], str | None] = lambda: No
     async def get_match_chart(
         match_id: MatchId, chart: Literal["distribution", "shots", "timeline"],
         request: Request,
-        frame: int | None = Query(None, ge=1, description="one frame (default: the match)"),
+        frame: int | None = Query(None, ge=1, le=MAX_SEQ, description="one frame "
+                                  "(default: the match)"),
         lang: Literal["ru", "en"] = Query("en"),
         width: int | None = Query(None, ge=400, le=2400, description="px (default: print)"),
         height: int | None = Query(None, ge=200, le=1400, description="px (default: print)"),
@@ -142,7 +150,7 @@ def routers(reports: Reports, clips_table: Callable[[], str | None] = lambda: No
                         headers={"Cache-Control": "no-cache"})
 
     @report_router.get("/report", include_in_schema=False)
-    async def report_page(request: Request, match: MatchId | None = None,
+    async def report_page(request: Request, match: str | None = None,
                           lang: str | None = None) -> HTMLResponse:
         """The match protocol: the official record, printable on one or two A4 pages. A
         wrong or missing match id is a page that says so (404), not an API error's JSON."""
@@ -157,10 +165,10 @@ def routers(reports: Reports, clips_table: Callable[[], str | None] = lambda: No
             # the camera's clips of the match: a link to the viewer among the page's links
             # (issue 21 point 5; not printed, as they are not); the protocol is the worker's
             text = _CLIPS_LINK.get(language, _CLIPS_LINK["en"])
-            href = html_escape(f"/clips?match={match}&lang={language}")
+            href = markup(f"/clips?match={match}&lang={language}")
             start = html.index('<nav class="links">')
             end = html.index("</nav>", start)
-            html = (html[:end] + f'<a class="clips-link" href="{href}">{html_escape(text)}</a>'
+            html = (html[:end] + f'<a class="clips-link" href="{href}">{markup(text)}</a>'
                     + html[end:])
         return HTMLResponse(html, headers={"Cache-Control": "no-cache"})
 

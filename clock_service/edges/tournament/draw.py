@@ -17,21 +17,23 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from clock_service.core.commands import MAX_RACE_TO
 from clock_service.core.ids import is_table_id
+from clock_service.core.text import LINE, NAME, clean, refusal
 
 __all__ = ["DrawMatch", "DrawError", "Problem", "parse_draw", "Draw", "NEXT_FREE",
-           "CSV_COLUMNS", "MAX_DRAW_MATCHES", "MAX_DRAW_BYTES"]
+           "CSV_COLUMNS", "MAX_DRAW_MATCHES", "MAX_DRAW_BYTES", "MAX_DRAW_NUMBER"]
 
 NEXT_FREE = "next"
 CSV_COLUMNS = ("number", "player1", "player2", "race_to", "event", "round", "table")
 REQUIRED = ("number", "player1", "player2", "race_to")
 MAX_DRAW_MATCHES = 2000
 MAX_DRAW_BYTES = 1_000_000
-MAX_NAME = 60
-MAX_TEXT = 200
-# A cell starting with one of these is a formula to a spreadsheet (CSV injection, OWASP):
-# a player's name is printed in results that organisers open in one.
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+MAX_DRAW_NUMBER = 999_999
+# Besides the rule of every human text (core/text.py): a cell of a draw starting with one
+# of these was a formula in the spreadsheet the draw came from (CSV injection, OWASP), so
+# it is refused rather than imported as a name (every CSV written quotes such a cell too).
+FORMULA_START = ("=", "+", "-", "@")
 
 
 @dataclass(frozen=True)
@@ -86,41 +88,43 @@ class DrawMatch:
 
 
 def _name(value: Any, column: str) -> tuple[str | None, str | None]:
-    if not isinstance(value, str) or not value.strip():
+    if value is None or isinstance(value, str) and not value.strip(" "):  # an empty cell
         return None, f"{column} is missing"
-    name = value.strip()
-    if len(name) > MAX_NAME:
-        return None, f"{column} {name[:20]!r}... is longer than {MAX_NAME} characters"
-    if value.lstrip(" ").startswith(FORMULA_START) or name.startswith(FORMULA_START):
+    reason = refusal(value, NAME)  # the reason the API gives for the same name
+    if reason is not None:
+        return None, f"{column}: {reason}"
+    name = clean(value, NAME)
+    if name.startswith(FORMULA_START):
         return None, (f"{column} {name!r} starts with {name[0]!r}: a spreadsheet would run it "
                       "as a formula (=, +, -, @ are refused at the start of a name)")
     return name, None
 
 
 def _text(value: Any, column: str) -> tuple[str | None, str | None]:
-    if value is None or (isinstance(value, str) and not value.strip()):
+    if value is None or isinstance(value, str) and not value.strip(" "):  # an empty cell
         return None, None
-    if not isinstance(value, str | int) or isinstance(value, bool):
-        return None, f"{column} must be text, got {value!r}"
-    text = str(value).strip()
-    if len(text) > MAX_TEXT:
-        return None, f"{column} is longer than {MAX_TEXT} characters"
+    reason = refusal(value, LINE)
+    if reason is not None:
+        return None, f"{column}: {reason}"
+    text = clean(value, LINE)
     if text.startswith(FORMULA_START):
         return None, f"{column} {text!r} starts with {text[0]!r}: refused as a formula"
     return text, None
 
 
-def _whole(value: Any, column: str, low: int, high: int) -> tuple[int | None, str | None]:
+def _whole(value: Any, column: str, low: int, high: int,
+           cell: bool) -> tuple[int | None, str | None]:
+    """A whole number: JSON's own, or a CSV cell's digits (``cell``)."""
     if isinstance(value, bool):
         return None, f"{column} must be a whole number, got {value!r}"
-    if isinstance(value, str) and value.strip().isdigit():
+    if cell and isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value.strip())
     if not isinstance(value, int) or not low <= value <= high:
         return None, f"{column} must be a whole number in {low}..{high}, got {value!r}"
     return value, None
 
 
-def _match(line: int, row: Mapping[str, Any], tables: Iterable[str],
+def _match(line: int, row: Mapping[str, Any], kind: str, tables: Iterable[str],
            problems: list[Problem]) -> DrawMatch | None:
     start = len(problems)
 
@@ -130,7 +134,8 @@ def _match(line: int, row: Mapping[str, Any], tables: Iterable[str],
             problems.append(Problem(line, error))
         return value
 
-    number = check(_whole(row.get("number"), "number", 1, 999_999))
+    cell = kind == "csv"  # a CSV has only text: its numbers are digits
+    number = check(_whole(row.get("number"), "number", 1, MAX_DRAW_NUMBER, cell))
     players = row.get("players")
     if players is not None:  # JSON: "players": [a, b]
         if not isinstance(players, list) or len(players) != 2:
@@ -142,13 +147,15 @@ def _match(line: int, row: Mapping[str, Any], tables: Iterable[str],
     else:
         a = check(_name(row.get("player1"), "player1"))
         b = check(_name(row.get("player2"), "player2"))
-    race_to = check(_whole(row.get("race_to"), "race_to", 1, 999))
+    race_to = check(_whole(row.get("race_to"), "race_to", 1, MAX_RACE_TO, cell))
     event = check(_text(row.get("event"), "event"))
     round_ = check(_text(row.get("round"), "round"))
     table = row.get("table")
-    table = None if table is None else str(table).strip()
+    table = None if table is None else table.strip() if isinstance(table, str) else table
     if table in ("", NEXT_FREE, "next free table"):
         table = None
+    elif table is not None and not isinstance(table, str):
+        problems.append(Problem(line, f"table must be a table id (text), got {table!r}"[:200]))
     elif table is not None and (not is_table_id(table) or table not in set(tables)):
         problems.append(Problem(line, f"unknown table {table!r}: tables are "
                                 f"{sorted(set(tables))} (or 'next' for the next free table)"))
@@ -206,7 +213,7 @@ def parse_draw(text: str, *, kind: str, tables: Iterable[str],
     taken_numbers = set(taken)
     matches = []
     for line, item in rows:
-        match = _match(line, item, tables, problems)
+        match = _match(line, item, kind, tables, problems)
         if match is None:
             continue
         if match.number in seen:

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from clock_service.core import presets
 from clock_service.core.errors import ShotClockError
-from clock_service.core.ids import TABLE_ID_PATTERN
-from clock_service.edges.tournament.draw import DrawError, Problem
+from clock_service.edges.tournament.draw import MAX_DRAW_NUMBER, DrawError, Problem
 from clock_service.edges.tournament.results import Results, results_csv
 from clock_service.edges.tournament.schemas import (
-    DRAW_CSV_EXAMPLE,
+    DRAW_BODY,
     AssignIn,
     DrawMatchOut,
     DrawOut,
@@ -27,7 +26,14 @@ from clock_service.edges.tournament.schemas import (
 )
 from clock_service.edges.tournament.service import Tournament
 from clock_service.service.doors import credential_of, error_responses
-from clock_service.service.wire import ErrorResponse, PresetOut
+from clock_service.service.wire import (
+    ErrorResponse,
+    MatchId,
+    PresetName,
+    PresetOut,
+    TableId,
+    TextLine,
+)
 
 __all__ = ["router"]
 
@@ -78,7 +84,7 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
 
     @routes.get("/api/presets/{name}", response_model=PresetOut,
                 responses={404: {"model": ErrorResponse}})
-    async def get_preset(name: str) -> Any:
+    async def get_preset(name: PresetName) -> Any:
         """One preset with its source and its full profile."""
         preset = presets.library().presets.get(name)
         if preset is None:
@@ -96,9 +102,7 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
 
     @routes.post("/api/draw", status_code=201, responses={
         **error_responses(401, 403, 413, 503), 422: {"model": DrawRefused}},
-        openapi_extra={"requestBody": {"required": True, "content": {
-                "text/csv": {"schema": {"type": "string"}, "example": DRAW_CSV_EXAMPLE},
-                "application/json": {"schema": {"type": "array", "items": {"type": "object"}}}}}})
+        openapi_extra={"requestBody": DRAW_BODY})
     async def import_draw(request: Request) -> Any:
         """Import a draw: CSV (header ``number,player1,player2,race_to,event,round,table``) or
         JSON (a list of ``{number, players: [a, b], race_to, event, round, table}``); ``table``
@@ -118,7 +122,9 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
 
     @routes.post("/api/draw/{number}/assign", response_model=DrawMatchOut,
                  responses=_DRAW_ERRORS)
-    async def assign_match(request: Request, number: int, body: AssignIn) -> dict[str, Any]:
+    async def assign_match(request: Request,
+                           number: Annotated[int, Path(ge=1, le=MAX_DRAW_NUMBER)],
+                           body: AssignIn) -> dict[str, Any]:
         """Put a queued match in a table's queue (``table``), or back to the next free table
         (``table`` null). 409 ``match_started`` once it was started."""
         return (await served().assign(number, body.table)).to_dict()
@@ -129,14 +135,14 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
         return {"removed": await served().clear()}
 
     @routes.get("/api/tables/{table_id}/next", response_model=NextOut, responses=_DRAW_ERRORS)
-    async def next_match(request: Request, table_id: str) -> dict[str, Any]:
+    async def next_match(request: Request, table_id: TableId) -> dict[str, Any]:
         """What the table plays next from the draw (its queue, else the next free table's
         first), or null."""
         match = served().next_for(table_id)
         return {"table": table_id, "next": None if match is None else match.to_dict()}
 
     @routes.post("/api/tables/{table_id}/next", responses=_DRAW_ERRORS)
-    async def start_next_match(request: Request, table_id: str,
+    async def start_next_match(request: Request, table_id: TableId,
                                body: StartNextIn | None = None) -> Any:
         """Start the table's next match from the draw: a ``new_match`` with its players, race
         and event (``reason`` needed to leave a match unfinished, as for new_match). 200 the
@@ -146,9 +152,9 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
 
     @routes.get("/api/results", response_model=ResultsOut)
     async def list_results(request: Request,
-                           event: str | None = Query(None, max_length=200,
-                                                     description="only this event's matches"),
-                           table: str | None = Query(None, pattern=TABLE_ID_PATTERN),
+                           event: Annotated[TextLine | None, Query(
+                               description="only this event's matches")] = None,
+                           table: Annotated[TableId | None, Query()] = None,
                            ) -> dict[str, Any]:
         """Every finished match's result (format ``shotclock.result/1``, README "Results
         out"), in the order they ended, at most 500."""
@@ -157,8 +163,8 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
     @routes.get("/api/results.csv", response_class=Response,
                 responses={200: {"content": {"text/csv": {}}}})
     async def results_as_csv(request: Request,
-                             event: str | None = Query(None, max_length=200),
-                             table: str | None = Query(None, pattern=TABLE_ID_PATTERN),
+                             event: Annotated[TextLine | None, Query()] = None,
+                             table: Annotated[TableId | None, Query()] = None,
                              ) -> Response:
         """The same as CSV, one row per match (columns: README "Results out")."""
         rows = await made().event_results(event, table)
@@ -173,7 +179,7 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
 
     @routes.get("/api/results/{match_id}", response_model=ResultOut,
                 responses={404: {"model": ErrorResponse}})
-    async def one_result(request: Request, match_id: str) -> dict[str, Any]:
+    async def one_result(request: Request, match_id: MatchId) -> dict[str, Any]:
         """One finished match's result; 404 ``unknown_match`` before it is over."""
         return await made().result(match_id)
 

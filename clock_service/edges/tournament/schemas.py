@@ -2,19 +2,76 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, TypeAdapter
 
-from clock_service.service.wire import TABLE_ID_PATTERN
+from clock_service.core.commands import MAX_RACE_TO
+from clock_service.edges.tournament.draw import (
+    MAX_DRAW_BYTES,
+    MAX_DRAW_MATCHES,
+    MAX_DRAW_NUMBER,
+    NEXT_FREE,
+)
+from clock_service.service.wire import PersonName, TableId, TextLine
 
 __all__ = ["DrawMatchOut", "DrawOut", "DrawRefused", "AssignIn", "NextOut", "StartNextIn",
-           "ResultOut", "ResultsOut", "OutboxOut",
+           "ResultOut", "ResultsOut", "OutboxOut", "DrawLine", "DrawRow", "DRAW_BODY",
            "DRAW_CSV_EXAMPLE"]
 
 DRAW_CSV_EXAMPLE = ("number,player1,player2,race_to,event,round,table\n"
                     "1,Ivanov,Petrov,3,City cup,Round 1,1\n"
                     "2,Sidorov,Orlov,3,City cup,Round 1,next\n")
+
+
+# -- the draw file, as documented (draw.parse_draw reads it, line by line, by the same rules) --
+DrawNumber = Annotated[StrictInt, Field(ge=1, le=MAX_DRAW_NUMBER)]
+RaceTo = Annotated[StrictInt, Field(ge=1, le=MAX_RACE_TO)]
+DrawTable = TableId | Literal["next", "next free table", ""] | None
+# An empty cell (or spaces): none.
+Blank = Annotated[str, StringConstraints(pattern=r"^ *$")]
+DrawText = TextLine | Blank | None
+_DRAW_TABLE_DOC = f"a table id; empty, null or {NEXT_FREE!r}: the next free table"
+
+
+class DrawLine(BaseModel):
+    """One match of a JSON draw."""
+
+    model_config = ConfigDict(extra="allow")  # parse_draw ignores other keys
+
+    number: DrawNumber
+    players: list[PersonName] = Field(min_length=2, max_length=2)
+    race_to: RaceTo
+    event: DrawText = None
+    round: DrawText = None
+    table: DrawTable = Field(None, description=_DRAW_TABLE_DOC)
+
+
+class DrawRow(BaseModel):
+    """One line of a CSV draw, by its columns (the header names them, in any order)."""
+
+    number: DrawNumber
+    player1: PersonName
+    player2: PersonName
+    race_to: RaceTo
+    event: DrawText = None
+    round: DrawText = None
+    table: DrawTable = Field(None, description=_DRAW_TABLE_DOC)
+
+
+# A JSON match names its players as ``players`` or as a CSV row does.
+_LINES: dict[str, Any] = {"type": "array", "maxItems": MAX_DRAW_MATCHES, "items": {"anyOf": [
+    TypeAdapter(DrawLine).json_schema(), TypeAdapter(DrawRow).json_schema()]}}
+# The request body of POST /api/draw: a CSV file whose rows are DrawRow (``x-rows``), or a
+# JSON list of DrawLine (or {"matches": [...]}).
+DRAW_BODY: dict[str, Any] = {"required": True, "content": {
+    "text/csv": {"schema": {
+        "type": "string", "contentMediaType": "text/csv", "maxLength": MAX_DRAW_BYTES,
+        "x-rows": TypeAdapter(DrawRow).json_schema(),
+        "description": "a header line naming the columns, then one match a line"},
+        "example": DRAW_CSV_EXAMPLE},
+    "application/json": {"schema": {"anyOf": [_LINES, {
+        "type": "object", "required": ["matches"], "properties": {"matches": _LINES}}]}}}}
 
 
 class DrawMatchOut(BaseModel):
@@ -61,7 +118,7 @@ class DrawRefused(BaseModel):
 class AssignIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    table: str | None = Field(pattern=TABLE_ID_PATTERN, description="null: the next free table")
+    table: TableId | None = Field(description="null: the next free table")
 
 
 class NextOut(BaseModel):
@@ -72,8 +129,8 @@ class NextOut(BaseModel):
 class StartNextIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reason: str | None = Field(None, min_length=1, max_length=200,
-                               description="why the match in play is left unfinished")
+    reason: TextLine | None = Field(None, description="why the match in play is left "
+                                    "unfinished")
 
 
 class FrameResult(BaseModel):
