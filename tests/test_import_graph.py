@@ -170,8 +170,6 @@ COMPOSITION = "clock_service.edges.cli"
 # Arrows that still cross between edges, each with what removes it. The test fails on any
 # other, and on one of these that no longer exists (so the list only shrinks).
 CROSSING: dict[tuple[str, str], str] = {
-    ("clock_service.edges.tournament.results", "clock_service.edges.reports.export"):
-        "csv_cell moves to the one text policy (issue 35 point 2)",
 }
 
 

@@ -215,7 +215,9 @@ def test_listing_is_newest_first_paginated_and_filtered(played: dict[str, Any]) 
 
 
 @pytest.mark.parametrize(("name", "status", "code"), [
-    ("unknown", 404, "unknown_match"), ("bad_id", 404, "unknown_match"),
+    # A malformed id is malformed (docs/policy.md: ids have their patterns); a well-formed
+    # one that names no match is unknown.
+    ("unknown", 404, "unknown_match"), ("bad_id", 422, "invalid_request"),
     ("bad_cursor", 404, "unknown_match"), ("too_many", 422, "invalid_request"),
 ])
 def test_errors_are_json_with_a_code(played: dict[str, Any], name: str, status: int,

@@ -20,9 +20,9 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
-from xml.sax.saxutils import escape
 
 from clock_service.core.readout import render
+from clock_service.core.text import csv_cell, markup
 from clock_service.core.transitions import ClockPhase
 
 __all__ = ["FIELDS", "LANGS", "NOTABLE", "row", "row_key", "event_text", "to_json",
@@ -229,30 +229,16 @@ def json_row(values: Mapping[str, Any]) -> str:
 
 
 def xml_row(values: Mapping[str, Any]) -> str:
-    cells = "".join(f"<{k}>{escape(str(values[k]))}</{k}>" for k in FIELDS)
+    # Escaped for XML, and only characters XML allows (a vertical tab in one player's name
+    # made the whole feed ill-formed for every table: issue 35, finding 2).
+    cells = "".join(f"<{k}>{markup(values[k])}</{k}>" for k in FIELDS)
     return f"<row>{cells}</row>"
 
 
-def _csv_cell(value: Any) -> str:
-    text = str(value)
-    # A spreadsheet would run a cell starting with = + - @ as a formula (a player named
-    # "=HYPERLINK(...)"): such a cell starts with a quote mark, as OWASP advises.
-    if text[:1] in ("=", "+", "@", "\t", "\r") or (text[:1] == "-" and not _number(text)):
-        text = "'" + text
-    return text
-
-
-def _number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def csv_row(values: Mapping[str, Any]) -> str:
+    # A player named "=HYPERLINK(...)" is a text cell, never a formula (core/text.py).
     out = io.StringIO()
-    csv.writer(out, lineterminator="\r\n").writerow(_csv_cell(values[k]) for k in FIELDS)
+    csv.writer(out, lineterminator="\r\n").writerow(csv_cell(values[k]) for k in FIELDS)
     return out.getvalue()
 
 

@@ -53,6 +53,7 @@ from typing import Any
 
 from clock_service.core.errors import UnsafeDirectory
 from clock_service.core.ids import TABLE_ID_RULE, is_table_id
+from clock_service.core.text import visible
 from clock_service.edges.broadcast.rows import FIELDS
 
 __all__ = ["TextFiles", "Directory", "FILE_OF", "file_names", "TEMP_FLAGS"]
@@ -212,7 +213,9 @@ class TextFiles:
         """Write every file whose text differs from what is on disk; returns how many."""
         written = 0
         for column, name in FILE_OF.items():
-            text = str(row.get(column, ""))
+            # One line a file, nothing hidden or reordered: a line break or a bidi
+            # override in a name (a store from before the rule) is shown as U+FFFD.
+            text = visible(row.get(column, ""))
             if self.shown.get(name) != text:
                 self._replace(name, text)
                 written += 1

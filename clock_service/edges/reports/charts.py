@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from html import escape
 
+from clock_service.core.text import markup
 from clock_service.edges.reports.stats import FrameRecord, MatchRecord, Shot
 
 __all__ = ["CHARTS", "chart_svg", "distribution_svg", "shots_svg", "timeline_svg",
@@ -72,8 +72,8 @@ def _dec(value: float, lang: str) -> str:
 def _svg(width: int, height: int, title: str, body: Iterable[str], kind: str) -> str:
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="chart chart-{kind}" '
             f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-            f'font-family="{FONT}" font-size="14" role="img" aria-label="{escape(title)}">'
-            f"<title>{escape(title)}</title>"
+            f'font-family="{FONT}" font-size="14" role="img" aria-label="{markup(title)}">'
+            f"<title>{markup(title)}</title>"
             f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>'
             + "".join(body) + "</svg>")
 
@@ -82,7 +82,7 @@ def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 1
           colour: str = "#222222", weight: str = "normal", cls: str = "") -> str:
     extra = f' class="{cls}"' if cls else ""
     return (f'<text x="{_num(x)}" y="{_num(y)}" text-anchor="{anchor}" font-size="{size}" '
-            f'fill="{colour}" font-weight="{weight}"{extra}>{escape(text)}</text>')
+            f'fill="{colour}" font-weight="{weight}"{extra}>{markup(text)}</text>')
 
 
 def _legend(x: float, y: float, record: MatchRecord, extra: Sequence[tuple[str, str]] = (),
@@ -343,7 +343,7 @@ def timeline_svg(record: MatchRecord, *, frame: int | None = None, lang: str = "
         for foul in f.fouls:
             x = x_of(f, foul.at)
             body.append(f'<path class="foul-mark" data-player="{foul.player}" '
-                        f'data-rule="{escape(foul.rule)}" d="M{_num(x)},{_num(y + row_h + 1)} '
+                        f'data-rule="{markup(foul.rule)}" d="M{_num(x)},{_num(y + row_h + 1)} '
                         f'l-6,10 l12,0 z" fill="{FOUL_COLOUR}"/>')
         for ext in f.extensions:
             x = x_of(f, ext.at)

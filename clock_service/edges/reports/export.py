@@ -8,9 +8,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from clock_service.core.text import csv_cell
 from clock_service.edges.reports.stats import MatchRecord
 
-__all__ = ["record_json", "shots_csv", "CSV_COLUMNS", "dumps", "csv_cell"]
+__all__ = ["record_json", "shots_csv", "CSV_COLUMNS", "dumps"]
 
 # The first ten are the issue's; the rest say more about the same row.
 CSV_COLUMNS = ("match", "frame", "visit", "round", "player", "limit_ms", "used_ms",
@@ -27,17 +28,6 @@ def record_json(summary: Mapping[str, Any], record: MatchRecord,
     out["ended_at"] = summary["ended_at"] if summary["ended_at"] is not None else out["ended_at"]
     out["closed_reason"] = summary.get("closed_reason")
     return out
-
-
-def csv_cell(value: Any) -> Any:
-    """A value as a CSV cell a spreadsheet reads as data (the match CSVs and the results)."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value  # a name is text, never a spreadsheet formula
-    return value
 
 
 def shots_csv(record: MatchRecord, *, locale: str = "en") -> str:

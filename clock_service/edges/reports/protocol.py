@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import time as _time
 from collections.abc import Mapping, Sequence
-from html import escape
 from typing import Any
 from urllib.parse import quote
 
+from clock_service.core.text import markup
 from clock_service.edges.reports.charts import Chart, distribution_svg, shots_svg, timeline_svg
 from clock_service.edges.reports.stats import FoulRecord, MatchRecord, PlayerStats
 
@@ -170,7 +170,7 @@ def _cell(value: Any, stat: str = "", player: int | None = None, tag: str = "td"
         attrs += f' data-stat="{stat}"'
     if player is not None:
         attrs += f' data-player="{player}"'
-    return f"<{tag}{attrs}>{escape(str(value))}</{tag}>"
+    return f"<{tag}{attrs}>{markup(value)}</{tag}>"
 
 
 def _stats_rows(t: Mapping[str, str], stats: Sequence[PlayerStats], players: Sequence[str],
@@ -197,7 +197,7 @@ def _stats_rows(t: Mapping[str, str], stats: Sequence[PlayerStats], players: Seq
     ]
     head = ("<tr><th></th>" + "".join(_cell(p, tag="th") for p in players) + "</tr>")
     body = "".join(
-        f"<tr><th>{escape(label)}</th>" + "".join(_cell(v, key, i) for i, v in enumerate(vals))
+        f"<tr><th>{markup(label)}</th>" + "".join(_cell(v, key, i) for i, v in enumerate(vals))
         + "</tr>" for key, label, vals in rows)
     return (f'<table class="stats" data-table="stats"><thead>{head}</thead>'
             f"<tbody>{body}</tbody></table>")
@@ -234,11 +234,11 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
             per=profile.get("extensions_per_frame", 0))
     else:
         timing = t["no_timer"] if not record.timer else ""
-    mid = escape(record.id)
+    mid = markup(record.id)
     parts: list[str] = []
     parts.append(f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8">'
                  f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-                 f"<title>{escape(t['title'])} {mid}: {escape(names[0])} – {escape(names[1])}"
+                 f"<title>{markup(t['title'])} {mid}: {markup(names[0])} – {markup(names[1])}"
                  "</title>")
     if inline_css is not None:
         # Printed from a file by a headless browser (shotclock report --pdf): nothing may
@@ -248,7 +248,7 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
                      f"<style>{inline_css}</style>")
     elif stylesheet:
         parts.append(f'<meta http-equiv="Content-Security-Policy" content="{PAGE_CSP}">'
-                     f'<link rel="stylesheet" href="{escape(stylesheet)}">')
+                     f'<link rel="stylesheet" href="{markup(stylesheet)}">')
     parts.append(f'</head><body class="report" data-match="{mid}">')
     if links:
         other = "en" if lang == "ru" else "ru"
@@ -260,7 +260,7 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
             f'{t["csv"]}</a>'
             f'<a href="/api/matches/{q}">{t["json"]}</a></nav>')
     # -- header -----------------------------------------------------------------------------
-    parts.append(f'<header><h1>{escape(t["title"])}</h1><dl class="meta">')
+    parts.append(f'<header><h1>{markup(t["title"])}</h1><dl class="meta">')
     for key, value, cls in (
         ("event", record.event or "—", "event"),
         ("table", record.table or "—", "table"),
@@ -273,23 +273,23 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
          "match"),
         ("timer", timing or "—", "timer"),
     ):
-        parts.append(f'<div class="{cls}"><dt>{escape(t[key])}</dt><dd data-field="{cls}">'
-                     f"{escape(str(value))}</dd></div>")
+        parts.append(f'<div class="{cls}"><dt>{markup(t[key])}</dt><dd data-field="{cls}">'
+                     f"{markup(value)}</dd></div>")
     parts.append("</dl></header>")
     # -- players and result ------------------------------------------------------------------
     parts.append('<section class="result"><div class="player p0">'
-                 f'<span class="name" data-field="player0">{escape(names[0])}</span></div>'
+                 f'<span class="name" data-field="player0">{markup(names[0])}</span></div>'
                  f'<div class="score" data-field="score">{score[0]} : {score[1]}</div>'
                  '<div class="player p1">'
-                 f'<span class="name" data-field="player1">{escape(names[1])}</span></div>')
+                 f'<span class="name" data-field="player1">{markup(names[1])}</span></div>')
     if winner is not None:
-        parts.append(f'<div class="winner">{escape(t["winner"])}: '
-                     f'<b data-field="winner">{escape(names[winner])}</b></div>')
+        parts.append(f'<div class="winner">{markup(t["winner"])}: '
+                     f'<b data-field="winner">{markup(names[winner])}</b></div>')
     parts.append("</section>")
     # -- frames ------------------------------------------------------------------------------
-    parts.append(f'<section class="frames"><h2>{escape(t["frames"])}</h2>'
+    parts.append(f'<section class="frames"><h2>{markup(t["frames"])}</h2>'
                  '<table data-table="frames"><thead><tr>'
-                 + "".join(f"<th>{escape(t[k])}</th>" for k in (
+                 + "".join(f"<th>{markup(t[k])}</th>" for k in (
                      "frame", "breaker", "winner", "reason", "duration", "whites", "fouls",
                      "time_fouls", "extensions"))
                  + "</tr></thead><tbody>")
@@ -310,17 +310,17 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
             + _cell(ext_counts if record.timer else "—", "extensions") + "</tr>")
     parts.append("</tbody></table></section>")
     # -- statistics --------------------------------------------------------------------------
-    parts.append(f'<section class="statistics"><h2>{escape(t["statistics"])}</h2>')
+    parts.append(f'<section class="statistics"><h2>{markup(t["statistics"])}</h2>')
     parts.append(_stats_rows(t, record.stats or (), names, record.timer))
     if record.timer:
-        parts.append(f'<p class="note">{escape(t["time_note"])}</p>')
+        parts.append(f'<p class="note">{markup(t["time_note"])}</p>')
     parts.append("</section>")
     # -- fouls and extensions ------------------------------------------------------------------
     fouls = [x for f in record.frames for x in f.fouls]
-    parts.append(f'<section class="fouls"><h2>{escape(t["foul_list"])}</h2>')
+    parts.append(f'<section class="fouls"><h2>{markup(t["foul_list"])}</h2>')
     if fouls:
         parts.append('<table data-table="fouls"><thead><tr>' + "".join(
-            f"<th>{escape(t[k])}</th>" for k in ("frame", "visit", "player", "rule", "what",
+            f"<th>{markup(t[k])}</th>" for k in ("frame", "visit", "player", "rule", "what",
                                                  "at")) + "</tr></thead><tbody>")
         for x in fouls:
             what = _foul_text(t, x)
@@ -332,33 +332,33 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
                          + _cell(_clock(x.at)) + "</tr>")
         parts.append("</tbody></table>")
     else:
-        parts.append(f'<p data-table="fouls">{escape(t["none"])}</p>')
+        parts.append(f'<p data-table="fouls">{markup(t["none"])}</p>')
     exts = [x for f in record.frames for x in f.extensions]
     if record.timer:  # one line: they are few (once per player per frame, 12.5)
-        parts.append(f'<h2>{escape(t["ext_list"])}</h2>')
-        items = [f'<li data-player="{e.player}">{escape(names[e.player])} — '
-                 f'{escape(t["frame"].lower())} {e.frame}, {escape(t["visit"].lower())} '
+        parts.append(f'<h2>{markup(t["ext_list"])}</h2>')
+        items = [f'<li data-player="{e.player}">{markup(names[e.player])} — '
+                 f'{markup(t["frame"].lower())} {e.frame}, {markup(t["visit"].lower())} '
                  f"{e.visit}, {_clock(e.at)}</li>" for e in exts]
         parts.append(f'<ul class="inline" data-table="extensions">{"".join(items)}</ul>'
-                     if items else f'<p data-table="extensions">{escape(t["none"])}</p>')
+                     if items else f'<p data-table="extensions">{markup(t["none"])}</p>')
     parts.append("</section>")
     # -- pictures ------------------------------------------------------------------------------
-    parts.append(f'<section class="charts"><h2>{escape(t["charts"])}</h2>')
+    parts.append(f'<section class="charts"><h2>{markup(t["charts"])}</h2>')
     charts: list[tuple[str, Chart]] = [("timeline", timeline_svg)]
     if record.timer:
         charts = [("distribution", distribution_svg), ("shots", shots_svg), *charts]
     for name, draw in charts:
         parts.append(f'<figure class="chart-{name}"><figcaption>'
-                     f'{escape(t["chart." + name])}</figcaption>{draw(record, lang=lang)}'
+                     f'{markup(t["chart." + name])}</figcaption>{draw(record, lang=lang)}'
                      "</figure>")
     parts.append("</section>")
     # -- signatures --------------------------------------------------------------------------
-    parts.append(f'<section class="signatures"><h2>{escape(t["signatures"])}</h2>'
+    parts.append(f'<section class="signatures"><h2>{markup(t["signatures"])}</h2>'
                  '<div class="lines">')
     for label, name in ((t["sign.referee"], record.referee or ""),
                         (t["sign.player"], names[0]), (t["sign.player"], names[1])):
         parts.append(f'<div class="sign"><div class="line"></div><div class="who">'
-                     f'{escape(label)}{": " if name else ""}{escape(name)}</div></div>')
+                     f'{markup(label)}{": " if name else ""}{markup(name)}</div></div>')
     parts.append("</div></section>")
     source = t["generated"].format(table=record.table, first=record.start_seq,
                                    last=record.last_seq, digest=digest or record.digest or "—")
@@ -369,7 +369,7 @@ def render_protocol(summary: Mapping[str, Any], record: MatchRecord, *, lang: st
         table=record.table, fingerprint=signature.get("fingerprint") or "—",
         first=signature.get("first"), last=signature.get("last"),
         reason=signature.get("reason") or "—")
-    parts.append(f'<footer data-field="source">{escape(source)}'
-                 f'<p class="signature signature-{escape(status)}" data-field="signature" '
-                 f'data-status="{escape(status)}">{escape(said)}</p></footer></body></html>')
+    parts.append(f'<footer data-field="source">{markup(source)}'
+                 f'<p class="signature signature-{markup(status)}" data-field="signature" '
+                 f'data-status="{markup(status)}">{markup(said)}</p></footer></body></html>')
     return "".join(parts)

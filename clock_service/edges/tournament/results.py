@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from clock_service.core.errors import UnknownMatch
-from clock_service.edges.reports.export import csv_cell
+from clock_service.core.text import csv_cell
 from clock_service.edges.tournament.webhook import (
     check_url,
     delivery_headers,
