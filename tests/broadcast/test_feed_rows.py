@@ -165,6 +165,16 @@ def test_xml_escapes_names() -> None:
     assert node is not None and node.text == "<b>&\"Tom\"</b>"
 
 
+@pytest.mark.parametrize("name", ["Iv\u000ban", "Iv\u0000an", "\ud800", "Iv\uffffan",
+                                  "Iv\u001ban\u202e"])
+def test_xml_stays_well_formed_for_a_name_stored_before_the_text_rule(name: str) -> None:
+    """Issue 35 finding 2: one such name took every table's XML feed down."""
+    values = {k: "" for k in rows.FIELDS} | {"player_a": name, "player_b": "Пётр"}
+    root = ET.fromstring(rows.to_xml([rows.xml_row(values)] * 2))
+    assert [r.findtext("player_b") for r in root.findall("row")] == ["Пётр", "Пётр"]
+    assert "\ufffd" in (root.findtext("./row/player_a") or "")
+
+
 def test_the_feeds_take_the_read_limit_of_a_tables_state(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 

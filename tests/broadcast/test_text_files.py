@@ -28,6 +28,18 @@ def wait_for(check, timeout: float = 10.0, what: str = "") -> None:
     until(check, timeout, 0.02, what)
 
 
+def test_each_file_is_one_line_whatever_a_name_holds(tmp_path: Path) -> None:
+    """Issue 35 point 2: a name from a store written before the text rule (a line break, a
+    bidi override) is one line in its file, the character shown as U+FFFD."""
+    files = TextFiles(tmp_path)
+    files.update({k: "" for k in FIELDS} | {"player_a": "Iv\nan\r", "player_b": "\u202eRLO",
+                                            "last_event": "Foul:\u2028Ivan"})
+    assert (tmp_path / "player_a.txt").read_text() == "Iv\ufffdan\ufffd"
+    assert (tmp_path / "player_b.txt").read_text() == "\ufffdRLO"
+    assert (tmp_path / "last_event.txt").read_text() == "Foul:\ufffdIvan"
+    assert (tmp_path / "player_a.txt").read_bytes().count(b"\n") == 0
+
+
 def test_a_file_is_written_only_when_its_text_changes(tmp_path: Path) -> None:
     files = TextFiles(tmp_path)
     row = {k: "" for k in FIELDS} | {"remaining": "35", "player_a": "Anna", "score_a": 0}
