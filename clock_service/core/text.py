@@ -109,6 +109,11 @@ def _class_range(first: int, last: int) -> str:
 
 _CLASS: Final = "".join(_class_range(first, last) for first, last, _ in REFUSED)
 _FIND: Final = re.compile(f"[{_CLASS}]")
+# The schema's class leaves the surrogates out: a lone surrogate cannot be written in a
+# validator's or a generator's strings (jsonschema-rs refuses ``\ud800`` in a pattern); the
+# service refuses one all the same.
+_SCHEMA_CLASS: Final = "".join(_class_range(first, last) for first, last, what in REFUSED
+                               if what != SURROGATE)
 
 # C0, DEL and C1 have no names in the Unicode database, only aliases (NameAliases.txt).
 _CONTROL_NAMES: Final = dict(enumerate((
@@ -190,8 +195,9 @@ def clean(value: object, kind: TextKind, field: str = "") -> str:
 def pattern(kind: TextKind) -> str:
     """The rule as a JSON Schema ``pattern`` (with ``maxLength`` ``kind.cap``): no refused
     character, and one that is not a space. Python's ``re`` and ECMA-262 agree on it: the
-    characters where their ``\\s`` differ are refused ones."""
-    return f"^[^{_CLASS}]*[^\\s{_CLASS}][^{_CLASS}]*$"
+    characters where their ``\\s`` differ are refused ones. Surrogates aside (see
+    ``_SCHEMA_CLASS``), a text matches it exactly when :func:`refusal` has nothing to say."""
+    return f"^[^{_SCHEMA_CLASS}]*[^\\s{_SCHEMA_CLASS}][^{_SCHEMA_CLASS}]*$"
 
 
 # -- writing text out --------------------------------------------------------------------------

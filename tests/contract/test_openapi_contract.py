@@ -85,3 +85,14 @@ def test_the_command_schema_is_one_of_the_known_commands(server: ServerProcess) 
         op["operationId"] for path in document["paths"].values() for op in path.values()}
     profile = document["components"]["schemas"]["ProfileIn"]
     assert profile["additionalProperties"] is False  # a profile takes no other keys
+
+
+def test_the_human_text_pattern_is_one_the_fuzzer_uses_as_written() -> None:
+    """Issue 35: schemathesis dropped a pattern it could not compile (a surrogate range) and
+    then sent text the service rightly refused."""
+    from schemathesis.core.jsonschema.patterns import enforced_pattern
+
+    from clock_service.core.text import LINE, NAME, pattern
+
+    for kind in (NAME, LINE):
+        assert enforced_pattern(pattern(kind)) == pattern(kind)
