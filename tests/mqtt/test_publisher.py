@@ -261,6 +261,13 @@ async def test_commands_over_mqtt_with_the_response_topic_and_the_token(
                                 reply_on="shotclock/v1/hall/tables/1/replies")
             assert bad["error"]["code"] == "unknown_command"
         assert all(m.json()["type"] != "error" for m in desk.on(EVENTS))
+        # Human text by the one rule, as over HTTP and the WebSocket (issue 35 point 2).
+        hidden = await request(desk, {"command": "foul", "reason": "pushed \u202eRLO",
+                                      "id": 10, "token": "s3cret"},
+                               correlation=b"c8", response_topic=replies)
+        assert (hidden["status"], hidden["error"]["code"]) == (422, "invalid_field"), hidden
+        assert hidden["error"]["message"] == ("reason: U+202E (RIGHT-TO-LEFT OVERRIDE) is a "
+                                              "bidirectional control")
         junk = await request(desk, {"type": "bogus"}, correlation=b"c5", response_topic=replies)
         assert junk["error"]["code"] == "unknown_message"
         desk.publish(COMMANDS, b"not json", response_topic=replies, correlation=b"c6")
