@@ -111,7 +111,7 @@ def test_names_in_any_script_are_kept_stripped_and_in_nfc(value: str, kept: str)
 def test_the_caps() -> None:
     assert (NAME.cap, LINE.cap) == (60, 200)
     assert refusal("x" * 200, LINE) is None and refusal("x" * 201, LINE) is not None
-    assert set(KINDS) == {"name", "line"}
+    assert set(KINDS) == {"name", "line", "note"}
 
 
 def _unicode_refused() -> dict[int, str]:

@@ -241,7 +241,9 @@ def test_federation_directory_adds_presets(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "fragment"), [
     ('{"name": "x", "title": "t", "source": "s"}', r"missing field\(s\) \['profile'\]"),
     ('{"name": "Bad Name", "title": "t", "source": "s", "profile": {}}', "name must be"),
-    ('{"name": "x", "title": "t", "source": "", "profile": {}}', "source must be text"),
+    ('{"name": "x", "title": "t", "source": "", "profile": {}}', "source: is empty"),
+    ('{"name": "x", "title": "t\\u202e", "source": "s", "profile": {}}',
+     r"title: U\+202E \(RIGHT-TO-LEFT OVERRIDE\) is a bidirectional control"),
     ('{"name": "x", "title": "t", "source": "s", "profile": {"shot_ms": -1}}',
      "profile: shot_ms"),
     ('{"name": "wpa-20", "title": "t", "source": "s", "profile": {}}', "a built-in name"),

@@ -39,8 +39,8 @@ from typing import Any, Final
 
 from clock_service.core.errors import InvalidInput
 
-__all__ = ["TextKind", "NAME", "LINE", "KINDS", "REFUSED", "InvalidText", "clean", "refusal",
-           "refused_char", "pattern", "describe", "visible", "markup", "csv_cell",
+__all__ = ["TextKind", "NAME", "LINE", "NOTE", "KINDS", "REFUSED", "InvalidText", "clean",
+           "refusal", "refused_char", "pattern", "describe", "visible", "markup", "csv_cell",
            "FORMULA_START", "REPLACEMENT"]
 
 
@@ -57,7 +57,8 @@ NAME: Final = TextKind("name", 60, "a person: a player, a referee, a token's hol
                        "made a correction")
 LINE: Final = TextKind("line", 200, "a line of text: an event, a round, a reason, a note, "
                        "a foul's rule or text, where a command came from")
-KINDS: Final = {kind.name: kind for kind in (NAME, LINE)}
+NOTE: Final = TextKind("note", 1000, "a preset file's title or source (SHOTCLOCK_PRESETS_DIR)")
+KINDS: Final = {kind.name: kind for kind in (NAME, LINE, NOTE)}
 
 CONTROL = "a control character"
 BIDI = "a bidirectional control"

@@ -21,6 +21,7 @@ from typing import Any
 
 from clock_service.core.errors import InvalidProfile
 from clock_service.core.profile import PROFILE_FIELDS, Profile
+from clock_service.core.text import NOTE, clean, refusal
 
 __all__ = ["Preset", "PresetLibrary", "PresetError", "load_preset", "library", "configure",
            "build_profile", "BUILTIN_DIR", "DEFAULT_PRESET"]
@@ -75,8 +76,9 @@ def load_preset(path: Path, *, builtin: bool = False) -> Preset:
     if not isinstance(name, str) or not NAME.match(name):
         raise PresetError(f"{path}: name must be 1-60 of a-z, 0-9, '-', '_', got {name!r}")
     for key, value in (("title", title), ("source", source)):
-        if not isinstance(value, str) or not value.strip() or len(value) > 1000:
-            raise PresetError(f"{path}: {key} must be text of 1..1000 characters, got {value!r}")
+        reason = refusal(value, NOTE)  # the rule of every human text (core/text.py)
+        if reason is not None:
+            raise PresetError(f"{path}: {key}: {reason}")
     if not isinstance(fields, dict):
         raise PresetError(f"{path}: profile must be an object")
     if "preset" in fields:
@@ -85,7 +87,7 @@ def load_preset(path: Path, *, builtin: bool = False) -> Preset:
         profile = Profile.from_partial({**fields, "preset": name})
     except InvalidProfile as exc:
         raise PresetError(f"{path}: profile: {exc}") from exc
-    return Preset(name, title.strip(), source.strip(), profile, builtin)
+    return Preset(name, clean(title, NOTE), clean(source, NOTE), profile, builtin)
 
 
 class PresetLibrary:
