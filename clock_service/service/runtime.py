@@ -31,8 +31,8 @@ from clock_service.core.errors import (
 from clock_service.core.events import TABLE_ARCHIVED, TABLE_CREATED, Event, TableCreatedData
 from clock_service.core.ids import TABLE_ID_RULE, is_table_id
 from clock_service.core.presets import build_profile
-from clock_service.core.transitions import ClockPhase
 from clock_service.core.text import LINE, NAME, clean
+from clock_service.core.transitions import ClockPhase
 from clock_service.service.hub import Hub, encode
 from clock_service.service.live import STORE_WAIT_S, ServedTables
 from clock_service.service.storage import ARCHIVE_SEP, Store
