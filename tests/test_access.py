@@ -75,7 +75,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
     # A route that fails past the guard (the fake camera has no frame) is let through: 500.
     with TestClient(app, raise_server_exceptions=False) as client:
         authority: Authority = app.state.served.authority
-        _, referee = authority.issue("referee", ["1"], "table 1 referee")
+        _, referee = authority.issue("referee", ["1"], "Судья стола 1")
         _, other = authority.issue("referee", ["2"], "table 2 referee")
         record, revoked = authority.issue("referee", ["1"], "former referee")
         authority.revoke(record["id"])
@@ -211,7 +211,7 @@ def test_the_next_match_is_recorded_as_the_credential_that_started_it(
     assert started.status_code == 200, started.text
     events = client.get("/api/tables/1/events?limit=1000").json()
     match = [e for e in events if e["type"] == "match.started"][-1]
-    assert match.get("source") == "draw:table 1 referee", match
+    assert match.get("source") == "draw:Судья стола 1", match
 
 
 def test_the_access_table_in_the_docs_is_current() -> None:
