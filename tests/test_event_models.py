@@ -27,7 +27,7 @@ from clock_service.service.signing import MatchSigner, Signer
 from clock_service.service.storage import Store
 from clock_service.service.storage.index import OPENING, REFRESH_TYPES
 from clock_service.service.timesource import FakeTime
-from clock_service.service.wire import EVENT_MODELS, PAYLOAD_MODELS, _payload
+from clock_service.service.wire.events import EVENT_MODELS, PAYLOAD_MODELS, _payload
 from tests.waiting import settle, until_async
 
 SHORT = {"shot_ms": 3000, "floor_ms": 2000, "step_ms": 500, "extension_ms": 2000,

@@ -163,7 +163,8 @@ def test_the_json_schema_pattern_and_the_rule_agree(text: str) -> None:
 
 
 def test_the_pydantic_type_gives_the_core_s_reason() -> None:
-    from clock_service.service.wire import CreateTable, PersonName
+    from clock_service.service.wire.fields import PersonName
+    from clock_service.service.wire.http import CreateTable
 
     assert TypeAdapter(PersonName).validate_python("  Se\u0301bastien ") == "S\u00e9bastien"
     with pytest.raises(ValidationError) as info:
@@ -341,12 +342,8 @@ def test_the_optional_doors_are_under_the_policy(tmp_path: Path) -> None:
 
 def _model_schemas() -> list[tuple[str, dict[str, Any]]]:
     from clock_service.edges.tournament.schemas import DrawLine, DrawRow
-    from clock_service.service.wire import (
-        CommandMessage,
-        MqttCommandMessage,
-        ReplayRequest,
-        command_union,
-    )
+    from clock_service.service.wire.commands import CommandMessage, command_union
+    from clock_service.service.wire.mqtt import MqttCommandMessage, ReplayRequest
 
     adapters: dict[str, Any] = {
         "http command": command_union(), "ws command": command_union(websocket=True),

@@ -39,7 +39,7 @@ from clock_service.service.auth import Authority, Credential
 from clock_service.service.limits import Limits
 from clock_service.service.live import ServedRuntime
 from clock_service.service.settings import Settings
-from clock_service.service.wire import ErrorResponse
+from clock_service.service.wire.http import ErrorResponse
 
 __all__ = ["STATUS", "error_responses", "status_of", "error_response", "token_matches",
            "Guard", "Served", "served_of", "credential_of", "bearer_token", "plain_integers",

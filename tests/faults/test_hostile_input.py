@@ -319,7 +319,7 @@ def sample(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
 
 def minimal(command: str) -> dict[str, Any]:
     """The smallest body the schema calls valid for ``command``."""
-    from clock_service.service.wire import command_models
+    from clock_service.service.wire.commands import command_models
 
     schema = command_models()[command].model_json_schema()
     defs = schema.get("$defs", {})
@@ -329,7 +329,7 @@ def minimal(command: str) -> dict[str, Any]:
 
 
 def command_integer_fields() -> list[tuple[str, str]]:
-    from clock_service.service.wire import command_models
+    from clock_service.service.wire.commands import command_models
 
     cases = []
     for name, model in command_models().items():
@@ -339,7 +339,7 @@ def command_integer_fields() -> list[tuple[str, str]]:
 
 
 def create_integer_fields() -> list[str]:
-    from clock_service.service.wire import CreateTable
+    from clock_service.service.wire.http import CreateTable
 
     schema = CreateTable.model_json_schema()
     return integer_fields(schema, schema.get("$defs", {}))

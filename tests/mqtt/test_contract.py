@@ -16,7 +16,9 @@ from clock_service.edges.api.asyncapi import MQTT_MESSAGES, SERVER_MESSAGES, bui
 from clock_service.edges.mqtt.publisher import MqttPublisher
 from clock_service.edges.mqtt.topics import parse_url
 from clock_service.service.runtime import Runtime
-from clock_service.service.wire import MqttStatus, PingMessage, WsTableState
+from clock_service.service.wire.commands import PingMessage
+from clock_service.service.wire.mqtt import MqttStatus
+from clock_service.service.wire.state import WsTableState
 from tests.broker import Broker
 from tests.mqtt.conftest import settings
 from tests.mqtt.watcher import Watcher

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
-from clock_service.service.wire import HallMessage, HallTable, SnapshotMessage, StatusMessage
+from clock_service.service.wire.events import SnapshotMessage, StatusMessage
+from clock_service.service.wire.hall import HallMessage, HallTable
 from tests.broker import Broker
 from tests.mqtt.conftest import ACL, ROLES, need_mosquitto
 from tests.mqtt.watcher import Watcher

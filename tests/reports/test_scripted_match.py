@@ -412,7 +412,7 @@ def test_the_charts_carry_one_mark_per_shot_bin_visit_foul_and_extension(
 
 def test_every_answer_matches_its_documented_schema(played: dict[str, Any]) -> None:
     """The OpenAPI models (schemas.py) are closed: a field the document lacks fails here."""
-    from clock_service.service.wire import MatchPage, MatchRecordOut
+    from clock_service.service.wire.matches import MatchPage, MatchRecordOut
 
     for name in ("match_1", "match_2", "match_1_again", "match_1_brief"):
         MatchRecordOut.model_validate(played[name])

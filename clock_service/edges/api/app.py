@@ -43,7 +43,7 @@ from clock_service.service.hosts import HostGuard, Hosts
 from clock_service.service.limits import Limits, install, networks
 from clock_service.service.live import ServedRuntime
 from clock_service.service.settings import Settings
-from clock_service.service.wire import command_union
+from clock_service.service.wire.commands import command_union
 
 __all__ = ["create_app", "Part", "SecurityHeaders", "EMBEDDABLE"]
 

@@ -38,24 +38,22 @@ from clock_service.edges.api.machines import (
 )
 from clock_service.service.hub import CLOSE_TOO_SLOW
 from clock_service.service.settings import Settings
-from clock_service.service.wire import (
-    EVENT_MODELS,
+from clock_service.service.wire.commands import (
     AckMessage,
     ErrorMessage,
+    PingMessage,
+    PongMessage,
+    command_message,
+)
+from clock_service.service.wire.events import EVENT_MODELS, SnapshotMessage, StatusMessage
+from clock_service.service.wire.hall import (
     HallMessage,
     HallRemovedMessage,
     HallStatusMessage,
     HallTableMessage,
-    MqttCommandMessage,
-    MqttStatus,
-    PingMessage,
-    PongMessage,
-    ReplayRequest,
-    SnapshotMessage,
-    StatusMessage,
-    WsTableState,
-    command_message,
 )
+from clock_service.service.wire.mqtt import MqttCommandMessage, MqttStatus, ReplayRequest
+from clock_service.service.wire.state import WsTableState
 
 __all__ = ["build_asyncapi", "main", "SERVER_MESSAGES", "CLIENT_MESSAGES", "EVENT_MESSAGES",
            "MQTT_MESSAGES", "HALL_MESSAGES", "CLOSE_CODES", "DEFAULT_PATH", "GENERATED",

@@ -11,7 +11,8 @@ from fastapi.responses import JSONResponse
 from clock_service.core.commands import parse_command
 from clock_service.service.auth import stamp
 from clock_service.service.doors import credential_of, error_responses, invalid_json, runtime_of
-from clock_service.service.wire import TableId, TableState
+from clock_service.service.wire.fields import TableId
+from clock_service.service.wire.http import TableState
 
 __all__ = ["router"]
 

@@ -16,14 +16,8 @@ from fastapi.responses import Response
 from clock_service.core.errors import UnknownTable
 from clock_service.service.doors import error_responses, plain_integers, runtime_of
 from clock_service.service.limits import MAX_EVENTS_PAGE
-from clock_service.service.wire import (
-    ARCHIVE_ID_PATTERN,
-    MAX_SEQ,
-    ArchiveId,
-    ArchiveRecord,
-    TableId,
-    WireEvent,
-)
+from clock_service.service.wire.fields import ARCHIVE_ID_PATTERN, MAX_SEQ, ArchiveId, TableId
+from clock_service.service.wire.http import ArchiveRecord, WireEvent
 
 __all__ = ["router", "MAX_ARCHIVE_PAGE"]
 

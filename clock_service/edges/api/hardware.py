@@ -8,7 +8,7 @@ from fastapi import APIRouter
 
 from clock_service.core.errors import NoHardware
 from clock_service.service.doors import error_responses
-from clock_service.service.wire import BrightnessRequest, BrightnessResponse
+from clock_service.service.wire.http import BrightnessRequest, BrightnessResponse
 
 __all__ = ["router", "Dimmable"]
 

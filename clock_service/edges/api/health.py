@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 
 from clock_service.service.doors import error_responses, served_of
 from clock_service.service.redaction import redact_all
-from clock_service.service.wire import HealthResponse
+from clock_service.service.wire.http import HealthResponse
 
 __all__ = ["router"]
 

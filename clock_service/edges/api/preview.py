@@ -20,7 +20,7 @@ from clock_service.core.clock import TableClock
 from clock_service.core.commands import parse_command
 from clock_service.core.errors import InvalidCommand
 from clock_service.service.doors import error_responses, invalid_json, runtime_of
-from clock_service.service.wire import TableId
+from clock_service.service.wire.fields import TableId
 
 
 class NotPreviewable(InvalidCommand):

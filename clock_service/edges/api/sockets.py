@@ -24,7 +24,7 @@ from clock_service.service.hub import CLOSE_TOO_SLOW, HALL, Subscriber, encode
 from clock_service.service.limits import Limits, client_of, read_message
 from clock_service.service.live import ServedRuntime
 from clock_service.service.settings import Settings
-from clock_service.service.wire import MAX_SEQ
+from clock_service.service.wire.fields import MAX_SEQ
 
 __all__ = ["router", "CLOSE_POLICY", "CLOSE_UNKNOWN_TABLE", "CLOSE_TRY_LATER", "RAW_SEND",
            "WsSession", "HallSession"]

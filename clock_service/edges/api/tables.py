@@ -10,7 +10,8 @@ from fastapi.responses import Response
 
 from clock_service.service.doors import error_responses, plain_integers, runtime_of
 from clock_service.service.limits import MAX_TABLES_PAGE
-from clock_service.service.wire import MAX_SEQ, ArchivedTable, CreateTable, TableId, TableState
+from clock_service.service.wire.fields import MAX_SEQ, TableId
+from clock_service.service.wire.http import ArchivedTable, CreateTable, TableState
 
 __all__ = ["router"]
 

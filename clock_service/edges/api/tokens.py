@@ -15,7 +15,7 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from clock_service.service.auth import Authority
 from clock_service.service.doors import credential_of, error_responses
-from clock_service.service.wire import PersonName, TableId
+from clock_service.service.wire.fields import PersonName, TableId
 
 __all__ = ["tokens_router", "IssueToken"]
 

@@ -21,7 +21,8 @@ from fastapi.responses import Response
 
 from clock_service.edges.broadcast import rows as r
 from clock_service.service.live import ServedTables
-from clock_service.service.wire import ErrorResponse, TableId
+from clock_service.service.wire.fields import TableId
+from clock_service.service.wire.http import ErrorResponse
 
 __all__ = ["FeedBoard", "router", "MEDIA_TYPES"]
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from clock_service.edges.camera.adapter import CameraAdapter
 from clock_service.edges.camera.geometry import Calibration, CalibrationError
-from clock_service.service.wire import LOG_ID_PATTERN, MATCH_ID_PATTERN
+from clock_service.service.wire.fields import LOG_ID_PATTERN, MATCH_ID_PATTERN
 
 __all__ = ["camera_router", "CalibrationBody", "MAX_CLIPS_PAGE"]
 

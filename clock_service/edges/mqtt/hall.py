@@ -48,7 +48,7 @@ from clock_service.service.storage import Store
 from clock_service.service.storage.log import lean_text
 from clock_service.service.supervisor import cancelled_from_outside, supervise
 from clock_service.service.timesource import TimeSource
-from clock_service.service.wire import MAX_SEQ
+from clock_service.service.wire.fields import MAX_SEQ
 
 __all__ = ["HallRuntime", "MirroredTable", "command_payload"]
 

@@ -45,7 +45,7 @@ from clock_service.service.limits import TokenBucket, read_message
 from clock_service.service.runtime import Runtime
 from clock_service.service.settings import Settings
 from clock_service.service.supervisor import cancelled_from_outside, supervise
-from clock_service.service.wire import MAX_SEQ
+from clock_service.service.wire.fields import MAX_SEQ
 
 __all__ = ["MqttPublisher", "TablePublisher"]
 

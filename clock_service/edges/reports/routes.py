@@ -19,14 +19,9 @@ from clock_service.core.text import markup
 from clock_service.edges.reports.protocol import LANGS
 from clock_service.edges.reports.service import Reports
 from clock_service.service.storage.index import MAX_PAGE
-from clock_service.service.wire import (
-    MAX_SEQ,
-    ErrorResponse,
-    LogId,
-    MatchId,
-    MatchPage,
-    MatchRecordOut,
-)
+from clock_service.service.wire.fields import MAX_SEQ, LogId, MatchId
+from clock_service.service.wire.http import ErrorResponse
+from clock_service.service.wire.matches import MatchPage, MatchRecordOut
 
 __all__ = ["routers", "clips_link"]
 

@@ -26,14 +26,9 @@ from clock_service.edges.tournament.schemas import (
 )
 from clock_service.edges.tournament.service import Tournament
 from clock_service.service.doors import credential_of, error_responses
-from clock_service.service.wire import (
-    ErrorResponse,
-    MatchId,
-    PresetName,
-    PresetOut,
-    TableId,
-    TextLine,
-)
+from clock_service.service.wire.fields import MatchId, PresetName, TableId, TextLine
+from clock_service.service.wire.http import ErrorResponse
+from clock_service.service.wire.state import PresetOut
 
 __all__ = ["router"]
 

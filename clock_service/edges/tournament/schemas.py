@@ -13,7 +13,7 @@ from clock_service.edges.tournament.draw import (
     MAX_DRAW_NUMBER,
     NEXT_FREE,
 )
-from clock_service.service.wire import PersonName, TableId, TextLine
+from clock_service.service.wire.fields import PersonName, TableId, TextLine
 
 __all__ = ["DrawMatchOut", "DrawOut", "DrawRefused", "AssignIn", "NextOut", "StartNextIn",
            "ResultOut", "ResultsOut", "OutboxOut", "DrawLine", "DrawRow", "DRAW_BODY",
