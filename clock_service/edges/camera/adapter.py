@@ -29,6 +29,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -328,6 +329,8 @@ class CameraAdapter:
                     if level >= budget.NOT_SURE:
                         continue  # short of CPU: it watches, it decides nothing
                     for decision in result.decisions:
+                        if isinstance(decision, Rest):
+                            calibration = self._recount(calibration, decision.balls)
                         self._hop(self._on_decision, decision)
             except SourceError as exc:
                 self.connected = False
@@ -346,6 +349,28 @@ class CameraAdapter:
                 self._stop.wait(1.0)
             finally:
                 source.close()
+
+    def _recount(self, calibration: Calibration, balls: int) -> Calibration:
+        """Camera thread, a rest decided with ``balls`` balls: the calibration's count of
+        balls made that (issue 37 point 1: rechecked when balls are potted, or a frame is
+        racked again), and saved, so that the opening check after a restart (every ball the
+        calibration counted must be seen) asks for the balls there are now, not for those
+        potted meanwhile. The pipeline goes on as it is."""
+        appearance = calibration.appearance
+        if appearance is None or appearance.balls == balls:
+            return calibration
+        updated = replace(calibration, appearance=replace(appearance, balls=balls))
+        with self._lock:
+            if self._calibration is not calibration:
+                return calibration  # a new one came meanwhile: it counts for itself
+            self._calibration = updated
+        try:
+            updated.save(self.calibration_path)
+        except OSError as exc:
+            log.warning("camera: the new count of balls (%d) not saved: %s", balls, exc)
+        log.info("camera: %d balls at rest where the calibration counted %d: count saved",
+                 balls, appearance.balls)
+        return updated
 
     def _see_the_last_frame(self) -> None:
         """Camera thread, a file ended: when the last frame it handed over was not looked at

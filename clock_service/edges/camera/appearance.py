@@ -35,6 +35,7 @@ __all__ = ["Appearance", "AppearanceError", "learn_appearance"]
 
 MIN_BALLS = 2  # fewer balls than this on the calibration frame: nothing learned
 DEPTH_WIDE = (0.6, 2.5)  # the depths (radii) looked at when learning
+RADIUS_MIN = 0.95  # a ball's learned radius, at least this share of its own
 
 
 def learn_appearance(calibration: Calibration, frame: np.ndarray) -> Calibration:
@@ -91,9 +92,14 @@ def learn_appearance(calibration: Calibration, frame: np.ndarray) -> Calibration
     # the balls' size on the bed: the area of each lone ball's body (its pixels unlike the
     # felt and not darker than it: its shadow is left out) as a disk's
     radius_px = _body_radius(detector, geo, felt_l, felt_ab, keep)
+    # never under the ball's own radius (less a little for the measure's error): seen from
+    # above, a ball's outline on the bed is at least its size (its top is nearer the
+    # camera), and a darker limb or a soft edge that the measure leaves out makes a ball
+    # look smaller than it is: a radius too small splits nothing and finds a rack as two
+    # balls (issue 37 point 1)
     nominal = calibration.ball_mm / 2
     radius_mm = nominal if radius_px is None else \
-        min(max(radius_px / detector.scale, 0.8 * nominal), 1.4 * nominal)
+        min(max(radius_px / detector.scale, RADIUS_MIN * nominal), 1.4 * nominal)
     # the deepest ball seen (its own radius learned), with some room: the band the
     # detector will look in (never narrower than its built-in 1.5)
     ratio = geo.depth[keep] / max(1e-6, radius_mm * detector.scale)
@@ -138,4 +144,5 @@ def _body_radius(detector: Any, geo: Any, felt_l: float, felt_ab: Any, keep: Any
         # less half a pixel: the disk's soft (antialiased, compressed) edge counts whole
         radii.append(math.sqrt(float(patch.sum()) / math.pi) - 0.5)
     return float(np.median(radii)) if radii else None
+
 
