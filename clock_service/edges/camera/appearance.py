@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from clock_service.edges.camera.geometry import Calibration
 
-__all__ = ["Appearance", "AppearanceError", "learn_appearance"]
+__all__ = ["Appearance", "AppearanceError", "keep_learned", "learn_appearance"]
 
 MIN_BALLS = 2  # fewer balls than this on the calibration frame: nothing learned
 DEPTH_WIDE = (0.6, 2.5)  # the depths (radii) looked at when learning
@@ -146,3 +146,13 @@ def _body_radius(detector: Any, geo: Any, felt_l: float, felt_ab: Any, keep: Any
     return float(np.median(radii)) if radii else None
 
 
+
+def keep_learned(calibration: Calibration, previous: Calibration | None) -> Calibration:
+    """``calibration`` (corners saved without learning: the frame could not be learned from,
+    or learning was not asked for) with the look learned before, when there was one (issue
+    37 point 3: a save of the corners alone replaced a learned look, and strikes were missed
+    with the built-in colours). The look is the table's and its balls', not the corners':
+    it holds for new corners of the same table."""
+    if calibration.appearance is not None or previous is None or previous.appearance is None:
+        return calibration
+    return replace(calibration, appearance=previous.appearance)
