@@ -140,6 +140,10 @@ class WatchSettings:
     # is too few frames to tell a rest by: not sure. None: rest_ms + 100 (400 ms).
     rest_target_ms: float | None = None
     rest_frames: int = 3
+    # A ball is still when it drifted by less than this over the rest's window (issue 37
+    # point 4: about half a camera pixel at the table's scale; FramePipeline sets it from
+    # the calibration), or less than its measurement's noise allows to tell
+    visible_mm: float = 1.4
 
 
 @dataclass
@@ -510,6 +514,12 @@ class Watcher:
             if any(now - a.since < wait for a in balls):
                 return None
             still = current
+        # Every ball still by a visible amount over the window (issue 37 point 4): a ball
+        # creeping to its stop at 10-30 mm/s stays within still_mm of one place for the
+        # window, but its place drifts; no rest while any does.
+        limits = {id(a): self._drift(a, now, rest_wait) for a in still}
+        if any(drift > limit for drift, limit, _ in limits.values()):
+            return None
         self.expected = len(still)
         self.known = max(self.known, len(still))
         self.state = "rest"
@@ -520,7 +530,7 @@ class Watcher:
             self._add_spot(*self._place(a), a.kind, now)
         self._newcomers = []
         self._anchor = []
-        return Rest(max(self._settled(a) for a in still), now, len(still))
+        return Rest(max(self._settled(a, limits[id(a)][2]) for a in still), now, len(still))
 
     def _here_since(self, ball: Detection, now: float) -> float:
         """A new place: since when the ball seen there has been within ``still_mm`` of it
@@ -605,17 +615,76 @@ class Watcher:
                         and abs(b.y - fy) <= near for b in obs.balls)
         return seen >= STEADY * frames
 
-    def _settled(self, ball: _Anchor) -> float:
-        """Since when ``ball`` has stayed within ``still_mm`` of where it now rests: its
-        place's start, or earlier frames that showed it within ``still_mm`` of where it
-        rests (a place is where the ball was when it left the previous one, up to a frame
-        before it came within ``still_mm`` of its rest)."""
+    def _drift(self, ball: _Anchor, now: float, window: float
+               ) -> tuple[float, float, float]:
+        """How far ``ball`` drifted over the last ``window`` ms (mm: its path's fitted
+        speed times the window), how far it may drift and still be at rest (the larger of
+        ``visible_mm``, about half a camera pixel, and three standard errors of that fit: a
+        ball measured noisily cannot be told still more finely than its noise; a ball the
+        detector puts at two places by turns has no drift at all), and how far one frame
+        may show it from its rest (``visible_mm`` or three times the fit's noise)."""
         s = self.settings
         fx, fy = ball.last
+        reach = 0.5 * self.radius
+        pts: list[tuple[float, float, float]] = []
+        for obs in self._history:
+            if not obs.looked or obs.at < now - window:
+                continue
+            near = [(math.hypot(b.x - fx, b.y - fy), b) for b in obs.balls
+                    if b.kind == ball.kind]
+            d, b = min(near, key=lambda c: c[0], default=(math.inf, None))
+            if b is not None and d <= reach:
+                pts.append((obs.at, b.x, b.y))
+        if len(pts) < 3:
+            return 0.0, s.visible_mm, s.visible_mm
+        n = len(pts)
+        mt = sum(p[0] for p in pts) / n
+        mx = sum(p[1] for p in pts) / n
+        my = sum(p[2] for p in pts) / n
+        var = sum((p[0] - mt) ** 2 for p in pts)
+        if var <= 0:
+            return 0.0, s.visible_mm, s.visible_mm
+        vx = sum((p[0] - mt) * (p[1] - mx) for p in pts) / var
+        vy = sum((p[0] - mt) * (p[2] - my) for p in pts) / var
+        res = sum((p[1] - mx - vx * (p[0] - mt)) ** 2 + (p[2] - my - vy * (p[0] - mt)) ** 2
+                  for p in pts) / max(1, 2 * (n - 2))
+        span = pts[-1][0] - pts[0][0]
+        error = math.sqrt(res / var) * span
+        noise = math.sqrt(res)
+        limit = max(s.visible_mm, 3.0 * error)
+        frame_limit = max(s.visible_mm, 3.0 * noise)
+        # and from the window's first two sightings to its last two (a fit over few frames
+        # can miss a slow creep by its noise; this is the same question asked again)
+        k = 2 if n >= 4 else 1
+        x0, y0 = (sum(p[1] for p in pts[:k]) / k, sum(p[2] for p in pts[:k]) / k)
+        x1, y1 = (sum(p[1] for p in pts[-k:]) / k, sum(p[2] for p in pts[-k:]) / k)
+        chord = math.hypot(x1 - x0, y1 - y0)
+        drift = math.hypot(vx, vy) * span
+        if chord > frame_limit and chord > drift:
+            drift, limit = chord, frame_limit
+        return drift, limit, frame_limit
+
+    def _settled(self, ball: _Anchor, limit: float | None = None) -> float:
+        """Since when ``ball`` has stayed within ``limit`` (default ``still_mm``) of where
+        it now rests: the first frame that shows it there after the last one that showed it
+        elsewhere, i.e. the last moment it was seen moving (issue 37 point 4: the rest's
+        ``at``; with ``limit`` the drift's, a ball slowing to its stop is still moving
+        until it is within about half a pixel of its rest). Up to a frame before it came
+        within ``limit`` of its rest, among the frames not looked at."""
+        s = self.settings
+        limit = s.still_mm if limit is None else min(s.still_mm, limit)
+        fx, fy = self._window_place(ball) if limit < s.still_mm else ball.last
         settled = ball.since
         unseen: list[float] = []  # frames not looked at since the last one showing it still
         for obs in reversed(self._history):
             if obs.at >= ball.since:
+                if limit < s.still_mm and obs.looked and obs.at <= ball.seen_at:
+                    # within its place, but further than ``limit`` from its rest: moving
+                    near = [math.hypot(b.x - fx, b.y - fy) for b in obs.balls
+                            if b.kind == ball.kind]
+                    d = min(near, default=math.inf)
+                    if limit < d <= 2 * self.radius:
+                        return min(ball.seen_at, self._next_frame(obs.at))
                 continue
             if not obs.looked:
                 unseen.append(obs.at)
@@ -624,7 +693,7 @@ class Watcher:
             d = min(near, default=math.inf)
             if d > 2 * self.radius:
                 continue  # not seen in that frame (hidden, or missed once): no evidence
-            if d > s.still_mm:
+            if d > limit:
                 # seen away from its place: still moving then. It came to rest in one of
                 # the frames not looked at since, or the next one looked at: the middle one
                 # (half the frames left out, at most, from the truth)
@@ -633,6 +702,32 @@ class Watcher:
             settled = obs.at
             unseen = []
         return settled
+
+    def _window_place(self, ball: _Anchor) -> tuple[float, float]:
+        """Where ``ball`` rests: the median of where it was seen over the stillness
+        window (its place's median since ``since`` would count its creeping in)."""
+        fx, fy = ball.last
+        start = ball.seen_at - self._rest_wait()
+        xs: list[float] = []
+        ys: list[float] = []
+        for obs in self._history:
+            if obs.at < start or not obs.looked:
+                continue
+            near = [(math.hypot(b.x - fx, b.y - fy), b) for b in obs.balls
+                    if b.kind == ball.kind]
+            d, b = min(near, key=lambda c: c[0], default=(math.inf, None))
+            if b is not None and d <= self.settings.still_mm:
+                xs.append(b.x)
+                ys.append(b.y)
+        if not xs:
+            return fx, fy
+        xs.sort()
+        ys.sort()
+        return xs[len(xs) // 2], ys[len(ys) // 2]
+
+    def _next_frame(self, at: float) -> float:
+        """The capture time of the first frame looked at after ``at``."""
+        return next((o.at for o in self._history if o.at > at and o.looked), at)
 
     def _add_spot(self, x: float, y: float, kind: str, at: float) -> None:
         self._spots[self._next_id] = _Spot(self._next_id, x, y, kind, at, at)

@@ -133,6 +133,9 @@ class BallDetector:
             # bed image never has more pixels than the frame shows it with)
             px_per_mm = min(BED_PX_PER_MM, span / calibration.table_mm[0])
         self.scale = px_per_mm
+        # the camera's own pixels per mm of the table (the bed's long side in the frame):
+        # half of one is the least a ball can be seen to move (issue 37 point 4)
+        self.frame_px_per_mm = span / calibration.table_mm[0]
         self.bed_size = (round(calibration.table_mm[0] * px_per_mm),
                          round(calibration.table_mm[1] * px_per_mm))
         self.appearance = calibration.appearance
