@@ -22,8 +22,11 @@ FELT = (40, 115, 30)
 WHITE = (212, 222, 228)
 IVORY = (150, 200, 222)
 RED = (40, 40, 190)
+WOOD = (40, 70, 110)
+RAIL = 100.0  # mm of wooden rail shown round the cushions
+OUT = RAIL + 45.0  # the bed's edge from the frame's (rail and cushion)
 # frame pixels per mm for a camera that shows the bed across the frame's width
-SCALES = {"480p": 640 / W, "720p": 1280 / W, "1080p": 1920 / W}
+SCALES = {"480p": 640 / (W + 290), "720p": 1280 / (W + 290), "1080p": 1920 / (W + 290)}
 
 
 def frame(scale: float, balls: list[tuple[float, float, tuple[int, int, int]]],
@@ -31,11 +34,14 @@ def frame(scale: float, balls: list[tuple[float, float, tuple[int, int, int]]],
     """The bed alone, ``scale`` px per mm, balls drawn as a renderer draws them: a shadow,
     a darker limb, a highlight towards the lamp; sensor noise over all."""
     rng = np.random.default_rng(seed)
-    img = np.zeros((round(H * scale), round(W * scale), 3), np.uint8)
-    img[:] = FELT
+    img = np.zeros((round((H + 2 * OUT) * scale), round((W + 2 * OUT) * scale), 3), np.uint8)
+    img[:] = WOOD
+    c, r = round(RAIL * scale), round(OUT * scale)
+    img[c:img.shape[0] - c, c:img.shape[1] - c] = tuple(int(v * 0.85) for v in FELT)
+    img[r:img.shape[0] - r, r:img.shape[1] - r] = FELT  # the cushions wear the same cloth
 
     def p(x: float, y: float) -> tuple[int, int]:
-        return (round(x * scale * 16), round(y * scale * 16))
+        return (round((x + OUT) * scale * 16), round((y + OUT) * scale * 16))
 
     shadow = tuple(int(c * 0.72) for c in FELT)
     for x, y, _ in balls:
@@ -53,9 +59,11 @@ def frame(scale: float, balls: list[tuple[float, float, tuple[int, int, int]]],
 
 
 def calibration(img: np.ndarray) -> Calibration:
+    """The bed's corners inside the cushions, as clicked on the frame."""
     h, w = img.shape[:2]
-    return Calibration(((0.0, 0.0), (float(w), 0.0), (float(w), float(h)), (0.0, float(h))),
-                       (w, h))
+    scale = w / (W + 2 * OUT)
+    a, bx, by = OUT * scale, (W + OUT) * scale, (H + OUT) * scale
+    return Calibration(((a, a), (bx, a), (bx, by), (a, by)), (w, h))
 
 
 def touching(x: float, y: float, angle: float, gap: float = 0.3) -> tuple[float, float]:
@@ -88,11 +96,17 @@ def layout(case: str) -> list[tuple[float, float, tuple[int, int, int]]]:
     if case == "frozen on a cushion":
         return [(1500.0, R + 0.5, WHITE), (2200.0, H - R - 0.5, RED), (W - R - 0.5, 900.0, WHITE),
                 (*touching(1500.0, R + 0.5, 0.0), WHITE)]
+    if case == "frozen on a cushion, tilted camera":
+        # a tilted camera shows a ball's top nearer the edge than the ball stands: a third
+        # of a radius over the cushion's nose (the pooltool renders at 4-15 degrees)
+        edge = 0.7 * R
+        return [(1500.0, edge, WHITE), (2200.0, H - edge, RED), (W - edge, 900.0, WHITE),
+                (*touching(1500.0, edge, 0.0), WHITE)]
     raise KeyError(case)
 
 
 CASES = ["pair", "pair, white and coloured", "triple in a line", "triple in a triangle",
-         "rack", "frozen on a cushion"]
+         "rack", "frozen on a cushion", "frozen on a cushion, tilted camera"]
 
 
 @pytest.mark.parametrize("resolution", list(SCALES))

@@ -46,10 +46,12 @@ DEPTH_STEPS = 16.0  # depth maxima are compared in 1/16 pixel steps
 FELT_EVERY = 10  # frames between two measurements of the felt's hue and saturation
 CHROMA_WEIGHT = 0.35  # colour counts less than value at a ball's edge (a codec smears it)
 DISK = 1.25  # a ball's centre is the mean over this many radii around it (soft edge, shadow)
-# A ball's centre is at least a radius from the cushion; with some slack for the corners
-# clicked a little off, anything closer (a hand or a sleeve coming over the rail, cut by
-# the bed's edge) is not a ball.
-EDGE = 0.7
+# A ball's centre is at least a radius from the cushion; with slack for the corners
+# clicked a little off and for a tilted camera, which shows a ball frozen on the cushion
+# up to a third of a radius nearer the edge (its top is nearer the camera), anything
+# closer (a hand or a sleeve coming over the rail, cut by the bed's edge) is not a ball.
+EDGE = 0.45
+SHOWN = 0.7  # a ball's core is shown this much at least (the rest past the bed's edge)
 # Balls that touch (``_clusters``): a blob of more than this many balls' area is looked at
 # ball by ball; a centre's disk is this much foreground at least; two centres are this many
 # radii apart at least (touching balls: 2); the disks explain this share of the blob.
@@ -442,11 +444,15 @@ class BallDetector:
         h, w = fg.shape
         py = np.clip(ys[:, None, None] + yy[None], 0, h - 1)
         px = np.clip(xs[:, None, None] + xx[None], 0, w - 1)
-        # filled: a ball's core is all foreground (cut by the image's edge is not filled)
+        # filled: a ball's core is all foreground, over the part of it the bed shows. A
+        # ball frozen on a cushion seen by a tilted camera stands partly over the bed's
+        # edge (its top is nearer the camera: issue 37, the pooltool renders): the part
+        # over the edge is not there to be filled, but most of the core must be shown
         core = self._core[None] & (py == ys[:, None, None] + yy[None]) \
             & (px == xs[:, None, None] + xx[None])
-        fill = ((fg[py, px] > 0) & core).sum(axis=(1, 2)) / self._core.sum()
-        keep = fill >= 0.8
+        shown = core.sum(axis=(1, 2))
+        fill = ((fg[py, px] > 0) & core).sum(axis=(1, 2)) / np.maximum(1, shown)
+        keep = (fill >= 0.8) & (shown >= SHOWN * self._core.sum())
         if not keep.any():
             return []
         xs, ys, depth, fill = xs[keep], ys[keep], depth[keep], fill[keep]
@@ -495,8 +501,11 @@ class BallDetector:
         lab = cv2.cvtColor(mean.clip(0, 255).astype(np.uint8)[:, None], cv2.COLOR_BGR2Lab)
         lab = lab[:, 0].astype(np.float64)
         fx, fy = xs + cx.astype(np.float64), ys + cy.astype(np.float64)
-        edge = EDGE * r  # a ball's centre is a radius from the cushion at least
-        inside = (fx >= edge) & (fx <= w - 1 - edge) & (fy >= edge) & (fy <= h - 1 - edge)
+        # a ball's centre is a radius from the cushion at least; in mm of the table (the
+        # bed image's last pixel is up to a pixel short of the far cushions)
+        edge = EDGE * r
+        tw, th = (v * self.scale for v in self.calibration.table_mm)
+        inside = (fx >= edge) & (fx <= tw - edge) & (fy >= edge) & (fy <= th - edge)
         out: list[Detection] = []
         for i in range(n):
             if count[i] == 0 or not inside[i]:
