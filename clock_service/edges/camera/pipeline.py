@@ -65,6 +65,23 @@ class FramePipeline:
             table_mm=calibration.table_mm,
             visible_mm=VISIBLE_PX / self.detector.frame_px_per_mm)
         self.watcher = Watcher(settings)
+        self._full = self.detector
+        self._small: BallDetector | None = None
+
+    def use_small(self, small: bool) -> None:
+        """Look at a smaller image of the table (``budget.SMALL_SCALE`` of the bed's
+        scale, about half its pixels: the budget's first step, issue 37 point 5) or the
+        full one. The watcher goes on: positions are in mm either way."""
+        if not small:
+            self.detector = self._full
+            return
+        if self._small is None:
+            from clock_service.camera.budget import SMALL_SCALE
+
+            full = self._full
+            self._small = BallDetector(full.calibration, frame_size=self.frame_size,
+                                       px_per_mm=full.scale * SMALL_SCALE)
+        self.detector = self._small
 
     def warm_up(self) -> None:
         """OpenCV and numpy set up some tables on their first calls (half a second on a
