@@ -224,8 +224,8 @@ async def test_a_rest_rechecks_the_calibrations_count_of_balls(rt: Runtime,
     a restart asks for the balls there are. Calibrated with a ball fewer than the table
     shows (one put back since), the rest counts them all, and the file says so."""
     cv2 = pytest.importorskip("cv2")
-    from clock_service.camera.appearance import learn_appearance
-    from clock_service.camera.geometry import Calibration
+    from clock_service.edges.camera.appearance import learn_appearance
+    from clock_service.edges.camera.geometry import Calibration
     from harness.synthetic import write_resting_table
 
     video, cal = write_resting_table(tmp_path, seconds=0.6)

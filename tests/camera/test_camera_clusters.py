@@ -12,9 +12,9 @@ import cv2
 import numpy as np
 import pytest
 
-from clock_service.camera.appearance import learn_appearance
-from clock_service.camera.detect import BallDetector
-from clock_service.camera.geometry import TABLE_MM, Calibration
+from clock_service.edges.camera.appearance import learn_appearance
+from clock_service.edges.camera.detect import BallDetector
+from clock_service.edges.camera.geometry import TABLE_MM, Calibration
 
 W, H = TABLE_MM
 R = 34.0
