@@ -76,7 +76,7 @@ class FramePipeline:
             self.detector = self._full
             return
         if self._small is None:
-            from clock_service.camera.budget import SMALL_SCALE
+            from clock_service.edges.camera.budget import SMALL_SCALE
 
             full = self._full
             self._small = BallDetector(full.calibration, frame_size=self.frame_size,
