@@ -534,3 +534,41 @@ def test_a_slow_roll_out_is_moving_until_it_stops(speed: float, decel: float, fp
     unseen = math.sqrt(2 * visible / a) if a > 0 else visible / v
     assert stop - unseen - 2 * period <= rest.at <= stop + 2 * period, (rest, stop, unseen)
     assert rest.decided_at - stop <= 300 + 3 * period + noise * 200, (rest, stop)
+
+
+@pytest.mark.parametrize(("covered", "rest_by_ms", "balls"), [
+    # an arm over ball 3 while ball 0 rolls to its stop: ball 3 keeps its place, the rest
+    # comes on time with all 8 (it waited the recount, 1.2 s, and counted 7)
+    (True, 300 + 3 * FRAME, 8),
+    # its place shows felt: the ball is gone (potted, knocked away): a recount, as before
+    (False, 1200 + 3 * FRAME, 7),
+])
+def test_a_ball_hidden_under_an_arm_keeps_its_place(covered: bool, rest_by_ms: float,
+                                                   balls: int) -> None:
+    """Issue 37 point 2: a ball hidden for a moment under an arm keeps its last place, and
+    comes back when seen again (no newcomer, no strike)."""
+    w = Watcher()
+    t = 0.0
+    frames: list[Observation] = []
+    for k in range(60):  # ball 0 rolls for 30 frames; ball 3 hidden from frame 10 to 70
+        at = k * FRAME
+        gone = frozenset({3}) if k >= 10 else frozenset()
+        frames.append(table(at, {0: (400 + 10 * min(k, 30), 300)}, hidden=gone))
+    decisions: list[object] = []
+    for obs in frames:
+        asked = w.spots()  # what the pipeline asks about before each frame
+        felt = {sid: (0.0 if covered else 1.0) for sid in asked}
+        decisions += w.feed(Observation(obs.at, obs.balls, felt, obs.quality))
+    stop = 30 * FRAME
+    rests = [d for d in decisions if isinstance(d, Rest)]
+    assert len(rests) == 1, decisions
+    assert rests[0].balls == balls and stop <= rests[0].decided_at <= stop + rest_by_ms, rests
+    # ball 3 comes back where it was: nothing new, nothing struck
+    t = 60 * FRAME
+    later: list[object] = []
+    for k in range(30):
+        later += w.feed(table(t + k * FRAME, {0: (700, 300)},
+                              felt=dict.fromkeys(w.spots(), 0.0)))
+    assert [d for d in later if isinstance(d, Strike)] == []
+    if covered:
+        assert len(w.spots()) == 8

@@ -187,6 +187,7 @@ class _Anchor:
     seen: int = 1  # frames it was seen there
     # (when, where) a ball of its kind was seen less than a radius from it, elsewhere
     near: list[tuple[float, _Anchor]] = field(default_factory=list)
+    hid: int = 0  # the id its place is asked about while it is not seen (0: not asked)
 
     def still_since(self) -> float:
         """Since when the ball here has not been seen elsewhere nearby: a place it passed
@@ -196,6 +197,9 @@ class _Anchor:
 
 
 FORGET_MS = 500.0  # a place where nothing was seen for this long is forgotten
+# ... unless a still ball was last seen there and its place has been covered since (an arm,
+# a sleeve, a body over it): it keeps its place this long (issue 37 point 2)
+HIDDEN_MS = 4000.0
 AGAIN = 3  # a place seen this many times (frames) or more is seen "again and again"
 NEAR_KEPT = 16  # sightings nearby kept per place
 SEEN_MS = 100.0  # a ball missed by the detector for up to this long is still counted
@@ -244,8 +248,13 @@ class Watcher:
         return self.settings.ball_mm / 2
 
     def spots(self) -> dict[int, tuple[float, float]]:
-        """The resting balls' spots the next observation should say are bare felt or not."""
-        return {s.id: (s.x, s.y) for s in self._spots.values()}
+        """The places the next observation should say are bare felt or not: the resting
+        balls' spots, and while balls roll, the places of still balls not seen now (hidden
+        under an arm, or gone)."""
+        out = {s.id: (s.x, s.y) for s in self._spots.values()}
+        if self.state == "moving":
+            out.update({a.hid: a.last for a in self._anchor if a.hid})
+        return out
 
     # -- the one entry point ---------------------------------------------------------------
     def feed(self, obs: Observation) -> list[Decision]:
@@ -495,7 +504,17 @@ class Watcher:
                         and math.hypot(a.x - b.x, a.y - b.y) < self.radius):
                     a.near.append((now, place))
                     del a.near[:-NEAR_KEPT]
-        self._anchor = [a for a in anchors if now - a.seen_at <= FORGET_MS]
+        # A still ball not seen now whose place is covered (its spot shows no felt) keeps
+        # its place: a ball hidden for a moment under an arm is still there (issue 37
+        # point 2). Its place is asked about from the next frame on (``spots``).
+        hidden = [a for a in anchors if a.seen_at < now - SEEN_MS and self._covered(a, obs)]
+        for a in anchors:
+            if (not a.hid and a.seen_at < now and a.seen >= AGAIN
+                    and a.seen_at - a.still_since() >= self._rest_wait()):
+                a.hid = self._next_id
+                self._next_id += 1
+        self._anchor = [a for a in anchors
+                        if now - a.seen_at <= FORGET_MS or a in hidden]
         balls = self._balls([a for a in self._anchor if now - a.seen_at <= SEEN_MS])
         current = [b for b in balls if b.seen_at == now]
         # A ball at rest is seen in (nearly) every frame; a place seen in one frame of two
@@ -505,15 +524,19 @@ class Watcher:
         still = [b for b in balls if now - b.since >= rest_wait and self._steady(b, now)]
         if not current:
             return None
-        if len(still) < self.known:
+        hidden = hidden[:max(0, self.known - len(still))]
+        if len(still) + len(hidden) < self.known:
             # Not every ball there can be is seen still: one may still roll, or be hidden
             # (under an arm), or gone (potted). Then every ball seen now must be still, for
-            # recount_ms when fewer are seen than at the last rest; and a ball seen moving
-            # a frame or two ago (missed in this one, at a cushion say) still rolls.
-            wait = rest_wait if len(current) >= (self.expected or 0) else s.recount_ms
+            # recount_ms when fewer are seen (or known hidden) than at the last rest; and a
+            # ball seen moving a frame or two ago (missed in this one, at a cushion say)
+            # still rolls.
+            counted = len(current) + len(hidden)
+            wait = rest_wait if counted >= (self.expected or 0) else s.recount_ms
             if any(now - a.since < wait for a in balls):
                 return None
             still = current
+        still = still + [a for a in hidden if a not in still]
         # Every ball still by a visible amount over the window (issue 37 point 4): a ball
         # creeping to its stop at 10-30 mm/s stays within still_mm of one place for the
         # window, but its place drifts; no rest while any does.
@@ -724,6 +747,14 @@ class Watcher:
         xs.sort()
         ys.sort()
         return xs[len(xs) // 2], ys[len(ys) // 2]
+
+    def _covered(self, anchor: _Anchor, obs: Observation) -> bool:
+        """A still ball's place, the ball not seen there now, shows no felt: something
+        lies over it (asked since the ball was last seen, kept ``HIDDEN_MS`` at most)."""
+        if not anchor.hid or obs.at - anchor.seen_at > HIDDEN_MS:
+            return False
+        felt = obs.spots_felt.get(anchor.hid)
+        return felt is not None and felt < self.settings.vacated
 
     def _next_frame(self, at: float) -> float:
         """The capture time of the first frame looked at after ``at``."""
