@@ -207,14 +207,15 @@ async def test_a_file_left_out_to_its_end_is_looked_at_when_it_ends(
 
 
 class Played(FarBehind):
-    """The frames of a file, each captured a frame period after the last (just now)."""
+    """The frames of a file, each captured a frame period after the last, the first one
+    now (on the fake clock, which stands still: never behind real time)."""
 
     def read(self) -> tuple[Any, float]:
         if self.index >= len(self.frames):
             self.ended = True
             raise SourceError("the video file ended")
         self.index += 1
-        return self.frames[self.index - 1], self.index * 1000.0 / self.fps
+        return self.frames[self.index - 1], self.now() + self.index * 1000.0 / self.fps
 
 
 async def test_a_rest_rechecks_the_calibrations_count_of_balls(rt: Runtime,
@@ -244,7 +245,7 @@ async def test_a_rest_rechecks_the_calibrations_count_of_balls(rt: Runtime,
     try:
         await until_async(lambda: cam.ended, 10.0, what="the file's end")
         rests = [d for d in cam.decisions if d["type"] == "rest"]
-        assert rests, (list(cam.decisions), cam.status())
+        assert rests, (list(cam.decisions), cam.looked, cam.skipped, rt.health.faults())
         saved = Calibration.load(cal)
         assert saved.appearance is not None and saved.appearance.balls == seen
         assert cam.calibration is not None and cam.calibration.appearance is not None

@@ -106,14 +106,18 @@ def test_a_rolling_ball_delays_rest_until_it_stops() -> None:
     assert len(rests) == 1 and rests[0].at == pytest.approx(20 * FRAME)
 
 
-@pytest.mark.parametrize("looked", [
-    lambda k: True, lambda k: k % 2 == 1, lambda k: k % 2 == 0,
-    lambda k: k % 3 == 0, lambda k: k % 3 == 1, lambda k: k % 3 == 2,
+@pytest.mark.parametrize(("looked", "decides"), [
+    (lambda k: True, True), (lambda k: k % 2 == 1, True), (lambda k: k % 2 == 0, True),
+    (lambda k: k % 3 == 0, False), (lambda k: k % 3 == 1, False),
+    (lambda k: k % 3 == 2, False),
 ])
-def test_frames_not_looked_at_time_the_rest_within_a_frame(looked: object) -> None:
+def test_frames_not_looked_at_time_the_rest_within_a_frame(looked: object,
+                                                          decides: bool) -> None:
     # a camera thread behind real time looks at one frame in 2 or 3 while balls roll
     # (pipeline.look_at); the ball stops at frame 20: the rest is put among the frames
-    # left out, within one frame of it
+    # left out, within one frame of it. One frame in 3 is 10 a second looked at: too few
+    # to tell a rest within 400 ms, not sure (issue 37 point 5: the frames looked at
+    # count, not the frames captured)
     w = Watcher()
     decisions: list[object] = []
     for k in range(50):
@@ -123,6 +127,9 @@ def test_frames_not_looked_at_time_the_rest_within_a_frame(looked: object) -> No
         else:
             w.skip(at)
     rests = [d for d in decisions if isinstance(d, Rest)]
+    if not decides:
+        assert rests == [] and not w.sure, decisions
+        return
     assert len(rests) == 1 and abs(rests[0].at - 20 * FRAME) <= FRAME + 1e-6, rests
 
 
