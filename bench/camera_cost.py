@@ -152,7 +152,10 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=60)
     parser.add_argument("--instructions", action="store_true",
                         help="also count instructions a frame with valgrind (slow: minutes)")
-    parser.add_argument("--iframes", type=int, default=4, help=argparse.SUPPRESS)
+    parser.add_argument("--iframes", type=int, default=4,
+                        help="frames of the shorter valgrind run (the longer: 4 times)")
+    parser.add_argument("--sizes", default=",".join(SIZES),
+                        help="which of 480p,720p,1080p (default: all)")
     parser.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     cache = Path(tempfile.gettempdir()) / "shotclock-camera-cost"
@@ -164,6 +167,8 @@ def main() -> int:
     results: dict[str, Any] = {"machine": platform.processor() or platform.machine(),
                                "load_before": os.getloadavg()}
     for name, size in SIZES.items():
+        if name not in args.sizes.split(","):
+            continue
         cost = measure(size, args.frames, cache)
         row: dict[str, Any] = {"pieces_ms": cost, "steps": steps(cost)}
         if args.instructions:
