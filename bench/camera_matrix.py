@@ -208,6 +208,9 @@ def main() -> int:
     parser.add_argument("--no-learn", action="store_true",
                         help="corners only: the detector's built-in colours and sizes")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--latency", choices=("wall", "cpu"), default="wall",
+                        help="a decision's latency as its frame's wall time (the target, on "
+                        "a quiet machine) or this thread's CPU time (on a shared one)")
     args = parser.parse_args()
     cv2.setNumThreads(1)
     sets = {"tuning": TUNING, "tuning-more": TUNING_MORE, "held-out": HELD_OUT}
@@ -220,7 +223,7 @@ def main() -> int:
             conds = [replace(c, shots=min(c.shots, args.shots)) for c in conds]
         rows = []
         for cond in conds:
-            row = run(cond, learn=not args.no_learn)
+            row = run(cond, learn=not args.no_learn, latency=args.latency)
             row["condition"] = describe(cond)
             rows.append(row)
         results[name] = rows
@@ -235,7 +238,7 @@ def main() -> int:
             for video in videos:
                 if video.stem.startswith("p_h_") != held:
                     continue
-                rows.append(rendered(video, learn=not args.no_learn))
+                rows.append(rendered(video, learn=not args.no_learn, latency=args.latency))
             results[part] = rows
             if rows:
                 show(rows, f"{part} ({len(rows)} videos, {args.rendered})")
