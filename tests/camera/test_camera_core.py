@@ -579,3 +579,23 @@ def test_a_ball_hidden_under_an_arm_keeps_its_place(covered: bool, rest_by_ms: f
     assert [d for d in later if isinstance(d, Strike)] == []
     if covered:
         assert len(w.spots()) == 8
+
+
+def test_a_ball_moved_a_little_is_not_also_hidden_at_its_old_place() -> None:
+    """Its old place, half under it, reads as covered: counted as a hidden ball too, it
+    stood in for a ball still rolling, and a rest came 700 ms before the last ball stopped
+    (the small matrix's t_green_ivory_hand_60fps at 15 fps). A ball of its kind seen within
+    two radii is that ball; and no hidden ball counts while a ball seen now still rolls."""
+    w = Watcher()
+    decisions: list[object] = []
+    for k in range(60):
+        at = k * FRAME
+        moved = {0: (400 + 15 * min(k, 45), 300)}  # ball 0 rolls until frame 45
+        if k >= 15:
+            moved[3] = (EIGHT[3][0] + 40, EIGHT[3][1])  # ball 3 nudged 40 mm, then still
+        obs = table(at, moved)
+        felt = dict.fromkeys(w.spots(), 0.0)  # every place asked about reads as covered
+        decisions += w.feed(Observation(obs.at, obs.balls, felt, obs.quality))
+    rests = [d for d in decisions if isinstance(d, Rest)]
+    assert rests and all(r.decided_at >= 45 * FRAME for r in rests), rests
+    assert rests[0].balls == 8

@@ -512,7 +512,11 @@ class Watcher:
         # A still ball not seen now whose place is covered (its spot shows no felt) keeps
         # its place: a ball hidden for a moment under an arm is still there (issue 37
         # point 2). Its place is asked about from the next frame on (``spots``).
-        hidden = [a for a in anchors if a.seen_at < now - SEEN_MS and self._covered(a, obs)]
+        # Not when a ball of its kind is seen within two radii of it: that is the ball,
+        # moved a little (its old place still half under it reads as covered).
+        hidden = [a for a in anchors if a.seen_at < now - SEEN_MS and self._covered(a, obs)
+                  and all(b.kind != a.kind or math.hypot(b.x - a.last[0], b.y - a.last[1])
+                          > 2 * self.radius for b in obs.balls)]
         for a in anchors:
             if (not a.hid and a.seen_at < now and a.seen >= AGAIN
                     and a.seen_at - a.still_since() >= self._rest_wait()):
@@ -529,6 +533,10 @@ class Watcher:
         still = [b for b in balls if now - b.since >= rest_wait and self._steady(b, now)]
         if not current:
             return None
+        # and only once every ball seen now is still: a ball still rolling is never stood
+        # in for by one that cannot be seen
+        if any(b not in still for b in current):
+            hidden = []
         hidden = hidden[:max(0, self.known - len(still))]
         if len(still) + len(hidden) < self.known:
             # Not every ball there can be is seen still: one may still roll, or be hidden
