@@ -512,11 +512,14 @@ class Watcher:
         # A still ball not seen now whose place is covered (its spot shows no felt) keeps
         # its place: a ball hidden for a moment under an arm is still there (issue 37
         # point 2). Its place is asked about from the next frame on (``spots``).
-        # Not when a ball of its kind is seen within two radii of it: that is the ball,
-        # moved a little (its old place still half under it reads as covered).
+        # Not when a ball of its kind came to be seen within two radii of it as it went out
+        # of sight: that is the ball, moved a little (its old place still half under it
+        # reads as covered). A ball touching it that lay there before is another ball.
         hidden = [a for a in anchors if a.seen_at < now - SEEN_MS and self._covered(a, obs)
-                  and all(b.kind != a.kind or math.hypot(b.x - a.last[0], b.y - a.last[1])
-                          > 2 * self.radius for b in obs.balls)]
+                  and not any(b is not a and b.kind == a.kind and b.seen_at == now
+                              and b.since >= a.seen_at - SEEN_MS
+                              and math.hypot(b.x - a.last[0], b.y - a.last[1])
+                              <= 2 * self.radius for b in anchors)]
         for a in anchors:
             if (not a.hid and a.seen_at < now and a.seen >= AGAIN
                     and a.seen_at - a.still_since() >= self._rest_wait()):
