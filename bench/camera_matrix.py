@@ -50,6 +50,7 @@ from harness.scenes import (  # noqa: E402
     TUNING_MORE,
     Condition,
     Scene,
+    SceneTruth,
     describe,
     encode_frames,
     judge,
@@ -58,11 +59,12 @@ from harness.scenes import (  # noqa: E402
 RESULTS = ROOT / "bench" / "results"
 
 
-def calibrate(scene: Scene, frame: np.ndarray, learn: bool = True) -> Calibration:
-    rng = random.Random(scene.cond.seed * 7)
+def calibrate(name: str, seed: int, true_corners: list[tuple[float, float]],
+              size: tuple[int, int], frame: np.ndarray, learn: bool = True) -> Calibration:
+    rng = random.Random(seed * 7)
     corners = tuple((x + rng.uniform(-2, 2), y + rng.uniform(-2, 2))
-                    for x, y in scene.truth.corners)
-    calibration = Calibration(corners, scene.cond.size)
+                    for x, y in true_corners)
+    calibration = Calibration(corners, size)
     if not learn:
         return calibration
     try:
@@ -72,7 +74,7 @@ def calibrate(scene: Scene, frame: np.ndarray, learn: bool = True) -> Calibratio
     try:
         return learn_appearance(calibration, frame)
     except AppearanceError as exc:  # as `shotclock camera calibrate` does: corners only
-        print(f"  {scene.cond.name}: nothing learned: {exc}", flush=True)
+        print(f"  {name}: nothing learned: {exc}", flush=True)
         return calibration
 
 
@@ -81,28 +83,72 @@ def run(cond: Condition, learn: bool = True, latency: str = "wall") -> dict[str,
     deciding frame's ``wall`` time (the target, on a machine that runs only this) or its
     ``cpu`` time on this thread (what the pipeline itself costs, whatever else shares the
     cores: for tests, which share two cores with other tests at a lower priority)."""
+    scene = Scene(cond)
+    frames = ((at, frame, used) for _, at, frame, used in encode_frames(scene.frames(), cond))
+    row = score(cond.name, cond.seed, frames, lambda: scene.truth, cond.size, learn, latency)
+    row["fps"] = cond.fps
+    return row
+
+
+def rendered(path: Path, learn: bool = True, latency: str = "wall") -> dict[str, Any]:
+    """One video of ``bench/render_scenes.py`` (pooltool + Panda3D: a renderer this project
+    did not write; issue 37 point 6) and its truth (``<name>.json`` beside it), judged as
+    the generator's scenes are."""
+    meta = json.loads(path.with_suffix(".json").read_text())
+    truth = SceneTruth(meta["fps"], tuple(meta["size"]),
+                       [tuple(c) for c in meta["corners"]],
+                       rests=meta["rests"], strikes=meta["strikes"],
+                       moving=[tuple(m) for m in meta["moving"]],
+                       busy=[tuple(b) for b in meta["busy"]],
+                       balls=meta["balls"], duration=meta["duration"])
+
+    def frames() -> Any:
+        cap = cv2.VideoCapture(str(path))
+        k = 0
+        while True:
+            ok, frame = cap.read()
+            if not ok:
+                break
+            yield k * 1000.0 / truth.fps, frame, f"MJPEG q{meta['condition']['quality']}"
+            k += 1
+        cap.release()
+
+    row = score(path.stem, int(meta["condition"]["seed"]), frames(), lambda: truth,
+                truth.size, learn, latency)
+    row["fps"] = truth.fps
+    row["held_out"] = bool(meta.get("held_out"))
+    row["renderer"] = meta.get("renderer")
+    return row
+
+
+def score(name: str, seed: int, frames: Any, truth_of: Any, size: tuple[int, int],
+          learn: bool, latency: str) -> dict[str, Any]:
+    """Frames (capture ms, BGR, codec) through the service's ``FramePipeline``, calibrated
+    on the first as a referee does (the corners with up to 2 px of click error, the look
+    learned), scored against the truth (``truth_of()``: complete once the frames are)."""
     if latency not in ("wall", "cpu"):
         raise ValueError(f"latency is 'wall' or 'cpu', not {latency!r}")
-    scene = Scene(cond)
     pipeline: FramePipeline | None = None
     decisions: list[tuple[str, float, float, float]] = []
     cpu: list[float] = []
     codec = used = ""
     counts: list[int] = []
+    jitter: list[float] = []
     learned: dict[str, Any] | None = None
     t0 = time.perf_counter()
-    for _, at, frame, used in encode_frames(scene.frames(), cond):
+    for at, frame, used in frames:
         codec = used
         if pipeline is None:
-            calibration = calibrate(scene, frame, learn)
+            calibration = calibrate(name, seed, truth_of().corners, size, frame, learn)
             appearance = getattr(calibration, "appearance", None)
             learned = appearance.summary() if appearance is not None else None
-            pipeline = FramePipeline(calibration, cond.size)
+            pipeline = FramePipeline(calibration, size)
         w0, c0 = time.perf_counter(), time.thread_time()
         result = pipeline.process(frame, at)
         cpu.append((time.thread_time() - c0) * 1000)
         took = cpu[-1] if latency == "cpu" else (time.perf_counter() - w0) * 1000
         counts.append(len(result.observation.balls))
+        jitter.append(pipeline.watcher.jitter)
         for d in result.decisions:
             if isinstance(d, Rest):
                 decisions.append(("rest", d.at, d.decided_at, took))
@@ -112,13 +158,16 @@ def run(cond: Condition, learn: bool = True, latency: str = "wall") -> dict[str,
                 decisions.append(("unsure", d.at, d.at, took))
             elif isinstance(d, Sure):
                 decisions.append(("sure", d.at, d.at, took))
-    judged = judge(scene.truth, decisions)
+    truth = truth_of()
+    judged = judge(truth, decisions)
     row = judged.row()
-    row.update(name=cond.name, latency_measured=latency, frames=len(cpu), codec_used=codec,
-               size=f"{cond.size[0]}x{cond.size[1]}", fps=cond.fps,
-               balls_true=scene.truth.balls,
+    row.update(name=name, latency_measured=latency, frames=len(cpu), codec_used=codec,
+               size=f"{size[0]}x{size[1]}", balls_true=truth.balls,
                balls_seen_median=int(np.median(counts[:10])) if counts else 0,
                cpu_ms_per_frame=round(sum(cpu) / max(1, len(cpu)), 2),
+               # the balls' median jump from frame to frame (mm; the watcher's noise)
+               jitter_mm=round(float(np.median(jitter)), 2) if jitter else None,
+               visible_mm=round(pipeline.watcher.settings.visible_mm, 2) if pipeline else None,
                learned=learned, wall_s=round(time.perf_counter() - t0, 1))
     return row
 
@@ -151,16 +200,21 @@ def show(rows: list[dict[str, Any]], title: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--set", default="all",
-                        choices=("tuning", "tuning-more", "held-out", "all"))
+                        choices=("tuning", "tuning-more", "held-out", "pooltool", "all"))
+    parser.add_argument("--rendered", type=Path, default=RESULTS / "pooltool",
+                        help="the videos of bench/render_scenes.py (pooltool + Panda3D)")
     parser.add_argument("--only", action="append", default=[])
     parser.add_argument("--shots", type=int, default=None, help="shots per clip (fewer: faster)")
     parser.add_argument("--no-learn", action="store_true",
                         help="corners only: the detector's built-in colours and sizes")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--latency", choices=("wall", "cpu"), default="wall",
+                        help="a decision's latency as its frame's wall time (the target, on "
+                        "a quiet machine) or this thread's CPU time (on a shared one)")
     args = parser.parse_args()
     cv2.setNumThreads(1)
     sets = {"tuning": TUNING, "tuning-more": TUNING_MORE, "held-out": HELD_OUT}
-    chosen = list(sets) if args.set == "all" else [args.set]
+    chosen = list(sets) if args.set == "all" else [args.set] if args.set in sets else []
     results: dict[str, Any] = {"machine": platform.processor() or platform.machine(),
                                "opencv": cv2.__version__, "bare_loop_ms_before": bare_loop_ms()}
     for name in chosen:
@@ -169,12 +223,25 @@ def main() -> int:
             conds = [replace(c, shots=min(c.shots, args.shots)) for c in conds]
         rows = []
         for cond in conds:
-            row = run(cond, learn=not args.no_learn)
+            row = run(cond, learn=not args.no_learn, latency=args.latency)
             row["condition"] = describe(cond)
             rows.append(row)
         results[name] = rows
         if rows:
             show(rows, f"{name} ({len(rows)} conditions)")
+    if args.set in ("pooltool", "all"):
+        videos = sorted(p for p in args.rendered.glob("*.avi")
+                        if p.with_suffix(".json").exists()
+                        and (not args.only or p.stem in args.only))
+        for part, held in (("pooltool tuning", False), ("pooltool held-out", True)):
+            rows = []
+            for video in videos:
+                if video.stem.startswith("p_h_") != held:
+                    continue
+                rows.append(rendered(video, learn=not args.no_learn, latency=args.latency))
+            results[part] = rows
+            if rows:
+                show(rows, f"{part} ({len(rows)} videos, {args.rendered})")
     results["bare_loop_ms_after"] = bare_loop_ms()
     print(f"\nbare loop (20 GaussianBlur 720p float): {results['bare_loop_ms_before']} ms before,"
           f" {results['bare_loop_ms_after']} ms after")

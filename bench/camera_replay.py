@@ -60,7 +60,7 @@ def record(name: str, out: Path) -> Path:
     meta: dict[str, Any] = {}
     for _, at, frame, _used in encode_frames(scene.frames(), cond):
         if pipeline is None:
-            calibration = calibrate(scene, frame)
+            calibration = calibrate(cond.name, cond.seed, scene.truth.corners, cond.size, frame)
             pipeline = FramePipeline(calibration, cond.size)
             s = pipeline.watcher.settings
             meta = {"ball_mm": s.ball_mm, "calibrated": s.calibrated,

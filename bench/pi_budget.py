@@ -21,6 +21,7 @@ why not otherwise. One run takes about ``2 x (seconds + 10)`` s. The video is re
 once (``--cache``).
 
     python bench/pi_budget.py [--seconds 40] [--quotas 25000,12500]   # 6250: a sixteenth
+    python bench/pi_budget.py --quotas 25000/100000,1000/4000   # a quarter, both ways
 """
 
 from __future__ import annotations
@@ -95,10 +96,11 @@ def video(cache: Path, seconds: float) -> tuple[Path, dict[str, Any]]:
     return path, truth
 
 
-def make_cgroup(name: str, quota_us: int) -> Path:
+def make_cgroup(name: str, quota_us: int, period_us: int = PERIOD_US) -> Path:
     d = CGROUP / name
     d.mkdir(exist_ok=True)
-    (d / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+    (d / "cpu.cfs_quota_us").write_text("-1")  # a period under the quota is refused
+    (d / "cpu.cfs_period_us").write_text(str(period_us))
     (d / "cpu.cfs_quota_us").write_text(str(quota_us))
     return d
 
@@ -132,11 +134,11 @@ def match(truth_ms: list[float], decided: list[float], within: float) -> tuple[i
 
 
 def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: dict[str, Any],
-              work: Path) -> dict[str, Any]:
-    tag = f"pi-budget-{quota_us}"
+              work: Path, period_us: int = PERIOD_US) -> dict[str, Any]:
+    tag = f"pi-budget-{quota_us}-{period_us}"
     load_before = os.getloadavg()[0]
-    service_cg = make_cgroup(tag + "-service", quota_us)
-    bare_cg = make_cgroup(tag + "-bare", quota_us)
+    service_cg = make_cgroup(tag + "-service", quota_us, period_us)
+    bare_cg = make_cgroup(tag + "-bare", quota_us, period_us)
     calibration = work / "calibration.json"
     calibration.write_text(json.dumps({"corners": truth["corners"],
                                        "frame_size": truth["size"]}))
@@ -156,7 +158,7 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
             _, seen = http("GET", server.url + "/api/camera")
             paced = ((seen.get("budget") or {}).get("paced") or {}).get("cap_ms")
             if paced is not None and (seen.get("budget") or {}).get("cores") == round(
-                    quota_us / PERIOD_US, 3):
+                    quota_us / period_us, 3):
                 break
             time.sleep(0.2)
         settled_s = round(time.monotonic() - joined, 1)
@@ -267,7 +269,7 @@ def run_quota(quota_us: int, seconds: float, expiries: int, path: Path, truth: d
     b = bare_late and summary(bare_late) or summary([])
     s = summary(late)
     return {
-        "quota_cores": quota_us / PERIOD_US,
+        "quota_cores": quota_us / period_us, "quota_us": quota_us, "period_us": period_us,
         "expiry_late_ms": s, "bare_loop_late_ms": b,
         "expiries_ms": [round(v, 1) for v in late], "bare_ms": [round(v, 1) for v in bare_late],
         "p50_ratio": round(s["p50"] / b["p50"], 2) if s["p50"] and b["p50"] else None,
@@ -293,7 +295,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=40.0)
     parser.add_argument("--expiries", type=int, default=12)
-    parser.add_argument("--quotas", default="25000,12500", help="cfs_quota_us per 100 ms")
+    parser.add_argument("--quotas", default="25000,12500",
+                        help="cfs_quota_us per 100 ms, or quota/period in us: "
+                        "25000/100000,1000/4000 (a quarter of a core both ways)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir())
                         / "shotclock-pi-budget")
     args = parser.parse_args()
@@ -303,8 +307,10 @@ def main() -> int:
     path, truth = video(args.cache, args.seconds + 5)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for quota in (int(q) for q in args.quotas.split(",")):
-            rows.append(run_quota(quota, args.seconds, args.expiries, path, truth, Path(tmp)))
+        for given in args.quotas.split(","):
+            quota, _, period = given.partition("/")
+            rows.append(run_quota(int(quota), args.seconds, args.expiries, path, truth,
+                                  Path(tmp), int(period or PERIOD_US)))
             print(json.dumps(rows[-1]), flush=True)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "pi_budget.json").write_text(json.dumps(
@@ -312,13 +318,14 @@ def main() -> int:
          "load": os.getloadavg(), "rows": rows}, indent=1))
     print(f"\nPi budget ({args.seconds:.0f} s per quota; load average "
           f"{os.getloadavg()[0]:.1f}: a shared machine, noisy)")
-    print(f"{'quota':>7} {'late p50':>9} {'bare p50':>9} {'late max':>9} {'bare max':>9} "
+    print(f"{'quota':>13} {'late p50':>9} {'bare p50':>9} {'late max':>9} {'bare max':>9} "
           f"{'rest p50/max':>13} {'looked/s':>9} {'level':>9} {'load':>10}  decisions "
           "(rest: decided after the last ball's stop)")
     for r in rows:
         s, b, d = r["expiry_late_ms"], r["bare_loop_late_ms"], r["rest_after_stop_ms"]
         bud = r["budget"] or {}
-        print(f"{r['quota_cores']:>7.4f} {s['p50']!s:>9} {b['p50']!s:>9} {s['max']!s:>9} "
+        given = f"{r['quota_us']}/{r['period_us']}"
+        print(f"{given:>13} {s['p50']!s:>9} {b['p50']!s:>9} {s['max']!s:>9} "
               f"{b['max']!s:>9} {str(d['p50']) + '/' + str(d['max']):>13} "
               f"{r['looked_per_s']!s:>9} {bud.get('name')!s:>9} {str(r['load']):>10}  "
               f"{r['decisions_scored']}")

@@ -916,9 +916,10 @@ def judge(truth: SceneTruth, decisions: list[tuple[str, float, float, float]]) -
             covered += covered_at(t, t + 400)
     wrong, repeat = [], 0
     for i, (at, dec, _) in enumerate(rests):
-        if any(a <= dec <= b - 400 for a, b in truth.moving):
-            # decided while balls rolled (whatever instant it names): the clock would be
-            # started then, a wrong start even when matched to an earlier rest
+        if any(a <= dec < b for a, b in truth.moving):
+            # decided while a ball still rolled, by however little (issue 37 point 4: a
+            # rest 67-230 ms before the last ball stopped started the clock with a ball
+            # visibly moving), whatever instant it names: a wrong start
             wrong.append(at)
             continue
         if i in r_used:

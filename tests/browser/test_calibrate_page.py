@@ -263,3 +263,14 @@ def test_saving_learns_the_balls_look_and_the_page_then_shows_them(
         _wait_ready(page, server, traffic)
         assert 7 <= int(page.evaluate("document.getElementById('ready').dataset.balls")) <= 8
         shoot(page, "calibrate-learned-small")
+        # corners saved again where no ball can be learned from (the frame's corner, off
+        # the table): the look learned before is kept, and the page says so (issue 37)
+        page.click("#reset")
+        for fx, fy in ((0.02, 0.03), (0.3, 0.03), (0.3, 0.3), (0.02, 0.3)):
+            page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
+        page.click("#save")
+        page.wait_for_function("document.getElementById('msg').dataset.appearance === 'kept'")
+        assert "the look learned before" in page.inner_text("#msg")
+        kept = json.loads(cal_path.read_text())
+        assert kept["appearance"] == saved["appearance"] and kept["corners"] != saved["corners"]
+        shoot(page, "calibrate-kept-small")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import replace
 from pathlib import Path
 from time import monotonic
 from typing import Any
@@ -201,6 +202,54 @@ async def test_a_file_left_out_to_its_end_is_looked_at_when_it_ends(
         assert cam.seen is not None and cam.seen.number == 2 and cam.seen.frame is frames[1]
         assert 7 <= len(cam.seen.balls) <= 8 and cam.status()["balls"] == len(cam.seen.balls)
         assert cam.watch_state == "moving" and list(cam.decisions) == [] and list(cam.sent) == []
+    finally:
+        cam.close()
+
+
+class Played(FarBehind):
+    """The frames of a file, each captured a frame period after the last, the first one
+    now (on the fake clock, which stands still: never behind real time)."""
+
+    def read(self) -> tuple[Any, float]:
+        if self.index >= len(self.frames):
+            self.ended = True
+            raise SourceError("the video file ended")
+        self.index += 1
+        return self.frames[self.index - 1], self.now() + self.index * 1000.0 / self.fps
+
+
+async def test_a_rest_rechecks_the_calibrations_count_of_balls(rt: Runtime,
+                                                              tmp_path: Path) -> None:
+    """Issue 37 point 1: the count of balls the calibration learned is made again at each
+    rest and saved (balls potted, or a frame racked again), so that the opening check after
+    a restart asks for the balls there are. Calibrated with a ball fewer than the table
+    shows (one put back since), the rest counts them all, and the file says so."""
+    cv2 = pytest.importorskip("cv2")
+    from clock_service.edges.camera.appearance import learn_appearance
+    from clock_service.edges.camera.geometry import Calibration
+    from harness.synthetic import write_resting_table
+
+    video, cal = write_resting_table(tmp_path, seconds=0.6)
+    cap = cv2.VideoCapture(str(video))
+    frames = [cap.read()[1] for _ in range(18)]
+    cap.release()
+    learned = learn_appearance(Calibration.load(cal), frames[0])
+    assert learned.appearance is not None
+    seen = learned.appearance.balls
+    before = replace(learned, appearance=replace(learned.appearance, balls=seen - 1))
+    before.save(cal)
+    cam = CameraAdapter(rt, "1", SourceSpec("file", str(video)), str(video), mode="assist",
+                        calibration_path=cal,
+                        source_factory=lambda spec: Played(frames, rt.time.now_ms))
+    cam.attach()
+    try:
+        await until_async(lambda: cam.ended, 10.0, what="the file's end")
+        rests = [d for d in cam.decisions if d["type"] == "rest"]
+        assert rests, (list(cam.decisions), cam.looked, cam.skipped, rt.health.faults())
+        saved = Calibration.load(cal)
+        assert saved.appearance is not None and saved.appearance.balls == seen
+        assert cam.calibration is not None and cam.calibration.appearance is not None
+        assert cam.calibration.appearance.balls == seen
     finally:
         cam.close()
 

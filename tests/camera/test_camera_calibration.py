@@ -108,3 +108,91 @@ def test_camera_routes_and_the_calibration_put_by_the_page(
     finally:
         server.stop()
 
+
+
+class _Adapter:
+    """What the calibration route asks of the camera: its calibration, its latest frame,
+    where the file is, and ``calibrate``."""
+
+    def __init__(self, calibration: object, frame: object, path: Path) -> None:
+        self.calibration = calibration
+        self.last_frame = frame
+        self.calibration_path = path
+
+    def calibrate(self, calibration: object) -> None:
+        self.calibration = calibration
+
+
+@pytest.mark.parametrize(("frame", "learn", "why"), [
+    ("none", True, "the camera has not given a frame yet"),
+    ("bare felt", True, "found 0 balls on the calibration frame"),
+    ("balls", False, "learning was not asked for"),
+])
+def test_a_save_that_cannot_learn_keeps_the_look_learned_before(
+        tmp_path: Path, two_shots: tuple[Path, Truth], frame: str, learn: bool,
+        why: str) -> None:
+    """Issue 37 point 3: corners saved again (the page at start-up, a referee fixing a
+    corner) while no frame can be learned from replaced a learned look with the corners
+    alone; strikes were then missed. The look learned before is kept, and the answer says
+    so (``appearance: kept``, warning ``appearance_kept`` with why)."""
+    import cv2
+    import numpy as np
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from clock_service.edges.camera.appearance import learn_appearance
+    from clock_service.edges.camera.geometry import Calibration
+    from clock_service.edges.camera.routes import camera_router
+
+    video, truth = two_shots
+    cap = cv2.VideoCapture(str(video))
+    first = cap.read()[1]
+    cap.release()
+    before = learn_appearance(Calibration(tuple(truth.corners), truth.size), first)
+    assert before.appearance is not None
+    shown = {"none": None, "balls": first,
+             "bare felt": np.full_like(first, tuple(int(v) for v in np.median(
+                 first.reshape(-1, 3), axis=0)))}[frame]
+    path = tmp_path / "calibration.json"
+    before.save(path)
+    adapter = _Adapter(before, shown, path)
+    app = FastAPI()
+    app.include_router(camera_router(adapter))  # type: ignore[arg-type]
+    moved = [(x + 2.0, y + 1.0) for x, y in truth.corners]
+    with TestClient(app) as client:
+        answer = client.put("/api/camera/calibration", json={
+            "corners": moved, "frame_size": list(truth.size), "learn": learn})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["learned"] is False and body["appearance"] == "kept", body
+    assert body["warning"]["code"] == "appearance_kept" and why in body["warning"]["message"]
+    assert body["warning"]["vars"] == {"n": before.appearance.balls}
+    saved = Calibration.load(path)
+    assert saved.appearance is not None
+    assert saved.appearance.to_dict() == before.appearance.to_dict()
+    assert saved.corners == tuple(moved) and adapter.calibration.to_dict() == saved.to_dict()
+
+
+def test_calibrate_at_the_command_line_keeps_the_look_learned_before(
+        tmp_path: Path, two_shots: tuple[Path, Truth], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import cv2
+
+    from clock_service.edges.camera.appearance import learn_appearance
+    from clock_service.edges.camera.geometry import Calibration
+
+    monkeypatch.delenv("SHOTCLOCK_CAMERA", raising=False)
+    video, truth = two_shots
+    cap = cv2.VideoCapture(str(video))
+    first = cap.read()[1]
+    cap.release()
+    out = tmp_path / "cal.json"
+    before = learn_appearance(Calibration(tuple(truth.corners), truth.size), first)
+    before.save(out)
+    given = ",".join(f"{v + 1:.1f}" for c in truth.corners for v in c)
+    assert main(["camera", "calibrate", "--source", str(video), "--out", str(out),
+                 "--corners", given, "--no-learn", "--db", str(tmp_path / "x.db")]) == 0
+    kept = Calibration.load(out).appearance
+    assert kept is not None and before.appearance is not None
+    assert kept.to_dict() == before.appearance.to_dict()
+    assert "the look learned before is kept" in capsys.readouterr().err

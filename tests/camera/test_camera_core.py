@@ -3,6 +3,8 @@ time injected), the assist/auto policy, the geometry and the source setting."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from clock_service.edges.camera.core import (
@@ -104,14 +106,18 @@ def test_a_rolling_ball_delays_rest_until_it_stops() -> None:
     assert len(rests) == 1 and rests[0].at == pytest.approx(20 * FRAME)
 
 
-@pytest.mark.parametrize("looked", [
-    lambda k: True, lambda k: k % 2 == 1, lambda k: k % 2 == 0,
-    lambda k: k % 3 == 0, lambda k: k % 3 == 1, lambda k: k % 3 == 2,
+@pytest.mark.parametrize(("looked", "decides"), [
+    (lambda k: True, True), (lambda k: k % 2 == 1, True), (lambda k: k % 2 == 0, True),
+    (lambda k: k % 3 == 0, False), (lambda k: k % 3 == 1, False),
+    (lambda k: k % 3 == 2, False),
 ])
-def test_frames_not_looked_at_time_the_rest_within_a_frame(looked: object) -> None:
+def test_frames_not_looked_at_time_the_rest_within_a_frame(looked: object,
+                                                          decides: bool) -> None:
     # a camera thread behind real time looks at one frame in 2 or 3 while balls roll
     # (pipeline.look_at); the ball stops at frame 20: the rest is put among the frames
-    # left out, within one frame of it
+    # left out, within one frame of it. One frame in 3 is 10 a second looked at: too few
+    # to tell a rest within 400 ms, not sure (issue 37 point 5: the frames looked at
+    # count, not the frames captured)
     w = Watcher()
     decisions: list[object] = []
     for k in range(50):
@@ -121,6 +127,9 @@ def test_frames_not_looked_at_time_the_rest_within_a_frame(looked: object) -> No
         else:
             w.skip(at)
     rests = [d for d in decisions if isinstance(d, Rest)]
+    if not decides:
+        assert rests == [] and not w.sure, decisions
+        return
     assert len(rests) == 1 and abs(rests[0].at - 20 * FRAME) <= FRAME + 1e-6, rests
 
 
@@ -484,3 +493,109 @@ def test_a_rolling_ball_missed_for_a_frame_still_holds_the_recount_back() -> Non
     rests = [d for d in decisions if isinstance(d, Rest)]
     assert [type(d).__name__ for d in decisions][:1] == ["Strike"]
     assert len(rests) == 1 and rests[0].balls == 8 and rests[0].at >= t + 89 * FRAME, rests
+
+
+@pytest.mark.parametrize("fps", [30.0, 15.0])
+@pytest.mark.parametrize(("speed", "decel"), [
+    (10.0, 0.0), (20.0, 0.0), (30.0, 0.0),  # creeping on at a steady pace, then stopped
+    (30.0, 0.1), (60.0, 0.1), (200.0, 0.6),  # slowing on the cloth to its stop (m/s^2)
+])
+@pytest.mark.parametrize("noise", [0.0, 0.15])
+def test_a_slow_roll_out_is_moving_until_it_stops(speed: float, decel: float, fps: float,
+                                                 noise: float) -> None:
+    """Issue 37 point 4: a ball creeping 10-30 mm/s towards a cushion or a pocket stays
+    within still_mm of one place for the whole stillness window, and was taken for still:
+    rests were decided 100-230 ms before the last ball stopped. Now a rest is decided only
+    once no ball drifted by about half a pixel (visible_mm) over the window, after the true
+    stop; its ``at`` is the last moment the ball was seen moving (within the part of the
+    roll no camera can see: under visible_mm left to go). The noise: the balls' median jump
+    from frame to frame was 0.01-0.32 mm on the generator's held-out scenes; at 15 frames a
+    second and 0.3 mm a 10 mm/s creep is at the edge of what 5 frames can tell."""
+    import random
+
+    rng = random.Random(int(speed * 10 + decel * 100 + fps + noise * 10))
+    period = 1000.0 / fps
+    a = decel / 1000.0  # mm/ms^2
+    v = speed / 1000.0  # mm/ms
+    start = 0.0  # rolling from the first frame (a rest before would make it a strike)
+    duration = v / a if a > 0 else 1500.0  # ms rolling
+    stop = start + duration
+    visible = 1.4
+
+    def x_at(t: float) -> float:
+        u = min(max(0.0, t - start), duration)
+        return 1500.0 + v * u - 0.5 * a * u * u
+
+    w = Watcher(WatchSettings(visible_mm=visible))
+    decisions: list[object] = []
+    t = 0.0
+    while t < stop + 1500:
+        x = x_at(t) + rng.gauss(0, noise)
+        decisions += w.feed(still(t, {1: (x, 800.0 + rng.gauss(0, noise))}))
+        t += period
+    rests = [d for d in decisions if isinstance(d, Rest)]
+    assert len(rests) == 1, rests
+    rest = rests[0]
+    assert rest.decided_at >= stop, (rest, stop)
+    # the roll's last part no camera sees: the time under visible_mm to go
+    unseen = math.sqrt(2 * visible / a) if a > 0 else visible / v
+    assert stop - unseen - 2 * period <= rest.at <= stop + 2 * period, (rest, stop, unseen)
+    assert rest.decided_at - stop <= 300 + 3 * period + noise * 200, (rest, stop)
+
+
+@pytest.mark.parametrize(("covered", "rest_by_ms", "balls"), [
+    # an arm over ball 3 while ball 0 rolls to its stop: ball 3 keeps its place, the rest
+    # comes on time with all 8 (it waited the recount, 1.2 s, and counted 7)
+    (True, 300 + 3 * FRAME, 8),
+    # its place shows felt: the ball is gone (potted, knocked away): a recount, as before
+    (False, 1200 + 3 * FRAME, 7),
+])
+def test_a_ball_hidden_under_an_arm_keeps_its_place(covered: bool, rest_by_ms: float,
+                                                   balls: int) -> None:
+    """Issue 37 point 2: a ball hidden for a moment under an arm keeps its last place, and
+    comes back when seen again (no newcomer, no strike)."""
+    w = Watcher()
+    t = 0.0
+    frames: list[Observation] = []
+    for k in range(60):  # ball 0 rolls for 30 frames; ball 3 hidden from frame 10 to 70
+        at = k * FRAME
+        gone = frozenset({3}) if k >= 10 else frozenset()
+        frames.append(table(at, {0: (400 + 10 * min(k, 30), 300)}, hidden=gone))
+    decisions: list[object] = []
+    for obs in frames:
+        asked = w.spots()  # what the pipeline asks about before each frame
+        felt = {sid: (0.0 if covered else 1.0) for sid in asked}
+        decisions += w.feed(Observation(obs.at, obs.balls, felt, obs.quality))
+    stop = 30 * FRAME
+    rests = [d for d in decisions if isinstance(d, Rest)]
+    assert len(rests) == 1, decisions
+    assert rests[0].balls == balls and stop <= rests[0].decided_at <= stop + rest_by_ms, rests
+    # ball 3 comes back where it was: nothing new, nothing struck
+    t = 60 * FRAME
+    later: list[object] = []
+    for k in range(30):
+        later += w.feed(table(t + k * FRAME, {0: (700, 300)},
+                              felt=dict.fromkeys(w.spots(), 0.0)))
+    assert [d for d in later if isinstance(d, Strike)] == []
+    if covered:
+        assert len(w.spots()) == 8
+
+
+def test_a_ball_moved_a_little_is_not_also_hidden_at_its_old_place() -> None:
+    """Its old place, half under it, reads as covered: counted as a hidden ball too, it
+    stood in for a ball still rolling, and a rest came 700 ms before the last ball stopped
+    (the small matrix's t_green_ivory_hand_60fps at 15 fps). A ball of its kind seen within
+    two radii is that ball; and no hidden ball counts while a ball seen now still rolls."""
+    w = Watcher()
+    decisions: list[object] = []
+    for k in range(60):
+        at = k * FRAME
+        moved = {0: (400 + 15 * min(k, 45), 300)}  # ball 0 rolls until frame 45
+        if k >= 15:
+            moved[3] = (EIGHT[3][0] + 40, EIGHT[3][1])  # ball 3 nudged 40 mm, then still
+        obs = table(at, moved)
+        felt = dict.fromkeys(w.spots(), 0.0)  # every place asked about reads as covered
+        decisions += w.feed(Observation(obs.at, obs.balls, felt, obs.quality))
+    rests = [d for d in decisions if isinstance(d, Rest)]
+    assert rests and all(r.decided_at >= 45 * FRAME for r in rests), rests
+    assert rests[0].balls == 8

@@ -105,6 +105,12 @@ def test_a_slow_detector_looks_at_the_newest_frame_and_its_rest_is_never_stale(
         assert looked + source.cap.grabbed == 200  # every frame is either looked at or dropped
     else:
         assert source.cap.grabbed == 0 and looked == 200
+    if 1000.0 / max(cost_ms, PERIOD) < 12.5:
+        # under 12.5 frames a second looked at, a rest cannot be told within 400 ms: the
+        # camera says it is not sure and decides nothing (issue 37 point 5; it decided
+        # here before, on the frames left out's capture times)
+        assert rests == [] and not watcher.sure, rests
+        return
     [(rest, decided_at)] = rests
     stopped = STOP_FRAME * PERIOD + source.origin  # type: ignore[operator]
     # timed at its frame's capture time, within the frames left out around the stop

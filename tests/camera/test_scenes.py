@@ -72,6 +72,10 @@ def test_judge_tells_a_wrong_stop_from_a_declared_miss() -> None:
     assert judge(truth, false).verdict() == "WRONG"
     wrong_start = good + [("rest", 2600.0, 2900.0, 5.0)]
     assert judge(truth, wrong_start).verdict() == "WRONG"
+    # decided 50 ms before the last ball stopped: a start with a ball still rolling
+    early = [("rest", 0.0, 300.0, 5.0), ("strike", 2000.0, 2066.0, 5.0),
+             ("rest", 3650.0, 3950.0, 5.0)]
+    assert judge(truth, early).verdict() == "WRONG"
     silent_miss = [("rest", 0.0, 300.0, 5.0), ("rest", 3900.0, 4300.0, 5.0)]
     assert judge(truth, silent_miss).verdict() == "MISSES"
     slow = [(kind, at, decided, 200.0) for kind, at, decided, _ in good]

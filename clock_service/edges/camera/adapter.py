@@ -29,6 +29,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,8 @@ class CameraAdapter:
         # the camera thread's CPU in any 100 ms kept under a share of the cgroup's quota
         # (issue 21 point 7: a burst must not use up a quota period the loop needs)
         self.pacer = budget.Pacer(self._pace_cap(budget.cpu_quota()))
+        self._allow(budget.cpu_quota())
+        self._last_read: float | None = None
         self.shed_level = budget.FULL
         self.niced = False
         self.not_looked = 0  # frames read but not looked at: work shed for the budget
@@ -262,6 +265,7 @@ class CameraAdapter:
                     # look at it), each waiting until it fits the window's cap (the source
                     # drops the frames it falls behind on: skipped)
                     self._pace("read", first=True)
+                    self._lower_rate(level)
                     frame, at = source.read()
                     pacer.note(time.monotonic(), time.thread_time(), "read")
                     self.origin = source.origin
@@ -275,7 +279,7 @@ class CameraAdapter:
                     self._frame_times.append(at)
                     lag = self.runtime.time.now_ms() - at
                     if self.evidence is not None:
-                        if lag <= BEHIND_MS and level == budget.FULL:
+                        if lag <= BEHIND_MS and level <= budget.SMALL:
                             self._pace("ring")
                             self.evidence.on_frame(frame, at)  # encoded here, off the loop
                             pacer.note(time.monotonic(), time.thread_time(), "ring")
@@ -296,7 +300,7 @@ class CameraAdapter:
                         pipeline = FramePipeline(calibration, size)
                     for dropped_at in dropped:
                         pipeline.skip(dropped_at)
-                    stride = budget.STRIDE[level]
+                    stride = self._stride(level)
                     if stride > 1 and self.frames % stride:
                         self.not_looked += 1  # shed for the CPU budget
                         pipeline.skip(at)
@@ -307,11 +311,15 @@ class CameraAdapter:
                         pipeline.skip(at)
                         continue
                     behind = 0
-                    self._pace("look")
+                    small = level >= budget.SMALL
+                    pipeline.use_small(small)
+                    look = "look_small" if small else "look"
+                    self._pace(look)
                     result = pipeline.process(frame, at)
-                    pacer.note(time.monotonic(), time.thread_time(), "look")
+                    pacer.note(time.monotonic(), time.thread_time(), look)
                     self.looked += 1
-                    if pacer.cap_s is not None and pacer.count("look") >= 5:
+                    if pacer.count(look) >= 5 and (pacer.cap_s is not None
+                                                   or pacer.allowance is not None):
                         # too few frames: said at once, not at the window's end, before
                         # a decision on them (issue 21 point 7)
                         level = self._check_frames(level)
@@ -328,6 +336,8 @@ class CameraAdapter:
                     if level >= budget.NOT_SURE:
                         continue  # short of CPU: it watches, it decides nothing
                     for decision in result.decisions:
+                        if isinstance(decision, Rest):
+                            calibration = self._recount(calibration, decision.balls)
                         self._hop(self._on_decision, decision)
             except SourceError as exc:
                 self.connected = False
@@ -346,6 +356,28 @@ class CameraAdapter:
                 self._stop.wait(1.0)
             finally:
                 source.close()
+
+    def _recount(self, calibration: Calibration, balls: int) -> Calibration:
+        """Camera thread, a rest decided with ``balls`` balls: the calibration's count of
+        balls made that (issue 37 point 1: rechecked when balls are potted, or a frame is
+        racked again), and saved, so that the opening check after a restart (every ball the
+        calibration counted must be seen) asks for the balls there are now, not for those
+        potted meanwhile. The pipeline goes on as it is."""
+        appearance = calibration.appearance
+        if appearance is None or appearance.balls == balls:
+            return calibration
+        updated = replace(calibration, appearance=replace(appearance, balls=balls))
+        with self._lock:
+            if self._calibration is not calibration:
+                return calibration  # a new one came meanwhile: it counts for itself
+            self._calibration = updated
+        try:
+            updated.save(self.calibration_path)
+        except OSError as exc:
+            log.warning("camera: the new count of balls (%d) not saved: %s", balls, exc)
+        log.info("camera: %d balls at rest where the calibration counted %d: count saved",
+                 balls, appearance.balls)
+        return updated
 
     def _see_the_last_frame(self) -> None:
         """Camera thread, a file ended: when the last frame it handed over was not looked at
@@ -393,32 +425,87 @@ class CameraAdapter:
         throttled_now = budget.throttled_count()
         if not self._cores_given:  # a quota set (or the process moved into one) since
             self.shedder.cores = max(0.01, budget.cpu_budget())
-        self.pacer.cap_s = self._pace_cap(budget.cpu_quota())
+        quota = budget.cpu_quota()
+        self.pacer.cap_s = self._pace_cap(quota)
+        self._allow(quota)
         # held back by the cgroup in a good part of the window's quota periods (100 ms,
         # the kernel's default): the quota is the limit, whatever the share measured
         held = (throttled is not None and throttled_now is not None
-                and throttled_now - throttled >= budget.THROTTLED_SHARE * (now - started) / 0.1)
-        pacer = self.pacer
-        capacity = pacer.capacity(self.source_fps)
-        lean = pacer.capacity(self.source_fps, leave_out=("ring",))
+                and throttled_now - throttled
+                >= budget.THROTTLED_SHARE * (now - started) / budget.cpu_period())
+        capacity, small, lean = self._capacities()
         level = self.shedder.feed(cpu_now - cpu, now - started, held,
                                   looked=self.looked - looked if calibrated else None,
-                                  capacity=capacity, lean=lean)
+                                  capacity=capacity, lean=lean, small=small,
+                                  need=self._need())
         if level is not None:
             self.shed_level = level
             self._hop(self._on_shed, level, self.shedder.reason)
         return now, cpu_now, throttled_now, self.looked
 
+    def _capacities(self) -> tuple[float | None, float | None, float | None]:
+        """Frames a second the camera can afford (its cap under a quota, else its
+        allowance of one core, over what a frame's pieces cost here, measured): at full
+        detail with the clips, with a smaller image of the table and the clips, and with
+        the smaller image alone (issue 37 point 5). A look not measured yet is estimated
+        from the other (``budget.SMALL_COST``)."""
+        pacer = self.pacer
+        src = self.source_fps
+        full = pacer.expect("look", 0.5) if pacer.count("look") else None
+        small = pacer.expect("look_small", 0.5) if pacer.count("look_small") else None
+        if full is None and small is None:
+            costs: dict[str, float] = {}
+        else:
+            full = full if full is not None else (small or 0.0) / budget.SMALL_COST
+            small = small if small is not None else full * budget.SMALL_COST
+            costs = {"look": full, "look_small": small}
+        with_full = pacer.capacity(src, leave_out=("look_small",), instead=costs or None)
+        with_small = pacer.capacity(src, leave_out=("look",), instead=costs or None)
+        lean = pacer.capacity(src, leave_out=("look", "ring"), instead=costs or None)
+        return with_full, with_small, lean
+
+    def _need(self) -> float | None:
+        """Frames a second to look at every frame: the source's rate (or as measured)."""
+        if self.source_fps:
+            return self.source_fps
+        fps = self.fps()
+        return fps if fps > 0 else None
+
+    def _stride(self, level: int) -> int:
+        """Camera thread: 1 frame in how many is looked at, at ``level``."""
+        _, _, lean = self._capacities()
+        return budget.stride_for(level, self._need(), lean, self.shedder.settings)
+
+    def _lower_rate(self, level: int) -> None:
+        """Camera thread, at ``light``: the frames not to be looked at are not read either
+        (a webcam's are left in its buffer, a file's dropped undecoded): the next read
+        waits until the frame it will look at is due."""
+        need = self._need()
+        if level != budget.LIGHT or not need or self._last_read is None:
+            self._last_read = time.monotonic()
+            return
+        due = self._last_read + self._stride(level) / need - 0.5 / need
+        wait = due - time.monotonic()
+        if wait > 0:
+            self._stop.wait(wait)
+        self._last_read = time.monotonic()
+
     def _check_frames(self, level: int) -> int:
         """Camera thread: the pacer's frames a second against the policy, now."""
-        pacer = self.pacer
-        new = self.shedder.check(pacer.capacity(self.source_fps),
-                                 pacer.capacity(self.source_fps, leave_out=("ring",)))
+        capacity, small, lean = self._capacities()
+        new = self.shedder.check(capacity, lean, small, self._need())
         if new is None:
             return level
         self.shed_level = new
         self._hop(self._on_shed, new, self.shedder.reason)
         return new
+
+    def _allow(self, quota: float | None) -> None:
+        """Without a quota the camera's thread may use up to one core, within the
+        service's share of its CPUs: what a frame costs here is weighed against that."""
+        settings = self.shedder.settings
+        self.pacer.allowance = None if quota is not None else \
+            min(1.0, settings.share * self.shedder.cores)
 
     def _pace_cap(self, quota: float | None) -> float | None:
         """The camera thread's CPU allowed in any ``PACE_WINDOW_S``: ``pace_share`` of the

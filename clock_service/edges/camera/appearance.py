@@ -31,10 +31,12 @@ if TYPE_CHECKING:
 
     from clock_service.edges.camera.geometry import Calibration
 
-__all__ = ["Appearance", "AppearanceError", "learn_appearance"]
+__all__ = ["Appearance", "AppearanceError", "keep_learned", "learn_appearance"]
 
 MIN_BALLS = 2  # fewer balls than this on the calibration frame: nothing learned
 DEPTH_WIDE = (0.6, 2.5)  # the depths (radii) looked at when learning
+RADIUS_MIN = 0.95  # a ball's learned radius, at least this share of its own
+WHITE_PALE = 18.0  # a ball this pale (Lab chroma) among the whites is one of them
 
 
 def learn_appearance(calibration: Calibration, frame: np.ndarray) -> Calibration:
@@ -72,6 +74,7 @@ def learn_appearance(calibration: Calibration, frame: np.ndarray) -> Calibration
         by_pocket |= np.hypot(geo.xs / s - px, geo.ys / s - py) < 150
     keep = (unlike > 25) & ~hole & ~by_pocket
     labs = labs[keep]
+    chroma = chroma[keep]
     if len(labs) < MIN_BALLS:
         raise AppearanceError(f"found {len(labs)} ball{'s' if len(labs) != 1 else ''} on the "
                               "calibration frame; put the balls on the table apart from each "
@@ -80,20 +83,34 @@ def learn_appearance(calibration: Calibration, frame: np.ndarray) -> Calibration
     lightest = labs[labs[:, 0] >= np.percentile(labs[:, 0], 40)]
     centre = np.median(lightest[:, 1:], axis=0)
     near = np.hypot(labs[:, 1] - centre[0], labs[:, 2] - centre[1]) <= 12
+    # ... and, when they are the many, every ball as pale as they are or paler: under warm
+    # lamps a white right under a lamp clips to pure white while one at the table's end
+    # looks brownish ivory (issue 37, the pooltool renders: whites learned as "coloured"
+    # balls, and then not counted); the coloured ball is far more saturated than that
+    if near.sum() >= max(1, len(labs) // 3):
+        pale = chroma <= max(WHITE_PALE, float(np.max(chroma[near])) + 6.0)
+        near = near | (pale & (labs[:, 0] >= felt_l + 20))
     white: tuple[float, float, float] | None = None
     spread = 0.0
     if near.sum() >= max(1, len(labs) // 3):
         w = labs[near]
         white = (float(np.median(w[:, 0])), float(np.median(w[:, 1])),
                  float(np.median(w[:, 2])))
-        spread = float(np.median(np.hypot(w[:, 1] - white[1], w[:, 2] - white[2]))) * 1.4826
+        gaps = np.hypot(w[:, 1] - white[1], w[:, 2] - white[2])
+        # the spread covers every white learned (kind_of takes 3 spreads and 5)
+        spread = max(float(np.median(gaps)) * 1.4826, (float(np.max(gaps)) - 5.0) / 3.0)
     colours = tuple((float(c[0]), float(c[1]), float(c[2])) for c in labs[~near])
     # the balls' size on the bed: the area of each lone ball's body (its pixels unlike the
     # felt and not darker than it: its shadow is left out) as a disk's
     radius_px = _body_radius(detector, geo, felt_l, felt_ab, keep)
+    # never under the ball's own radius (less a little for the measure's error): seen from
+    # above, a ball's outline on the bed is at least its size (its top is nearer the
+    # camera), and a darker limb or a soft edge that the measure leaves out makes a ball
+    # look smaller than it is: a radius too small splits nothing and finds a rack as two
+    # balls (issue 37 point 1)
     nominal = calibration.ball_mm / 2
     radius_mm = nominal if radius_px is None else \
-        min(max(radius_px / detector.scale, 0.8 * nominal), 1.4 * nominal)
+        min(max(radius_px / detector.scale, RADIUS_MIN * nominal), 1.4 * nominal)
     # the deepest ball seen (its own radius learned), with some room: the band the
     # detector will look in (never narrower than its built-in 1.5)
     ratio = geo.depth[keep] / max(1e-6, radius_mm * detector.scale)
@@ -139,3 +156,14 @@ def _body_radius(detector: Any, geo: Any, felt_l: float, felt_ab: Any, keep: Any
         radii.append(math.sqrt(float(patch.sum()) / math.pi) - 0.5)
     return float(np.median(radii)) if radii else None
 
+
+
+def keep_learned(calibration: Calibration, previous: Calibration | None) -> Calibration:
+    """``calibration`` (corners saved without learning: the frame could not be learned from,
+    or learning was not asked for) with the look learned before, when there was one (issue
+    37 point 3: a save of the corners alone replaced a learned look, and strikes were missed
+    with the built-in colours). The look is the table's and its balls', not the corners':
+    it holds for new corners of the same table."""
+    if calibration.appearance is not None or previous is None or previous.appearance is None:
+        return calibration
+    return replace(calibration, appearance=previous.appearance)

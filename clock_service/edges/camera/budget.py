@@ -68,16 +68,22 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ALONE_MAX", "LEVELS", "PACE_WINDOW_S", "STRIDE", "BudgetSettings", "Pacer", "Shedder",
-           "cpu_budget", "cpu_quota", "lower_priority", "pace_cap", "throttled_count"]
+__all__ = ["ALONE_MAX", "LEVELS", "PACE_WINDOW_S", "SMALL_SCALE", "STRIDE", "BudgetSettings",
+           "Pacer", "Shedder", "cpu_budget", "cpu_period", "cpu_quota", "lower_priority",
+           "pace_cap", "stride_for", "throttled_count"]
 
-LEVELS = ("full", "no_ring", "light", "not_sure", "off")
-FULL, NO_RING, LIGHT, NOT_SURE, OFF = range(5)
-STRIDE = (1, 1, 2, 6, 0)  # 1 frame in this many is looked at, per level
+LEVELS = ("full", "small", "no_ring", "light", "not_sure", "off")
+FULL, SMALL, NO_RING, LIGHT, NOT_SURE, OFF = range(6)
+# 1 frame in this many is looked at, per level (light: at least this; ``stride_for`` says
+# how many for the frames a second the camera can afford)
+STRIDE = (1, 1, 1, 2, 6, 0)
+SMALL_SCALE = 0.7  # ``small``: the bed image at this share of its scale (half the pixels)
+SMALL_COST = 0.5  # a small look's cost against a full one's, until it is measured
 CAMERA_NICE = 10
 THROTTLED_SHARE = 0.3  # held back in this share of a window's quota periods: over budget
 PACE_WINDOW_S = 0.1  # the pacer's sliding window: the cgroup's default quota period
@@ -109,7 +115,7 @@ class BudgetSettings:
     loop_reserve_ms: float = 6.0
     # frames looked at a second needed to decide (rest_ms 300 + a frame every ~83 ms: a
     # rest within 400 ms), and to be worth watching at all
-    decide_fps: float = 12.0
+    decide_fps: float = 12.5
     watch_fps: float = 3.0
     back_margin: float = 1.25  # the capacity needed to decide again, in decide_fps
 
@@ -142,6 +148,7 @@ class Shedder:
         self.last_use = 0.0  # the last window's CPU use, in cores
         self.last_rate: float | None = None  # frames looked at a second in the last window
         self.last_capacity: float | None = None  # frames a second the pacer allows
+        self.last_need: float | None = None  # frames a second every frame needs
         self.reason = ""
         self.changes = 0
 
@@ -152,7 +159,8 @@ class Shedder:
 
     def feed(self, cpu_s: float, wall_s: float, throttled: bool = False,
              looked: int | None = None, capacity: float | None = None,
-             lean: float | None = None) -> int | None:
+             lean: float | None = None, small: float | None = None,
+             need: float | None = None) -> int | None:
         """One window: ``cpu_s`` of CPU used in ``wall_s`` of time, ``throttled`` when the
         cgroup held the process back, ``looked`` frames looked at (None: none were to be,
         e.g. no calibration), ``capacity`` the frames a second the pacer allows (None: not
@@ -177,13 +185,10 @@ class Shedder:
         elif self._under >= s.down_after and self.cpu_level > FULL:
             self.cpu_level -= 1
             self._over = self._under = 0
-        self._frames(None if looked is None else looked / wall_s, capacity, lean)
+        self._frames(None if looked is None else looked / wall_s, capacity, lean, small, need)
         level = max(self.cpu_level, self.frames_level)
-        if self.frames_level >= self.cpu_level and self.frames_level > NO_RING:
+        if self.frames_level >= self.cpu_level and self.frames_level > FULL:
             self.reason = self._frames_reason()
-        elif self.frames_level == NO_RING and self.cpu_level == FULL:
-            self.reason = ("the clips' ring dropped to keep enough frames looked at "
-                           f"({self.last_capacity:.1f} a second without it)")
         elif self.cpu_level > FULL:
             self.reason = (f"short of CPU (the service used {use:.2f} of "
                            f"{self.limit:.2f} cores)")
@@ -191,12 +196,13 @@ class Shedder:
             self.reason = ""
         return None if level == self.level else self._set(level)
 
-    def check(self, capacity: float | None, lean: float | None = None) -> int | None:
+    def check(self, capacity: float | None, lean: float | None = None,
+              small: float | None = None, need: float | None = None) -> int | None:
         """Between windows (at every frame): the capacities' verdict when it is worse than
         the level, at once (a quota seen, or frames dearer than they were, need not wait
         for the window's end to stop the camera deciding on too few frames). Never
         lowers the level. The new level when it changes, else None."""
-        now = self._verdict(capacity, capacity if lean is None else lean, 1.0)
+        now = self._verdict(capacity, capacity if lean is None else lean, 1.0, small, need)
         if now <= self.frames_level:
             return None
         self.frames_level = now
@@ -206,31 +212,42 @@ class Shedder:
         if level == self.level:
             return None
         if self.frames_level >= self.cpu_level:
-            self.reason = (self._frames_reason() if now > NO_RING else
-                           "the clips' ring dropped to keep enough frames looked at "
-                           f"({self.last_capacity:.1f} a second without it)")
+            self.reason = self._frames_reason()
         return self._set(level)
 
-    def _verdict(self, capacity: float | None, lean: float | None, k: float) -> int:
-        """What the capacities say (``k``: the thresholds' factor, more to come back)."""
+    def _verdict(self, capacity: float | None, lean: float | None, k: float,
+                 small: float | None = None, need: float | None = None) -> int:
+        """What the frames a second the camera can afford say (``k``: the thresholds'
+        factor, more to come back), step by step as a person would shed (issue 37 point 5):
+        every frame (``need``: the source's rate; the decide rate when not known) at full
+        detail with the clips (``capacity``), then a smaller image of the table
+        (``small``), then without the clips (``lean``), then fewer frames down to
+        ``decide_fps`` (light), then not sure, then off."""
         s = self.settings
+        need = s.decide_fps if need is None else need
         if lean is not None and lean < s.watch_fps:
             return OFF
         if lean is not None and lean < s.decide_fps * k:
             return NOT_SURE
-        if capacity is not None and capacity < s.decide_fps * k:
-            return NO_RING  # the clips' ring shed to keep the frames
-        return FULL
+        if capacity is None or capacity >= need * k:
+            return FULL
+        if small is not None and small >= need * k:
+            return SMALL
+        if lean is None or lean >= need * k:
+            return NO_RING
+        return LIGHT
 
     def _frames(self, rate: float | None, capacity: float | None,
-                lean: float | None) -> None:
-        """The frames' verdict: FULL, NO_RING (the ring's cost would leave too few frames),
-        NOT_SURE (too few even without it) or OFF."""
+                lean: float | None, small: float | None = None,
+                need: float | None = None) -> None:
+        """The frames' verdict: FULL, SMALL, NO_RING, LIGHT (each the first that affords
+        the frames it needs), NOT_SURE (too few even so) or OFF."""
         s = self.settings
         self.last_rate = rate
         self.last_capacity = capacity if lean is None else lean
+        self.last_need = need
         lean = capacity if lean is None else lean
-        now = self._verdict(capacity, lean, 1.0)
+        now = self._verdict(capacity, lean, 1.0, small, need)
         if now > self.frames_level:
             self.frames_level = now
             self._slow = self._fast = 0
@@ -244,7 +261,7 @@ class Shedder:
                 self._slow = 0
             return
         self._slow = 0
-        back = self._verdict(capacity, lean, s.back_margin)
+        back = self._verdict(capacity, lean, s.back_margin, small, need)
         if back < self.frames_level < OFF:  # off is left by ``retry`` only
             self._fast += 1
             if self._fast >= s.down_after:
@@ -263,6 +280,17 @@ class Shedder:
         if cap is not None and cap < s.decide_fps:
             return (f"too few frames: {cap:.1f} a second within its CPU share, "
                     f"{s.decide_fps:g} needed to decide")
+        need = self.last_need if self.last_need is not None else s.decide_fps
+        if self.frames_level == SMALL:
+            return (f"a smaller image of the table looked at: the full one costs more than "
+                    f"{need:g} frames a second allow")
+        if self.frames_level == NO_RING:
+            return ("the clips' ring dropped to keep every frame looked at "
+                    f"({cap:.1f} a second without it)" if cap is not None else
+                    "the clips' ring dropped to keep every frame looked at")
+        if self.frames_level == LIGHT and cap is not None:
+            return (f"fewer frames looked at: {cap:.1f} a second within its CPU share "
+                    f"(at least {s.decide_fps:g} to decide)")
         rate = self.last_rate
         return (f"too few frames looked at ({rate:.1f} a second; {s.decide_fps:g} needed to "
                 "decide)" if rate is not None else "too few frames looked at")
@@ -302,6 +330,10 @@ class Pacer:
         self._spans: collections.deque[tuple[float, float, float]] = collections.deque()
         self._last: tuple[float, float] | None = None
         self._began: float | None = None  # when the last frame's first piece began
+        # without a cap (no quota): the CPU seconds a second the camera's thread may use
+        # (one thread: at most a core), against which ``capacity`` weighs a frame's cost
+        # (a real Pi has no quota: it is a slower CPU all the time; issue 37 point 5)
+        self.allowance: float | None = None
         self.waits = 0  # pieces of work that waited for the window
         self.waited_s = 0.0
 
@@ -341,8 +373,8 @@ class Pacer:
         """The costs measured so far forgotten (the camera starts again after a pause)."""
         self._costs.clear()
 
-    def capacity(self, source_fps: float | None = None, leave_out: tuple[str, ...] = ()
-                 ) -> float | None:
+    def capacity(self, source_fps: float | None = None, leave_out: tuple[str, ...] = (),
+                 instead: dict[str, float] | None = None) -> float | None:
         """Frames a second the cap lets the camera do, each with all its pieces at their
         median cost (at most ``source_fps``). Pieces are whole: a piece starts only when
         it fits what is left of the window's cap, so about half the dearest piece of the
@@ -351,12 +383,19 @@ class Pacer:
         the frame's cost alone said 13 at an eighth). 0: a piece is dearer than ``ALONE_MAX``
         caps, too dear to run at all, or the cap is under ``MIN_CAP_S``. None: no cap and no
         source rate, or nothing measured yet. ``leave_out``: kinds of work not counted (what
-        it would be without them)."""
+        it would be without them); ``instead``: kinds counted at these costs (estimates of
+        work not measured yet). Without a cap, the ``allowance`` over a frame's cost (None:
+        no allowance known, ``source_fps``)."""
+        costs = [self.expect(kind, 0.5) for kind in self._costs
+                 if kind not in leave_out and kind not in (instead or {})]
+        costs += [cost for kind, cost in (instead or {}).items() if kind not in leave_out]
         if self.cap_s is None:
-            return source_fps
+            if self.allowance is None or not costs or sum(costs) <= 0:
+                return source_fps
+            fps = self.allowance / sum(costs)
+            return fps if source_fps is None else min(source_fps, fps)
         if self.cap_s < MIN_CAP_S:
             return 0.0
-        costs = [self.expect(kind, 0.5) for kind in self._costs if kind not in leave_out]
         if not costs or sum(costs) <= 0:
             return source_fps
         if max(costs) > ALONE_MAX * self.cap_s:
@@ -430,6 +469,39 @@ def cpu_quota() -> float | None:
                     q2 = int(q_text) / int(p_text)
                     cores = q2 if cores is None else min(cores, q2)
     return cores
+
+
+def cpu_period() -> float:
+    """The process's cgroup CPU period in seconds (v1 ``cpu.cfs_period_us`` or v2
+    ``cpu.max``): the kernel counts the quota and ``nr_throttled`` per period. 0.1 (the
+    kernel's default) without one. A 4 ms period throttles 25 times as often as a 100 ms
+    one for the same share: counted against 100 ms periods it looked like a camera always
+    held back, and the camera turned itself off using a third of its share (issue 37)."""
+    for d in _cgroup_dirs():
+        with contextlib.suppress(OSError, ValueError):
+            period = d / "cpu.cfs_period_us"
+            if period.exists():
+                return max(1e-4, int(period.read_text()) / 1e6)
+            limit = d / "cpu.max"
+            if limit.exists():
+                fields = limit.read_text().split()
+                if len(fields) >= 2:
+                    return max(1e-4, int(fields[1]) / 1e6)
+    return 0.1
+
+
+def stride_for(level: int, source_fps: float | None, capacity: float | None,
+               settings: BudgetSettings) -> int:
+    """1 frame in how many is looked at, at ``level``. At ``light`` the frame rate is
+    lowered only as far as needed, from the source's rate towards ``decide_fps``: the
+    fewest frames left out that the camera can afford (``capacity``, frames a second),
+    never under ``decide_fps``."""
+    base = STRIDE[level]
+    if level != LIGHT or not source_fps:
+        return base
+    most = max(1, int(source_fps / settings.decide_fps))  # still deciding within 400 ms
+    need = base if not capacity else math.ceil(source_fps / capacity - 1e-9)
+    return max(1, min(most, max(base, need)))
 
 
 def _cgroup_dirs() -> list[Path]:

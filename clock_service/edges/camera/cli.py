@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -71,13 +72,23 @@ def calibrate(args: argparse.Namespace, settings: Settings) -> int:
     except CalibrationError as exc:
         print(f"shotclock camera: {exc}", file=sys.stderr)
         return 1
+    from clock_service.edges.camera.appearance import (
+        AppearanceError,
+        keep_learned,
+        learn_appearance,
+    )
     if not args.no_learn:  # the felt's and the balls' colours and size (issue 21 point 3a)
-        from clock_service.edges.camera.appearance import AppearanceError, learn_appearance
         try:
             calibration = learn_appearance(calibration, frame)
         except AppearanceError as exc:
             print(f"shotclock camera: corners saved, appearance not learned: {exc}",
                   file=sys.stderr)
+    if calibration.appearance is None:  # the look learned before is never lost (issue 37)
+        with contextlib.suppress(OSError, CalibrationError):
+            calibration = keep_learned(calibration, Calibration.load(out))
+            if calibration.appearance is not None:
+                print("shotclock camera: the look learned before is kept "
+                      f"({calibration.appearance.balls} balls)", file=sys.stderr)
     calibration.save(out)
     if args.snapshot:
         import numpy as np

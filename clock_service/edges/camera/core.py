@@ -140,6 +140,10 @@ class WatchSettings:
     # is too few frames to tell a rest by: not sure. None: rest_ms + 100 (400 ms).
     rest_target_ms: float | None = None
     rest_frames: int = 3
+    # A ball is still when it drifted by less than this over the rest's window (issue 37
+    # point 4: about half a camera pixel at the table's scale; FramePipeline sets it from
+    # the calibration), or less than its measurement's noise allows to tell
+    visible_mm: float = 1.4
 
 
 @dataclass
@@ -183,6 +187,7 @@ class _Anchor:
     seen: int = 1  # frames it was seen there
     # (when, where) a ball of its kind was seen less than a radius from it, elsewhere
     near: list[tuple[float, _Anchor]] = field(default_factory=list)
+    hid: int = 0  # the id its place is asked about while it is not seen (0: not asked)
 
     def still_since(self) -> float:
         """Since when the ball here has not been seen elsewhere nearby: a place it passed
@@ -192,6 +197,9 @@ class _Anchor:
 
 
 FORGET_MS = 500.0  # a place where nothing was seen for this long is forgotten
+# ... unless a still ball was last seen there and its place has been covered since (an arm,
+# a sleeve, a body over it): it keeps its place this long (issue 37 point 2)
+HIDDEN_MS = 4000.0
 AGAIN = 3  # a place seen this many times (frames) or more is seen "again and again"
 NEAR_KEPT = 16  # sightings nearby kept per place
 SEEN_MS = 100.0  # a ball missed by the detector for up to this long is still counted
@@ -240,8 +248,13 @@ class Watcher:
         return self.settings.ball_mm / 2
 
     def spots(self) -> dict[int, tuple[float, float]]:
-        """The resting balls' spots the next observation should say are bare felt or not."""
-        return {s.id: (s.x, s.y) for s in self._spots.values()}
+        """The places the next observation should say are bare felt or not: the resting
+        balls' spots, and while balls roll, the places of still balls not seen now (hidden
+        under an arm, or gone)."""
+        out = {s.id: (s.x, s.y) for s in self._spots.values()}
+        if self.state == "moving":
+            out.update({a.hid: a.last for a in self._anchor if a.hid})
+        return out
 
     # -- the one entry point ---------------------------------------------------------------
     def feed(self, obs: Observation) -> list[Decision]:
@@ -340,7 +353,12 @@ class Watcher:
         return min(s.rest_ms, target - 2 * self.period)
 
     def _measure_period(self) -> None:
-        times = [o.at for o in self._history]
+        """The period of the frames looked at (median gap): frames captured but left out
+        tell nothing of the balls, so a camera looking at 1 frame in 6 of a 30 fps source
+        decides on 5 frames a second, not 30 (issue 37 point 5: under a loaded quarter
+        core a strike was decided 1.5 s late on 4.5 frames a second looked at, before the
+        budget's window said too few)."""
+        times = [o.at for o in self._history if o.looked]
         gaps = sorted(b - a for a, b in zip(times, times[1:], strict=False) if b > a)
         if gaps:
             self.period = gaps[len(gaps) // 2]
@@ -491,7 +509,24 @@ class Watcher:
                         and math.hypot(a.x - b.x, a.y - b.y) < self.radius):
                     a.near.append((now, place))
                     del a.near[:-NEAR_KEPT]
-        self._anchor = [a for a in anchors if now - a.seen_at <= FORGET_MS]
+        # A still ball not seen now whose place is covered (its spot shows no felt) keeps
+        # its place: a ball hidden for a moment under an arm is still there (issue 37
+        # point 2). Its place is asked about from the next frame on (``spots``).
+        # Not when a ball of its kind came to be seen within two radii of it as it went out
+        # of sight: that is the ball, moved a little (its old place still half under it
+        # reads as covered). A ball touching it that lay there before is another ball.
+        hidden = [a for a in anchors if a.seen_at < now - SEEN_MS and self._covered(a, obs)
+                  and not any(b is not a and b.kind == a.kind and b.seen_at == now
+                              and b.since >= a.seen_at - SEEN_MS
+                              and math.hypot(b.x - a.last[0], b.y - a.last[1])
+                              <= 2 * self.radius for b in anchors)]
+        for a in anchors:
+            if (not a.hid and a.seen_at < now and a.seen >= AGAIN
+                    and a.seen_at - a.still_since() >= self._rest_wait()):
+                a.hid = self._next_id
+                self._next_id += 1
+        self._anchor = [a for a in anchors
+                        if now - a.seen_at <= FORGET_MS or a in hidden]
         balls = self._balls([a for a in self._anchor if now - a.seen_at <= SEEN_MS])
         current = [b for b in balls if b.seen_at == now]
         # A ball at rest is seen in (nearly) every frame; a place seen in one frame of two
@@ -501,15 +536,29 @@ class Watcher:
         still = [b for b in balls if now - b.since >= rest_wait and self._steady(b, now)]
         if not current:
             return None
-        if len(still) < self.known:
+        # and only once every ball seen now is still: a ball still rolling is never stood
+        # in for by one that cannot be seen
+        if any(b not in still for b in current):
+            hidden = []
+        hidden = hidden[:max(0, self.known - len(still))]
+        if len(still) + len(hidden) < self.known:
             # Not every ball there can be is seen still: one may still roll, or be hidden
             # (under an arm), or gone (potted). Then every ball seen now must be still, for
-            # recount_ms when fewer are seen than at the last rest; and a ball seen moving
-            # a frame or two ago (missed in this one, at a cushion say) still rolls.
-            wait = rest_wait if len(current) >= (self.expected or 0) else s.recount_ms
+            # recount_ms when fewer are seen (or known hidden) than at the last rest; and a
+            # ball seen moving a frame or two ago (missed in this one, at a cushion say)
+            # still rolls.
+            counted = len(current) + len(hidden)
+            wait = rest_wait if counted >= (self.expected or 0) else s.recount_ms
             if any(now - a.since < wait for a in balls):
                 return None
             still = current
+        still = still + [a for a in hidden if a not in still]
+        # Every ball still by a visible amount over the window (issue 37 point 4): a ball
+        # creeping to its stop at 10-30 mm/s stays within still_mm of one place for the
+        # window, but its place drifts; no rest while any does.
+        limits = {id(a): self._drift(a, now, rest_wait) for a in still}
+        if any(drift > limit for drift, limit, _ in limits.values()):
+            return None
         self.expected = len(still)
         self.known = max(self.known, len(still))
         self.state = "rest"
@@ -520,7 +569,7 @@ class Watcher:
             self._add_spot(*self._place(a), a.kind, now)
         self._newcomers = []
         self._anchor = []
-        return Rest(max(self._settled(a) for a in still), now, len(still))
+        return Rest(max(self._settled(a, limits[id(a)][2]) for a in still), now, len(still))
 
     def _here_since(self, ball: Detection, now: float) -> float:
         """A new place: since when the ball seen there has been within ``still_mm`` of it
@@ -605,17 +654,76 @@ class Watcher:
                         and abs(b.y - fy) <= near for b in obs.balls)
         return seen >= STEADY * frames
 
-    def _settled(self, ball: _Anchor) -> float:
-        """Since when ``ball`` has stayed within ``still_mm`` of where it now rests: its
-        place's start, or earlier frames that showed it within ``still_mm`` of where it
-        rests (a place is where the ball was when it left the previous one, up to a frame
-        before it came within ``still_mm`` of its rest)."""
+    def _drift(self, ball: _Anchor, now: float, window: float
+               ) -> tuple[float, float, float]:
+        """How far ``ball`` drifted over the last ``window`` ms (mm: its path's fitted
+        speed times the window), how far it may drift and still be at rest (the larger of
+        ``visible_mm``, about half a camera pixel, and three standard errors of that fit: a
+        ball measured noisily cannot be told still more finely than its noise; a ball the
+        detector puts at two places by turns has no drift at all), and how far one frame
+        may show it from its rest (``visible_mm`` or three times the fit's noise)."""
         s = self.settings
         fx, fy = ball.last
+        reach = 0.5 * self.radius
+        pts: list[tuple[float, float, float]] = []
+        for obs in self._history:
+            if not obs.looked or obs.at < now - window:
+                continue
+            near = [(math.hypot(b.x - fx, b.y - fy), b) for b in obs.balls
+                    if b.kind == ball.kind]
+            d, b = min(near, key=lambda c: c[0], default=(math.inf, None))
+            if b is not None and d <= reach:
+                pts.append((obs.at, b.x, b.y))
+        if len(pts) < 3:
+            return 0.0, s.visible_mm, s.visible_mm
+        n = len(pts)
+        mt = sum(p[0] for p in pts) / n
+        mx = sum(p[1] for p in pts) / n
+        my = sum(p[2] for p in pts) / n
+        var = sum((p[0] - mt) ** 2 for p in pts)
+        if var <= 0:
+            return 0.0, s.visible_mm, s.visible_mm
+        vx = sum((p[0] - mt) * (p[1] - mx) for p in pts) / var
+        vy = sum((p[0] - mt) * (p[2] - my) for p in pts) / var
+        res = sum((p[1] - mx - vx * (p[0] - mt)) ** 2 + (p[2] - my - vy * (p[0] - mt)) ** 2
+                  for p in pts) / max(1, 2 * (n - 2))
+        span = pts[-1][0] - pts[0][0]
+        error = math.sqrt(res / var) * span
+        noise = math.sqrt(res)
+        limit = max(s.visible_mm, 3.0 * error)
+        frame_limit = max(s.visible_mm, 3.0 * noise)
+        # and from the window's first two sightings to its last two (a fit over few frames
+        # can miss a slow creep by its noise; this is the same question asked again)
+        k = 2 if n >= 4 else 1
+        x0, y0 = (sum(p[1] for p in pts[:k]) / k, sum(p[2] for p in pts[:k]) / k)
+        x1, y1 = (sum(p[1] for p in pts[-k:]) / k, sum(p[2] for p in pts[-k:]) / k)
+        chord = math.hypot(x1 - x0, y1 - y0)
+        drift = math.hypot(vx, vy) * span
+        if chord > frame_limit and chord > drift:
+            drift, limit = chord, frame_limit
+        return drift, limit, frame_limit
+
+    def _settled(self, ball: _Anchor, limit: float | None = None) -> float:
+        """Since when ``ball`` has stayed within ``limit`` (default ``still_mm``) of where
+        it now rests: the first frame that shows it there after the last one that showed it
+        elsewhere, i.e. the last moment it was seen moving (issue 37 point 4: the rest's
+        ``at``; with ``limit`` the drift's, a ball slowing to its stop is still moving
+        until it is within about half a pixel of its rest). Up to a frame before it came
+        within ``limit`` of its rest, among the frames not looked at."""
+        s = self.settings
+        limit = s.still_mm if limit is None else min(s.still_mm, limit)
+        fx, fy = self._window_place(ball) if limit < s.still_mm else ball.last
         settled = ball.since
         unseen: list[float] = []  # frames not looked at since the last one showing it still
         for obs in reversed(self._history):
             if obs.at >= ball.since:
+                if limit < s.still_mm and obs.looked and obs.at <= ball.seen_at:
+                    # within its place, but further than ``limit`` from its rest: moving
+                    near = [math.hypot(b.x - fx, b.y - fy) for b in obs.balls
+                            if b.kind == ball.kind]
+                    d = min(near, default=math.inf)
+                    if limit < d <= 2 * self.radius:
+                        return min(ball.seen_at, self._next_frame(obs.at))
                 continue
             if not obs.looked:
                 unseen.append(obs.at)
@@ -624,7 +732,7 @@ class Watcher:
             d = min(near, default=math.inf)
             if d > 2 * self.radius:
                 continue  # not seen in that frame (hidden, or missed once): no evidence
-            if d > s.still_mm:
+            if d > limit:
                 # seen away from its place: still moving then. It came to rest in one of
                 # the frames not looked at since, or the next one looked at: the middle one
                 # (half the frames left out, at most, from the truth)
@@ -633,6 +741,40 @@ class Watcher:
             settled = obs.at
             unseen = []
         return settled
+
+    def _window_place(self, ball: _Anchor) -> tuple[float, float]:
+        """Where ``ball`` rests: the median of where it was seen over the stillness
+        window (its place's median since ``since`` would count its creeping in)."""
+        fx, fy = ball.last
+        start = ball.seen_at - self._rest_wait()
+        xs: list[float] = []
+        ys: list[float] = []
+        for obs in self._history:
+            if obs.at < start or not obs.looked:
+                continue
+            near = [(math.hypot(b.x - fx, b.y - fy), b) for b in obs.balls
+                    if b.kind == ball.kind]
+            d, b = min(near, key=lambda c: c[0], default=(math.inf, None))
+            if b is not None and d <= self.settings.still_mm:
+                xs.append(b.x)
+                ys.append(b.y)
+        if not xs:
+            return fx, fy
+        xs.sort()
+        ys.sort()
+        return xs[len(xs) // 2], ys[len(ys) // 2]
+
+    def _covered(self, anchor: _Anchor, obs: Observation) -> bool:
+        """A still ball's place, the ball not seen there now, shows no felt: something
+        lies over it (asked since the ball was last seen, kept ``HIDDEN_MS`` at most)."""
+        if not anchor.hid or obs.at - anchor.seen_at > HIDDEN_MS:
+            return False
+        felt = obs.spots_felt.get(anchor.hid)
+        return felt is not None and felt < self.settings.vacated
+
+    def _next_frame(self, at: float) -> float:
+        """The capture time of the first frame looked at after ``at``."""
+        return next((o.at for o in self._history if o.at > at and o.looked), at)
 
     def _add_spot(self, x: float, y: float, kind: str, at: float) -> None:
         self._spots[self._next_id] = _Spot(self._next_id, x, y, kind, at, at)

@@ -46,10 +46,22 @@ DEPTH_STEPS = 16.0  # depth maxima are compared in 1/16 pixel steps
 FELT_EVERY = 10  # frames between two measurements of the felt's hue and saturation
 CHROMA_WEIGHT = 0.35  # colour counts less than value at a ball's edge (a codec smears it)
 DISK = 1.25  # a ball's centre is the mean over this many radii around it (soft edge, shadow)
-# A ball's centre is at least a radius from the cushion; with some slack for the corners
-# clicked a little off, anything closer (a hand or a sleeve coming over the rail, cut by
-# the bed's edge) is not a ball.
-EDGE = 0.7
+# A ball's centre is at least a radius from the cushion; with slack for the corners
+# clicked a little off and for a tilted camera, which shows a ball frozen on the cushion
+# up to a third of a radius nearer the edge (its top is nearer the camera), anything
+# closer (a hand or a sleeve coming over the rail, cut by the bed's edge) is not a ball.
+EDGE = 0.45
+SHOWN = 0.7  # a ball's core is shown this much at least (the rest past the bed's edge)
+# Balls that touch (``_clusters``): a blob of more than this many balls' area is looked at
+# ball by ball; a centre's disk is this much foreground at least; two centres are this many
+# radii apart at least (touching balls: 2); the disks explain this share of the blob.
+CLUSTER_AREA = 1.6
+CLUSTER_FILL = 0.8
+CLUSTER_GAP = 1.6
+CLUSTER_EXPLAINED = 0.8
+# ... and its shading fits a sphere's this well at least (normalised correlation): a flat
+# sleeve or a hand over the felt is not a pile of balls
+CLUSTER_SHADED = 0.3
 
 
 @dataclass
@@ -123,6 +135,9 @@ class BallDetector:
             # bed image never has more pixels than the frame shows it with)
             px_per_mm = min(BED_PX_PER_MM, span / calibration.table_mm[0])
         self.scale = px_per_mm
+        # the camera's own pixels per mm of the table (the bed's long side in the frame):
+        # half of one is the least a ball can be seen to move (issue 37 point 4)
+        self.frame_px_per_mm = span / calibration.table_mm[0]
         self.bed_size = (round(calibration.table_mm[0] * px_per_mm),
                          round(calibration.table_mm[1] * px_per_mm))
         self.appearance = calibration.appearance
@@ -164,6 +179,16 @@ class BallDetector:
         yy, xx = np.mgrid[-half:half + 1, -half:half + 1]
         self._patch = (yy, xx)
         self._core = (yy * yy + xx * xx) <= (0.95 * self.r_px) ** 2
+        # a disk of the ball's radius (for how much of it is foreground) and a shaded
+        # sphere of that radius, zero-mean (for where a ball's shading fits: _clusters)
+        size = 2 * int(math.ceil(self.r_px)) + 1
+        yy, xx = np.mgrid[:size, :size] - size // 2
+        rho = np.hypot(xx, yy) / max(self.r_px, 1.0)
+        inner = (rho <= 1.0).astype(np.float32)
+        self._disk_kernels = (inner / inner.sum(),
+                              np.where(rho <= 1.0, 0.55 + 0.45 * np.sqrt(np.clip(1 - rho * rho,
+                                                                                 0, 1)),
+                                       0.45).astype(np.float32))
         self._felt_lightness = 0.0
         if self.appearance is not None:  # the learned felt, until this frame's is measured
             self._felt_ref = (np.array(self.appearance.felt_hsv, np.float32),
@@ -232,8 +257,89 @@ class BallDetector:
                    for j in taken):
                 taken.append(int(i))
         chosen = np.array(taken, np.intp)
-        return Geometry(bed, hsv, felt, fg, dist, xs[chosen], ys[chosen], depth[chosen], share,
-                        len(taken))
+        xs, ys, depth = self._clusters(fg, hsv, xs[chosen], ys[chosen], depth[chosen])
+        return Geometry(bed, hsv, felt, fg, dist, xs, ys, depth, share, len(xs))
+
+    def _clusters(self, fg: np.ndarray, hsv: np.ndarray, xs: np.ndarray, ys: np.ndarray,
+                  depth: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Balls that touch, counted and placed by their known size (issue 37 point 1).
+
+        The depth's maxima find a lone ball and each ball of a chain, but not the balls of
+        a triangle or a rack: their blob is deep all over, its maxima fall between balls
+        or out of the depth band. So a blob larger than ``CLUSTER_AREA`` balls is looked at
+        again: ball centres are where a shaded sphere of the calibrated radius fits the
+        blob's lightness best (normalised correlation: a sphere's own pixels only, so its
+        neighbours do not matter; ``CLUSTER_SHADED`` at least), each at least
+        ``CLUSTER_GAP`` radii from the next and with its disk ``CLUSTER_FILL`` foreground.
+        Taken only when those disks explain the blob (``CLUSTER_EXPLAINED`` of it): an arm,
+        a sleeve, a cue across balls is not a pile of ball-sized disks, and keeps the
+        depth's maxima (the ridge test)."""
+        r = self.r_px
+        disk = math.pi * r * r
+        count, labels, stats, _ = cv2.connectedComponentsWithStats(fg, connectivity=8)
+        big = [i for i in range(1, count) if stats[i, cv2.CC_STAT_AREA] >= CLUSTER_AREA * disk]
+        if not big:
+            return xs, ys, depth
+        value = hsv[..., 2]
+        h, w = fg.shape
+        pad = int(math.ceil(1.5 * r)) + 1
+        keep = np.ones(len(xs), bool)
+        new_x: list[int] = []
+        new_y: list[int] = []
+        for i in big:
+            x0, y0 = int(stats[i, cv2.CC_STAT_LEFT]), int(stats[i, cv2.CC_STAT_TOP])
+            x1 = x0 + int(stats[i, cv2.CC_STAT_WIDTH])
+            y1 = y0 + int(stats[i, cv2.CC_STAT_HEIGHT])
+            x0, y0, x1, y1 = max(0, x0 - pad), max(0, y0 - pad), min(w, x1 + pad), min(h, y1 + pad)
+            mine = (labels[y0:y1, x0:x1] == i).astype(np.float32)
+            found = self._fit_disks(mine, value[y0:y1, x0:x1])
+            if found is None:
+                continue
+            inside = (xs >= x0) & (xs < x1) & (ys >= y0) & (ys < y1)
+            inside[inside] = labels[ys[inside], xs[inside]] == i
+            if len(found) < int(inside.sum()):
+                continue  # the depth found more: keep those
+            keep &= ~inside
+            for fx, fy in found:
+                new_x.append(fx + x0)
+                new_y.append(fy + y0)
+        if not new_x:
+            return xs, ys, depth
+        return (np.concatenate([xs[keep], np.array(new_x, np.intp)]),
+                np.concatenate([ys[keep], np.array(new_y, np.intp)]),
+                np.concatenate([depth[keep], np.full(len(new_x), r, np.float32)]))
+
+    def _fit_disks(self, mine: np.ndarray, value: np.ndarray) -> list[tuple[int, int]] | None:
+        """The centres (ROI pixels) of the balls that make up one blob (``mine``: 1.0 on
+        its pixels), or None when ball-sized disks do not explain it."""
+        r = self.r_px
+        kernel, template = self._disk_kernels
+        half = kernel.shape[0] // 2
+        if mine.shape[0] <= kernel.shape[0] or mine.shape[1] <= kernel.shape[1]:
+            return None
+        fill = cv2.filter2D(mine, -1, kernel, borderType=cv2.BORDER_CONSTANT)
+        fit = np.full(mine.shape, -1.0, np.float32)
+        fit[half:half + mine.shape[0] - 2 * half, half:half + mine.shape[1] - 2 * half] = \
+            cv2.matchTemplate(value.astype(np.float32), template, cv2.TM_CCOEFF_NORMED)
+        # a ball's centre: its disk nearly all of the blob, and its shading's best fit near
+        score = np.where((fill >= CLUSTER_FILL) & (mine > 0) & (fit >= CLUSTER_SHADED),
+                         fit + fill, -10.0).astype(np.float32)
+        peaks = (score >= cv2.dilate(score, self._peak_kernel)) & (score > 0)
+        ys, xs = np.nonzero(peaks)
+        order = np.argsort(-score[ys, xs], kind="stable")
+        gap2 = (CLUSTER_GAP * r) ** 2
+        chosen: list[tuple[int, int]] = []
+        for j in order:
+            x, y = int(xs[j]), int(ys[j])
+            if all((x - cx) ** 2 + (y - cy) ** 2 >= gap2 for cx, cy in chosen):
+                chosen.append((x, y))
+        if len(chosen) < 2:
+            return None
+        covered = np.zeros(mine.shape, np.uint8)
+        for x, y in chosen:
+            cv2.circle(covered, (x, y), int(round(DISK * r)), 1, -1)  # its soft edge too
+        explained = float((covered * mine).sum()) / max(1.0, float(mine.sum()))
+        return chosen if explained >= CLUSTER_EXPLAINED else None
 
     def detect(self, frame: np.ndarray) -> BedView:
         g = self.geometry(frame)
@@ -338,11 +444,15 @@ class BallDetector:
         h, w = fg.shape
         py = np.clip(ys[:, None, None] + yy[None], 0, h - 1)
         px = np.clip(xs[:, None, None] + xx[None], 0, w - 1)
-        # filled: a ball's core is all foreground (cut by the image's edge is not filled)
+        # filled: a ball's core is all foreground, over the part of it the bed shows. A
+        # ball frozen on a cushion seen by a tilted camera stands partly over the bed's
+        # edge (its top is nearer the camera: issue 37, the pooltool renders): the part
+        # over the edge is not there to be filled, but most of the core must be shown
         core = self._core[None] & (py == ys[:, None, None] + yy[None]) \
             & (px == xs[:, None, None] + xx[None])
-        fill = ((fg[py, px] > 0) & core).sum(axis=(1, 2)) / self._core.sum()
-        keep = fill >= 0.8
+        shown = core.sum(axis=(1, 2))
+        fill = ((fg[py, px] > 0) & core).sum(axis=(1, 2)) / np.maximum(1, shown)
+        keep = (fill >= 0.8) & (shown >= SHOWN * self._core.sum())
         if not keep.any():
             return []
         xs, ys, depth, fill = xs[keep], ys[keep], depth[keep], fill[keep]
@@ -391,8 +501,11 @@ class BallDetector:
         lab = cv2.cvtColor(mean.clip(0, 255).astype(np.uint8)[:, None], cv2.COLOR_BGR2Lab)
         lab = lab[:, 0].astype(np.float64)
         fx, fy = xs + cx.astype(np.float64), ys + cy.astype(np.float64)
-        edge = EDGE * r  # a ball's centre is a radius from the cushion at least
-        inside = (fx >= edge) & (fx <= w - 1 - edge) & (fy >= edge) & (fy <= h - 1 - edge)
+        # a ball's centre is a radius from the cushion at least; in mm of the table (the
+        # bed image's last pixel is up to a pixel short of the far cushions)
+        edge = EDGE * r
+        tw, th = (v * self.scale for v in self.calibration.table_mm)
+        inside = (fx >= edge) & (fx <= tw - edge) & (fy >= edge) & (fy <= th - edge)
         out: list[Detection] = []
         for i in range(n):
             if count[i] == 0 or not inside[i]:

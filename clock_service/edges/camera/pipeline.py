@@ -18,6 +18,7 @@ __all__ = ["FramePipeline", "FrameResult", "frame_quality", "look_at"]
 MAX_CANDIDATES = 24  # more ball-sized things than this on the bed: clutter, not a table
 BEHIND_MS = 250.0  # a frame captured longer ago than this: the camera is behind real time
 MAX_STRIDE = 3  # behind while balls roll: at least one frame in this many is looked at
+VISIBLE_PX = 0.5  # a ball has moved when it drifted this many camera pixels (issue 37)
 
 
 def look_at(lag_ms: float, state: str, left_out: int) -> bool:
@@ -61,8 +62,26 @@ class FramePipeline:
         settings = settings or WatchSettings(
             ball_mm=calibration.ball_mm,
             calibrated=appearance.balls if appearance is not None else None,
-            table_mm=calibration.table_mm)
+            table_mm=calibration.table_mm,
+            visible_mm=VISIBLE_PX / self.detector.frame_px_per_mm)
         self.watcher = Watcher(settings)
+        self._full = self.detector
+        self._small: BallDetector | None = None
+
+    def use_small(self, small: bool) -> None:
+        """Look at a smaller image of the table (``budget.SMALL_SCALE`` of the bed's
+        scale, about half its pixels: the budget's first step, issue 37 point 5) or the
+        full one. The watcher goes on: positions are in mm either way."""
+        if not small:
+            self.detector = self._full
+            return
+        if self._small is None:
+            from clock_service.edges.camera.budget import SMALL_SCALE
+
+            full = self._full
+            self._small = BallDetector(full.calibration, frame_size=self.frame_size,
+                                       px_per_mm=full.scale * SMALL_SCALE)
+        self.detector = self._small
 
     def warm_up(self) -> None:
         """OpenCV and numpy set up some tables on their first calls (half a second on a

@@ -13,6 +13,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from clock_service.edges.camera.adapter import CameraAdapter
+from clock_service.edges.camera.appearance import keep_learned
 from clock_service.edges.camera.geometry import Calibration, CalibrationError
 from clock_service.service.wire.fields import LOG_ID_PATTERN, MATCH_ID_PATTERN
 
@@ -177,7 +178,7 @@ def camera_router(camera: CameraAdapter) -> APIRouter:
             calibration = Calibration(tuple(body.corners), body.frame_size)
         except CalibrationError as exc:
             return _error(422, "invalid_calibration", str(exc))
-        warning = None
+        warning: dict[str, Any] | None = None
         frame = adapter.last_frame
         if body.learn and frame is not None:
             from clock_service.edges.camera.appearance import AppearanceError, learn_appearance
@@ -189,10 +190,21 @@ def camera_router(camera: CameraAdapter) -> APIRouter:
         elif body.learn:
             warning = {"code": "appearance_not_learned",
                        "message": "the camera has not given a frame yet"}
+        learned = calibration.appearance is not None
+        calibration = keep_learned(calibration, adapter.calibration)
+        kept = not learned and calibration.appearance is not None
+        if kept and calibration.appearance is not None:
+            # a save that cannot learn never loses the look learned before (issue 37
+            # point 3): kept, and said so
+            why = warning["message"] if warning is not None else "learning was not asked for"
+            warning = {"code": "appearance_kept", "message": f"{why}; the look learned "
+                       f"before (from {calibration.appearance.balls} balls) is kept",
+                       "vars": {"n": calibration.appearance.balls}}
         await asyncio.to_thread(calibration.save, adapter.calibration_path)
         adapter.calibrate(calibration)
-        out: dict[str, Any] = {"calibration": calibration.to_dict(),
-                               "learned": calibration.appearance is not None}
+        out: dict[str, Any] = {"calibration": calibration.to_dict(), "learned": learned,
+                               "appearance": "learned" if learned else
+                               "kept" if kept else "none"}
         if warning is not None:
             out["warning"] = warning
         return out

@@ -212,8 +212,11 @@ save.addEventListener("click", async () => {
     ? errorText((result.body && result.body.error) || { code: "error" }).text
     : result.body.learned
       ? `${t("cal.saved")} ${t("cal.learned", { n: result.body.calibration.appearance.balls })}`
-      : `${t("cal.saved")} ${errorText(result.body.warning || { code: "appearance_not_learned" }).text}`;
+      : `${t("cal.saved")} ${errorText(result.body.warning || { code: "appearance_not_learned" },
+        result.body.warning && result.body.warning.vars).text}`;
   msg.dataset.learned = result.ok ? String(Boolean(result.body.learned)) : "";
+  // learned now, kept from before (a save that could not learn), or none (issue 37)
+  msg.dataset.appearance = result.ok ? String(result.body.appearance || "") : "";
   if (result.ok) {
     savedCal = result.body.calibration;
     status = { ...status, calibrated: true };

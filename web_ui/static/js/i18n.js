@@ -706,6 +706,7 @@ const ERRORS = {
     camera_unreachable: "no answer from the service: the page asks again",
     camera_off: "camera off: too little CPU for it here; use the buttons",
     appearance_not_learned: "the balls' look was not learned (the corners are saved): put the balls on the table apart, clear it of hands and cues, and save again",
+    appearance_kept: "the balls' look was not learned now; the look learned before (from {n} balls) is kept with the new corners. To learn it again, put the balls on the table, clear it of hands and cues, and save again",
     invalid_calibration: "those corners do not describe the table: click its four corners in order",
     // The strict call (7.1, the call command): rules helper, issue 12.
     call_after_shot: "the shot was already played: give its call in the shot result",
@@ -888,6 +889,7 @@ const ERRORS = {
     camera_unreachable: "сервер не отвечает: страница спросит снова",
     camera_off: "камера выключена: ей не хватает процессора; пользуйтесь кнопками",
     appearance_not_learned: "вид шаров не изучен (углы сохранены): расставьте шары на столе порознь, уберите руки и кий и сохраните ещё раз",
+    appearance_kept: "вид шаров сейчас не изучен; прежний вид (по {n} шарам) сохранён с новыми углами. Чтобы изучить заново, расставьте шары на столе, уберите руки и кий и сохраните ещё раз",
     invalid_calibration: "эти углы не описывают стол: отметьте четыре угла по порядку",
     call_after_shot: "удар уже сыгран: укажите заказ в результате удара",
     call_on_break: "разбой играется без заказа (4.4)",
