@@ -57,7 +57,7 @@ def test_each_format_parsed_by_its_own_rules_equals_the_state(server: ServerProc
     state = server.get("/api/tables/f1")
     assert state["phase"] == "ready" and state["player"] == 1  # the foul passed the turn
     status, headers, body = get(server, "/feeds/tables/f1.json?lang=ru")
-    assert status == 200 and headers["content-type"] == "application/json"
+    assert status == 200 and headers["content-type"] == "application/json; charset=utf-8"
     (as_json,) = json.loads(body)
     status, headers, body = get(server, "/feeds/tables/f1.xml?lang=ru")
     assert status == 200 and headers["content-type"].startswith("application/xml")

@@ -13,7 +13,7 @@ this service; the read limits (limits.py) charge a feed as a table's state.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -29,8 +29,10 @@ __all__ = ["FeedBoard", "router", "MEDIA_TYPES"]
 Format = Literal["json", "xml", "csv"]
 Lang = Literal["en", "ru"]
 
+# The charset said outright for every format (issue 36: a switcher that guesses read the
+# Cyrillic names as Latin-1); the bodies are UTF-8, JSON without \u escapes (rows.json_row).
 MEDIA_TYPES: dict[str, str] = {
-    "json": "application/json",
+    "json": "application/json; charset=utf-8",
     "xml": "application/xml; charset=utf-8",
     "csv": "text/csv; charset=utf-8",
 }
@@ -45,20 +47,33 @@ class FeedBoard:
     """What the feeds serve, kept from the runtime's publications: per table its last
     notable event; per (table, format, language) its last encoded row; per (tables,
     format, language) the last body with its ETag. Bounded: one entry per live table and
-    combination (2 languages x 3 formats), dropped when a table is archived."""
+    combination (2 languages x 3 formats), dropped when a table is archived.
+
+    ``around``: what the draw says about a table (rows.NO_DRAW without one; the table
+    service's tournament sets its ``feed_info`` here, ``attach_draw``). Asked at every poll
+    for every table: it must answer from memory."""
 
     def __init__(self, runtime: ServedTables[Any]) -> None:
         self.runtime = runtime
+        self.around: Callable[[str], Mapping[str, Any]] = lambda _table: r.NO_DRAW
         self.last_event: dict[str, dict[str, Any]] = {}
+        # The event each table's match was started with (table.created, match.started),
+        # heard since this service started; before that, the table's creation's (match 1).
+        self.events: dict[str, str | None] = {}
         self._rows: dict[tuple[str, str, str], tuple[tuple[Any, ...], str]] = {}
         self._bodies: dict[tuple[str, str, str], tuple[tuple[Any, ...], bytes, str]] = {}
         self.encoded_rows = 0  # rows encoded (for the benchmark and the tests)
         self.encoded_bodies = 0
         runtime.subscribe(self._published)
 
+    def attach_draw(self, around: Callable[[str], Mapping[str, Any]]) -> None:
+        self.around = around
+
     def _published(self, table_id: str, wires: list[dict[str, Any]], texts: list[str]) -> None:
         for wire in wires:
             kind = wire.get("type")
+            if kind in ("table.created", "match.started"):
+                self.events[table_id] = (wire.get("data") or {}).get("event")
             if kind in r.NOTABLE:
                 self.last_event[table_id] = {"type": kind, "data": wire.get("data") or {},
                                              "seq": wire.get("seq"), "at": wire.get("at")}
@@ -69,6 +84,7 @@ class FeedBoard:
 
     def _forget(self, table_id: str) -> None:
         self.last_event.pop(table_id, None)
+        self.events.pop(table_id, None)
         for key in [k for k in self._rows if k[0] == table_id]:
             del self._rows[key]
         for key in [k for k in self._bodies if k[0] == table_id]:
@@ -86,24 +102,44 @@ class FeedBoard:
             return state
         return {**state, **live}
 
+    def event_of(self, table_id: str, state: Mapping[str, Any]) -> str | None:
+        """The event the table's match was started with: heard, or (match 1, before this
+        service heard its start) the table's creation's, kept in its config."""
+        if table_id in self.events:
+            return self.events[table_id]
+        if (state.get("match") or {}).get("number", 1) != 1:
+            return None
+        config = getattr(self.runtime.tables.get(table_id), "config", None) or {}
+        event = config.get("event")
+        return str(event) if event else None
+
+    def _row(self, table_id: str, state: Mapping[str, Any], around: Mapping[str, Any],
+             now_ms: float, lang: str) -> dict[str, Any]:
+        return r.row(state, self.last_event.get(table_id), now_ms, lang, around,
+                     self.event_of(table_id, state))
+
     def row(self, table_id: str, now_ms: float, lang: str = "en") -> dict[str, Any]:
         """The row of one table now, as the feeds show it (also for the text files)."""
-        return r.row(self.state_of(table_id), self.last_event.get(table_id), now_ms, lang)
+        return self._row(table_id, self.state_of(table_id), self.around(table_id), now_ms,
+                         lang)
 
     def body(self, table_ids: list[str], scope: str, fmt: str, lang: str,
              now_ms: float) -> tuple[bytes, str]:
         """(encoded body, ETag) of these tables' rows now, re-encoding only what changed."""
         states = [self.state_of(tid) for tid in table_ids]
-        keys = tuple(r.row_key(state, now_ms) for state in states)
+        arounds = [self.around(tid) for tid in table_ids]
+        # The draw's answer is part of the key: a match queued next changes no seq.
+        keys = tuple((r.row_key(state, now_ms), r.around_key(around))
+                     for state, around in zip(states, arounds, strict=True))
         cached = self._bodies.get((scope, fmt, lang))
         if cached is not None and cached[0] == keys:
             return cached[1], cached[2]
         encode = _ENCODE_ROW[fmt]
         parts = []
-        for tid, state, key in zip(table_ids, states, keys, strict=True):
+        for tid, state, around, key in zip(table_ids, states, arounds, keys, strict=True):
             hit = self._rows.get((tid, fmt, lang))
             if hit is None or hit[0] != key:
-                values = r.row(state, self.last_event.get(tid), now_ms, lang)
+                values = self._row(tid, state, around, now_ms, lang)
                 hit = (key, encode(values))
                 self._rows[(tid, fmt, lang)] = hit
                 self.encoded_rows += 1

@@ -9,7 +9,9 @@ at and below 5 s), and ``remaining_ms`` is rounded up to the tenth while the clo
 that a row changes at most ten times a second and every poller of that tenth shares one
 encoded body (routes.py).
 
-The field names are the contract of the feeds (README "Broadcast feeds"): keep them.
+The field names are the contract of the feeds (docs/broadcast.md, "Columns"): switchers are
+bound to them by name (and a CSV by position), so a column is never renamed, dropped or
+moved; a new one goes at the end.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from clock_service.core.text import csv_cell, markup
 from clock_service.core.transitions import ClockPhase
 
 __all__ = ["FIELDS", "LANGS", "NOTABLE", "row", "row_key", "event_text", "to_json",
+           "match_time", "NO_DRAW", "around_key",
            "to_xml", "to_csv", "json_row", "xml_row", "csv_row", "CSV_HEADER", "XML_HEAD",
            "XML_TAIL", "TICK_MS"]
 
@@ -39,7 +42,17 @@ FIELDS = (
     "extension_used_a", "extension_used_b", "extensions_left_a", "extensions_left_b",
     "fouls_a", "fouls_b", "whites_a", "whites_b", "last_event", "alert", "alert_kind",
     "live", "seq",
+    # issue 36: the match around the frame (new columns go at the end: see the docstring)
+    "match_clock", "match_clock_ms", "match_clock_stage", "event", "event_round",
+    "frame_winner", "frame_winner_name", "match_winner", "match_winner_name", "match_over",
+    "next_player_a", "next_player_b", "next_race_to",
 )
+
+# What the draw says about a table (the tournament's ``feed_info``; the feeds have no draw
+# of their own): the event and round of its match last started from the draw (shown while
+# that match, ``match_id``, is the table's), and the match queued next.
+NO_DRAW: Mapping[str, Any] = {"match_id": None, "event": None, "event_round": None,
+                              "next": None}
 
 # Events worth a line on air. The rest (clock.started/stopped on every shot, shot.result,
 # respot) would overwrite the news a producer wants on screen within a second.
@@ -150,6 +163,40 @@ def _pair(value: Any, index: int, default: Any = 0) -> Any:
     return default
 
 
+def match_time(ms: float) -> str:
+    """The match clock as the pages show it (tournament.js formatMatchTime): whole seconds
+    rounded up, ``m:ss`` or ``h:mm:ss``."""
+    total = math.ceil(max(0.0, ms) / 1000)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def _match_clock_left(state: Mapping[str, Any], when: float) -> float | None:
+    """The match clock's time left at ``when`` (ms), or None without one."""
+    mc = state.get("match_clock")
+    if not isinstance(mc, Mapping):
+        return None
+    if mc.get("phase") == "running" and mc.get("deadline") is not None:
+        return max(0.0, float(mc["deadline"]) - when)
+    left = mc.get("remaining_ms")
+    return None if left is None else float(left)
+
+
+def _when(state: Mapping[str, Any], now_ms: float) -> float:
+    """The instant a table's time is shown at: now, or where a mirrored table went stale."""
+    if not state.get("live", True) and state.get("stale_since") is not None:
+        return min(now_ms, float(state["stale_since"]))
+    return now_ms
+
+
+def around_key(around: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a row depends on in the draw's answer (a part of the row's cache key)."""
+    nxt = around.get("next") or {}
+    return (around.get("match_id"), around.get("event"), around.get("event_round"),
+            tuple(nxt.get("players") or ()), nxt.get("race_to"))
+
+
 def row_key(state: Mapping[str, Any], now_ms: float) -> tuple[Any, ...]:
     """What a row depends on at ``now_ms`` besides the language: the state's version and,
     while running, the tenth of a second remaining (``row`` is equal for equal keys).
@@ -163,21 +210,28 @@ def row_key(state: Mapping[str, Any], now_ms: float) -> tuple[Any, ...]:
         tick: Any = math.ceil(left / TICK_MS) if left > 0 else 0
     else:
         tick = state.get("remaining_ms")
-    return (state.get("seq"), live, stale_since, tick)
+    # The match clock runs between shots and frames too: its whole second is in the key.
+    mc = state.get("match_clock")
+    mc_tick: Any = None
+    if mc:
+        mc_left = _match_clock_left(state, _when(state, now_ms))
+        mc_tick = None if mc_left is None else math.ceil(mc_left / 1000)
+    return (state.get("seq"), live, stale_since, tick, mc_tick)
 
 
 def row(state: Mapping[str, Any], last_event: Mapping[str, Any] | None, now_ms: float,
-        lang: str = "en") -> dict[str, Any]:
+        lang: str = "en", around: Mapping[str, Any] = NO_DRAW,
+        event: str | None = None) -> dict[str, Any]:
     """The feed row of a table at ``now_ms`` (unix ms, the service's clock).
 
     ``state``: the table's state as of its last published event (snapshot), with ``live``
     and ``stale_since`` when the service knows them (a mirrored table whose own service is
-    offline is not counted down past ``stale_since``: the hall's rule)."""
+    offline is not counted down past ``stale_since``: the hall's rule). ``around``: what
+    the draw says about the table (NO_DRAW); ``event``: the match's event as it was
+    started (the draw's event and round win over it)."""
     players = [str(p) for p in state.get("players") or ["", ""]]
     live = bool(state.get("live", True))
-    when = now_ms
-    if not live and state.get("stale_since") is not None:
-        when = min(now_ms, float(state["stale_since"]))
+    when = _when(state, now_ms)
     shown = dict(state)
     if state.get("phase") == ClockPhase.RUNNING and state.get("deadline") is not None:
         # Rounded up to the tenth: the row changes at most ten times a second (the digits
@@ -197,6 +251,30 @@ def row(state: Mapping[str, Any], last_event: Mapping[str, Any] | None, now_ms: 
     over = state.get("phase") == ClockPhase.FRAME_OVER
     alert_kind = ("expired" if stage == "expired"
                   else "warning" if stage in ("warning", "critical") else "")
+
+    def side(index: Any) -> tuple[str, str]:
+        if not isinstance(index, int) or not 0 <= index < len(players):
+            return "", ""
+        return "ab"[index], players[index]
+
+    frame_winner = side(state.get("frame_winner") if over else None)
+    match_over = bool(match.get("over"))
+    match_winner = side(match.get("winner") if match_over else None)
+    mc_left = _match_clock_left(state, when)
+    mc = state.get("match_clock") or {}
+    mc_ms: int | str = ""
+    if mc_left is None:
+        mc_text, mc_stage = "", ""
+    else:
+        # The pages' stages (tournament.js): warn at 10 min, last at 5 min, expired.
+        mc_ms = math.ceil(mc_left / 1000) * 1000
+        mc_text = match_time(mc_left)
+        mc_stage = ("expired" if mc.get("phase") == "expired" or match.get("drawn")
+                    else "last" if mc_left <= 300_000 else "warn" if mc_left <= 600_000
+                    else "ok")
+    drawn = around.get("match_id") is not None and around.get("match_id") == match.get("id")
+    nxt = around.get("next") or {}
+    nxt_players = list(nxt.get("players") or ["", ""])
     return {
         "table": str(state.get("table", "")),
         "player_a": players[0], "player_b": players[1] if len(players) > 1 else "",
@@ -219,6 +297,15 @@ def row(state: Mapping[str, Any], last_event: Mapping[str, Any] | None, now_ms: 
         "last_event": event_text(last_event, players, lang),
         "alert": 1 if alert_kind else 0, "alert_kind": alert_kind,
         "live": 1 if live else 0, "seq": int(state.get("seq") or 0),
+        "match_clock": mc_text, "match_clock_ms": mc_ms, "match_clock_stage": mc_stage,
+        "event": (around.get("event") or "") if drawn else (event or ""),
+        "event_round": (around.get("event_round") or "") if drawn else "",
+        "frame_winner": frame_winner[0], "frame_winner_name": frame_winner[1],
+        "match_winner": match_winner[0], "match_winner_name": match_winner[1],
+        "match_over": 1 if match_over else 0,
+        "next_player_a": str(nxt_players[0]) if nxt else "",
+        "next_player_b": str(nxt_players[1]) if nxt and len(nxt_players) > 1 else "",
+        "next_race_to": nxt.get("race_to", "") if nxt else "",
     }
 
 

@@ -59,7 +59,8 @@ from clock_service.edges.broadcast.rows import FIELDS
 __all__ = ["TextFiles", "Directory", "FILE_OF", "file_names", "TEMP_FLAGS"]
 
 # Column -> file name. The clock is clock.txt; every other column keeps its name.
-SKIPPED = frozenset({"table", "remaining_ms", "seq"})
+# match_clock_ms changes every second with match_clock (one write more a second for nothing).
+SKIPPED = frozenset({"table", "remaining_ms", "seq", "match_clock_ms"})
 FILE_OF: dict[str, str] = {
     column: ("clock.txt" if column == "remaining" else f"{column}.txt")
     for column in FIELDS if column not in SKIPPED

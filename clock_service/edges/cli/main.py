@@ -213,6 +213,8 @@ def _app(settings: Settings, runtime: Runtime | HallRuntime, *,
 
     reports = reports or _reports(runtime)
     feeds = feeds or FeedBoard(runtime)
+    if tournament is not None:  # the feeds show the draw's event, round and next match
+        feeds.attach_draw(tournament.tournament.feed_info)
     places: dict[str, str] = {}
     clips_table: Callable[[], str | None] = lambda: None  # noqa: E731
     routers = [feeds_router(feeds)]

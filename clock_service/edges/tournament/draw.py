@@ -238,10 +238,14 @@ class Draw:
 
     def __init__(self, matches: Iterable[DrawMatch] = ()) -> None:
         self.matches: dict[int, DrawMatch] = {m.number: m for m in matches}
+        # Bumped by every change (each method here that writes ``matches``): what is read
+        # from the draw at every feed poll is kept until it moves (Tournament.feed_info).
+        self.version = 0
 
     def add(self, matches: Iterable[DrawMatch]) -> None:
         for match in matches:
             self.matches[match.number] = match
+        self.version += 1
 
     def get(self, number: int) -> DrawMatch | None:
         return self.matches.get(number)
@@ -274,6 +278,7 @@ class Draw:
             raise ValueError(f"match {number} is {match.status}: only a queued match moves")
         moved = replace(match, table=table)
         self.matches[number] = moved
+        self.version += 1
         return moved
 
     def start(self, number: int, table: str, match_id: str) -> list[DrawMatch]:
@@ -287,6 +292,7 @@ class Draw:
         started = replace(self.matches[number], status="playing", playing_on=table,
                           match_id=match_id)
         self.matches[number] = started
+        self.version += 1
         return [*changed, started]
 
     def finish(self, table: str, match_id: str) -> DrawMatch | None:
@@ -295,6 +301,7 @@ class Draw:
             return None
         finished = replace(match, status="done")
         self.matches[match.number] = finished
+        self.version += 1
         return finished
 
     def to_dict(self, tables: Iterable[str]) -> dict[str, Any]:

@@ -32,6 +32,8 @@ class Tournament:
         self.runtime = runtime
         self.draw = Draw()
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        # feed_info's answers for one version of one draw: (draw, version, {table: info})
+        self._feed: tuple[Draw, int, dict[str, dict[str, Any]]] = (self.draw, -1, {})
 
     async def start(self) -> None:
         store = self.runtime.store
@@ -114,6 +116,32 @@ class Tournament:
 
     def view(self) -> dict[str, Any]:
         return self.draw.to_dict(self.runtime.tables)
+
+    def feed_info(self, table_id: str) -> dict[str, Any]:
+        """What the broadcast feeds show of the draw for a table (rows.NO_DRAW's keys): the
+        event and round of the draw's match last started there (with its match id: the
+        feed shows them while that match is the table's), the next match's players and
+        race. Asked at every poll for every table, so kept until the draw changes
+        (Draw.version)."""
+        draw, version, cache = self._feed
+        if draw is not self.draw or version != self.draw.version:
+            cache = {}
+            self._feed = (self.draw, self.draw.version, cache)
+        info = cache.get(table_id)
+        if info is None:
+            started = self.draw.playing(table_id) or max(
+                (m for m in self.draw.matches.values()
+                 if m.playing_on == table_id and m.match_id), default=None,
+                key=lambda m: m.number)
+            nxt = self.draw.next_for(table_id)
+            info = cache[table_id] = {
+                "match_id": None if started is None else started.match_id,
+                "event": None if started is None else started.event or "",
+                "event_round": None if started is None else started.round or "",
+                "next": None if nxt is None else {"players": list(nxt.players),
+                                                  "race_to": nxt.race_to},
+            }
+        return info
 
     def draw_number(self, match_id: str) -> int | None:
         """The draw's number of a match started from it (results carry it)."""
