@@ -286,7 +286,9 @@ def decode_ack(payload):
 # --- seven-segment font, shared by the Pico firmware and the host's TM1637 driver ----------
 # Bits: 0x01 a (top), 0x02 b, 0x04 c, 0x08 d, 0x10 e, 0x20 f, 0x40 g (middle), 0x80 dp/colon.
 DIGIT_SEGMENTS = (0x3F, 0x06, 0x5B, 0x4F, 0x66, 0x6D, 0x7D, 0x07, 0x7F, 0x6F)
-CHAR_SEGMENTS = {" ": 0x00, "-": 0x40, "_": 0x08, "E": 0x79, "r": 0x50, "o": 0x5C, "F": 0x71}
+# Letters: "Err"/"oFF" and, at the end of a match, "nEXt" (X drawn as H: no x on 7 segments).
+CHAR_SEGMENTS = {" ": 0x00, "-": 0x40, "_": 0x08, "E": 0x79, "r": 0x50, "o": 0x5C, "F": 0x71,
+                 "n": 0x54, "X": 0x76, "t": 0x78}
 SEG_DP = 0x80
 MODULES = ("dp", "colon")
 # On the common 4-digit "clock" module the 0x80 bit of digit 2 (index 1) is the colon

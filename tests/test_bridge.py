@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from clock_service.core.readout import format_remaining, next_change_ms, render
+from clock_service.core.readout import (
+    MATCH_OVER_TEXT,
+    format_remaining,
+    match_text,
+    next_change_ms,
+    render,
+)
 from clock_service.service.runtime import Runtime
 from clock_service.service.storage import Store
 from clock_service.service.timesource import FakeTime
@@ -36,6 +42,34 @@ def test_next_change_is_the_next_digit_boundary() -> None:
     assert next_change_ms(state, 5000.0) == 5100.0
     assert render(state, 5050.0).text == "5.0" and render(state, 5100.0).text == "4.9"
     assert next_change_ms({**state, "phase": "paused"}, 0.0) is None
+
+
+@pytest.mark.parametrize(("left_ms", "text"), [
+    (1_123_001, "18:44"), (1_123_000, "18:43"), (545_000, "9:05"), (1_000, "0:01"), (0, "0:00"),
+    (5_999_000, "99:59"), (6_000_000, "100"), (6_001_000, "101"), (7_200_000, "120"),
+])
+def test_the_match_clock_on_four_digits(left_ms: int, text: str) -> None:
+    assert match_text(left_ms) == text
+
+
+def test_between_frames_the_digits_show_the_match_clock_and_next_at_the_match_end() -> None:
+    """Issue 36: the LED showed nothing between frames; the match clock runs on there."""
+    mc = {"phase": "running", "deadline": 600_000.0, "remaining_ms": 600_000}
+    over = {"phase": "frame_over", "player": 0, "match_clock": mc,
+            "match": {"over": False, "score": [1, 0]}}
+    frame = render(over, 0.0)
+    assert (frame.text, frame.stage) == ("10:00", "frame_over")
+    assert render(over, 400.0).text == "10:00"  # rounded up, as the pages
+    assert render(over, 1000.0).text == "9:59"
+    assert next_change_ms(over, 400.0) == 1000.0  # the loop wakes at each second
+    paused = {**over, "match_clock": {"phase": "paused", "deadline": None, "remaining_ms": 61_000}}
+    assert render(paused, 0.0).text == "1:01" and next_change_ms(paused, 0.0) is None
+    ended = {**over, "match": {"over": True, "score": [2, 0]}}
+    assert render(ended, 0.0).text == MATCH_OVER_TEXT == "nEXt"
+    assert next_change_ms(ended, 0.0) is None
+    no_limit = {k: v for k, v in over.items() if k != "match_clock"}
+    assert render(no_limit, 0.0).text == ""  # no match clock: blank, as before
+    assert render({**no_limit, "match": {"over": True}}, 0.0).text == "nEXt"
 
 
 async def test_bridge_draws_every_second_then_tenths_and_sounds(tmp_path: Path) -> None:

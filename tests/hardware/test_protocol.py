@@ -262,6 +262,12 @@ def test_controller_timeout_survives_the_ticks_wrap() -> None:
     assert ctl.tick(wrapped) == [("fault", "no-heartbeat")]
 
 
+def test_next_at_the_match_end_is_drawn_and_read_back() -> None:
+    segments = core.text_to_segments("nEXt", 4, "colon")
+    assert segments == bytes((0x54, 0x79, 0x76, 0x78))
+    assert core.segments_to_text(segments) == "nEXt"
+
+
 @pytest.mark.parametrize(
     ("text", "module", "cells"),
     [
@@ -273,6 +279,10 @@ def test_controller_timeout_survives_the_ticks_wrap() -> None:
         ("8.8.8.8.", "colon", ("8", "8:", "8", "8")),  # the self-test: 88:88
         ("8.8.8.8.", "dp", ("8.", "8.", "8.", "8.")),
         ("", "colon", (" ", " ", " ", " ")),
+        # the match clock between frames (issue 36): the colon where it is wired
+        ("18:43", "colon", ("1", "8:", "4", "3")),
+        ("9:05", "colon", (" ", "9:", "0", "5")),
+        ("18:43", "dp", ("1", "8.", "4", "3")),
     ],
 )
 def test_text_to_segments_per_module(text: str, module: str, cells: tuple[str, ...]) -> None:
