@@ -8,6 +8,7 @@
 // snapshot: handed on as `replayed`, their state is not applied) before going live. A live
 // event whose seq is not the next one means something was lost: reconnect with ?since=.
 
+import { onLangChange, shownPlayers } from "./i18n.js";
 import { ClockOffset, localNow } from "./timesync.js";
 
 // The link's liveness comes from the pings' own rhythm (issue 23: pinging every 2000 ms and
@@ -208,6 +209,14 @@ export class TableConnection {
   }
 
   _setState(state, why) {
+    // The default table's players in the page's language (i18n.js shownPlayers); again on
+    // a language change, before the page redraws (this listener is older than the page's).
+    state.players_given = state.players;
+    state.players = shownPlayers(state.players);
+    if (!this.namedInLang) {
+      this.namedInLang = true;
+      onLangChange(() => { if (this.state) this.state.players = shownPlayers(this.state.players_given); });
+    }
     this.state = state;
     this.handlers.onState?.(state, why);
   }

@@ -29,10 +29,11 @@ document.body.classList.toggle("kiosk", kiosk);
 let state = null;
 const steady = new Steady();
 // The draw's next match, shown once this one is over ("Next: Ivanov – Petrov, race to 3").
-const nextMatch = new NextMatch(table, (next) => {
+const nextMatch = new NextMatch(table, (next) => drawNext(next));
+function drawNext(next) {
   $("next-match").textContent = nextLine(next);
   $("next-match").classList.toggle("hidden", !next);
-});
+}
 const buzzer = new Buzzer();
 window.shotclockBuzzer = buzzer;
 const strip = new StatusStrip($("status"));
@@ -128,6 +129,7 @@ function showNotice(text) {
   const el = $("notice");
   el.textContent = text;
   el.classList.remove("hidden");
+  fitNotice();
   clearTimeout(noticeTimer);
   noticeTimer = setTimeout(() => el.classList.add("hidden"), 6000);
 }
@@ -154,10 +156,12 @@ function draw() {
     const fouls = el.querySelector(".mark.fouls");
     fouls.dataset.n = String(state.fouls[i]);
     fouls.textContent = t("mark.fouls", { n: state.fouls[i] });
+    // The extensions left, as a count (issue 36: "Ext." alone said nothing; the hall and
+    // the overlay count them), struck through once none is left.
     const ext = el.querySelector(".mark.ext");
     ext.classList.toggle("hidden", !state.timer);
     ext.dataset.used = String(state.extensions_left[i] === 0);
-    ext.textContent = t(state.extensions_left[i] === 0 ? "mark.ext_used" : "mark.ext");
+    ext.textContent = `${t("mark.ext")} ${state.extensions_left[i]}`;
     const whites = el.querySelector(".mark.whites");
     whites.textContent = Array.isArray(state.whites) ? t("mark.whites", { n: state.whites[i] }) : "";
     el.classList.toggle("at-table", state.player === i && state.phase !== ClockPhase.FRAME_OVER);
@@ -189,6 +193,14 @@ function fitTexts() {
   }
   if (state && state.announced_call) fitText($("call"), { min: Math.min(3 * vh, 4.4 * innerWidth / 100), wrap: { min: Math.min(2.2 * vh, 2.9 * innerWidth / 100) } });
   if (state && state.phase === ClockPhase.FRAME_OVER) fitBlock($("over"), [$("over-title"), $("over-why"), $("over-score")]);
+  fitNotice();
+}
+
+function fitNotice() {
+  const vh = innerHeight / 100;
+  if (!$("notice").classList.contains("hidden")) {
+    fitText($("notice"), { min: Math.min(3 * vh, 4.4 * innerWidth / 100), wrap: { min: Math.min(2.2 * vh, 2.9 * innerWidth / 100) } });
+  }
 }
 refitOn(fitTexts);
 
@@ -206,10 +218,17 @@ function drawOver(m) {
     why = t("over.technical_loss", { name: state.players[1 - winner] });
   }
   $("over-why").textContent = why;
-  // The score in the winner's favour, under the winner's name (issue 23: "0 : 2" under
-  // "Petrov wins the match" read as a loss).
+  // The score in the one order of every page, the left player's first (issue 36: the
+  // header said 0 : 1 and this card 1 : 0); the winner's number in the winner's colour, so
+  // "0 : 2" under "Petrov wins" does not read as a loss (issue 23).
   const w = m.over && m.winner != null ? m.winner : winner;
-  $("over-score").textContent = w == null ? `${m.score[0]} : ${m.score[1]}` : `${m.score[w]} : ${m.score[1 - w]}`;
+  const score = $("over-score");
+  score.replaceChildren(...[0, 1].flatMap((i) => {
+    const n = document.createElement("span");
+    n.textContent = String(m.score[i]);
+    n.classList.toggle("won", i === w);
+    return i === 0 ? [n, " : "] : [n];
+  }));
 }
 
 function tick() {
@@ -219,13 +238,15 @@ function tick() {
   const clock = $("clock");
   if (clock.textContent !== shown) clock.textContent = shown;
   if (document.body.dataset.stage !== stage) document.body.dataset.stage = stage;
-  drawMatchClock($("match-clock"), state, conn.frozenNow(), $("match-limit-choice"));
+  // The match's band: its clock and rule while it is played; once over, the next match.
+  const over = Boolean(state.match && state.match.over);
+  drawMatchClock($("match-clock"), over ? null : state, conn.frozenNow(), $("match-limit-choice"));
   return next;
 }
 
 applyI18n();
 bindLangToggle($("lang"));
-onLangChange(() => { strip.draw(); draw(); });
+onLangChange(() => { strip.draw(); drawNext(nextMatch.next); draw(); });
 window.shotclockConnection = conn; // for debugging from the console (and the tests)
 conn.start();
 if (kiosk) enableSound(); // allowed without a click under the kiosk's autoplay policy

@@ -11,7 +11,7 @@
 import { createTable } from "./api.js";
 import { isStale, pingEvery, showStatus, silenceAfter, wsBase } from "./connection.js";
 import { animate, render } from "./countdown.js";
-import { applyI18n, bindLangToggle, errorText, lang, onLangChange, t } from "./i18n.js";
+import { applyI18n, bindLangToggle, errorText, lang, onLangChange, shownPlayers, t } from "./i18n.js";
 import { ClockOffset, localNow } from "./timesync.js";
 import { mountDraw } from "./hall_draw.js";
 import { drawMatchClock } from "./tournament.js";
@@ -179,6 +179,8 @@ function setTable(state) {
   const entry = cards.get(state.table) || addTable(state.table);
   // Newer only: a card from the hall message may cross an older one on the way.
   if (entry.state && typeof state.seq === "number" && state.seq < entry.state.seq) return;
+  state.players_given = state.players;
+  state.players = shownPlayers(state.players); // the default table's, in the page's language
   entry.state = state;
   drawCard(entry);
 }
@@ -238,12 +240,13 @@ function drawCard(entry) {
   el.querySelector(".phase").textContent = state.live === false ? t("hall.last_phase", { phase }) : phase;
   el.querySelector(".round").textContent = state.round;
   el.querySelector(".frame").textContent = state.frame;
-  // The winner in full and the score in the winner's favour (issue 23: a finished 0:2 match
-  // said "frame over · Frame 2", with no score and no "match over").
+  // The winner in full and the score (issue 23: a finished 0:2 match said "frame over ·
+  // Frame 2", with no score and no "match over"), in the one order of every page: the left
+  // player's : the right player's (issue 36: winner first contradicted the card's header).
   const winner = matchOver ? m.winner : state.frame_winner;
   const result = el.querySelector(".result");
   if (state.phase === ClockPhase.FRAME_OVER && winner != null) {
-    const score = `${m.score[winner]}:${m.score[1 - winner]}`;
+    const score = `${m.score[0]}:${m.score[1]}`;
     result.textContent = t(matchOver ? "hall.match_won" : "hall.frame_won",
       { name: state.players[winner], score, frame: state.frame });
   } else {
@@ -385,6 +388,7 @@ bindLangToggle($("lang"));
 onLangChange(() => {
   for (const entry of cards.values()) {
     showStatus(entry.el.querySelector(".conn"), feed.status, t);
+    if (entry.state) entry.state.players = shownPlayers(entry.state.players_given);
     drawCard(entry);
   }
 });

@@ -262,6 +262,11 @@ const DICT = {
     "hall.last_phase": "last known: {phase}",
     "hall.lost_why": "these times are not live; reconnecting…",
     "page.referee": "Referee",
+    "page.hall": "Hall",
+    "player.default": "Player {n}",
+    "page.stats": "Statistics",
+    "page.clips": "Video",
+    "page.calibrate": "Camera calibration",
     "page.overlay": "Overlay",
     "page.display": "Display",
     "page.stats.link": "Statistics",
@@ -550,6 +555,11 @@ const DICT = {
     "hall.last_phase": "последнее известное: {phase}",
     "hall.lost_why": "время здесь не обновляется; переподключение…",
     "page.referee": "Судья",
+    "page.hall": "Зал",
+    "player.default": "Игрок {n}",
+    "page.stats": "Статистика",
+    "page.clips": "Видео",
+    "page.calibrate": "Калибровка камеры",
     "page.overlay": "Оверлей",
     "page.display": "Табло",
     "page.stats.link": "Статистика",
@@ -669,6 +679,7 @@ const ERRORS = {
     hall_read_only: "the hall view only mirrors the tables: create a table on its own service",
     table_unreachable: "the table's own service cannot be reached: use the console on the table",
     table_offline: "the table is offline: shown as last seen; it keeps time by itself",
+    link_down: "no connection to the service: a press would not arrive, and the time shown is not live",
     broker_unreachable: "the MQTT broker is not reachable: the clock runs; the hall catches up later",
     feed_files_unwritable: "the text files for the stream cannot be written: the clock runs; the files are stale",
     broker_refused: "the MQTT broker refused the login: check the user and password",
@@ -855,6 +866,7 @@ const ERRORS = {
     hall_read_only: "зал только отображает столы: создайте стол на его собственном сервисе",
     table_unreachable: "сервис стола недоступен: пользуйтесь пультом у стола",
     table_offline: "стол не в сети: показано последнее состояние; время у стола идёт само",
+    link_down: "нет связи с сервисом: нажатие не дойдёт, время на экране не текущее",
     broker_unreachable: "брокер MQTT недоступен: часы идут, зал догонит позже",
     feed_files_unwritable: "текстовые файлы для трансляции не записываются: часы идут, файлы устарели",
     broker_refused: "брокер MQTT отклонил вход: проверьте имя и пароль",
@@ -1041,9 +1053,25 @@ export function errorText(error, vars) {
   return { text, rule: (error && error.rule) || null, code: (error && error.code) || null };
 }
 
+// The service's default table is made before anyone has said a language (runtime.py:
+// "Player 1", "Player 2"); its players are named in the page's language (issue 36: "Player
+// 1/2" on Russian pages). A name anyone typed is shown as it is.
+const DEFAULT_PLAYERS = ["Player 1", "Player 2"];
+
+/** The players as a page shows them: a default name in the page's language. */
+export function shownPlayers(players) {
+  if (!Array.isArray(players)) return players;
+  return players.map((p, i) => (p === DEFAULT_PLAYERS[i] ? t("player.default", { n: i + 1 }) : p));
+}
+
 /** Fill every [data-i18n], [data-i18n-title], [data-i18n-placeholder] under root. */
 export function applyI18n(root = document) {
   document.documentElement.lang = lang;
+  // The page's title in its language (issue 36: six of eight pages kept their English
+  // title in Russian): <html data-page="page.x"> names it; a page that puts more in its
+  // title (the console: its table) sets it itself.
+  const page = document.documentElement.dataset.page;
+  if (page && root === document) document.title = `${t(page)} · ${t("app.title")}`;
   for (const el of root.querySelectorAll("[data-i18n]")) el.textContent = t(el.dataset.i18n);
   for (const el of root.querySelectorAll("[data-i18n-title]")) el.title = t(el.dataset.i18nTitle);
   for (const el of root.querySelectorAll("[data-i18n-placeholder]")) {

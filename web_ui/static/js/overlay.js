@@ -215,7 +215,7 @@ function drawOver(m) {
   }
   // "match over" in words, and the score in the winner's favour ("match over · won 2:0",
   // whichever side won; issue 23 point 4).
-  const won = matchWon ? t("overlay.won_match", { score: `${m.score[m.winner]}:${m.score[1 - m.winner]}` })
+  const won = matchWon ? t("overlay.won_match", { score: `${m.score[0]}:${m.score[1]}` })
     : who == null ? "" : t("overlay.won_frame", { n: state.frame });
   overWhy = [won, why].filter(Boolean).join(" · ");
   // Two long names do not fit the centre cell: then the loser's name is left out.

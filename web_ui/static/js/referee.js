@@ -38,6 +38,7 @@ const conn = new TableConnection(table, {
     $("console").classList.toggle("hidden", status === "unknown_table");
     if (status === "live") askTokenIfNeeded();
     drawClockLiveness();
+    draw(); // the buttons follow the link: disabled while it is down
     looks.now(); // the countdown stops (or goes on) with the link at once
   },
   onFaults: (faults) => { strip.setFaults(faults); drawHint(); },
@@ -137,6 +138,9 @@ async function send(name, fields) {
 /** Why `name` is not legal now (from the state), or null; unknown while a press is on its way. */
 function whyNot(name) {
   if (!state || !name) return null;
+  // This page's own link is down (issue 36: Shot stayed bright and active): nothing sent
+  // now would be seen, and the state on screen may be old.
+  if (conn.status !== "live") return { code: "link_down" };
   if (!conn.live) return { code: "table_offline" };
   if (Array.isArray(state.allowed) && state.allowed.includes(name)) return null;
   if (!Array.isArray(state.allowed)) return null; // an older server: let it decide
@@ -844,9 +848,10 @@ function draw() {
     const fouls = el.querySelector(".mark.fouls");
     fouls.dataset.n = String(state.fouls[i]);
     fouls.textContent = t("mark.fouls", { n: state.fouls[i] });
+    // The extensions left as a count (issue 36), as the hall and the overlay say it.
     const ext = el.querySelector(".mark.ext");
     ext.dataset.n = String(state.extensions_left[i]);
-    ext.textContent = t("mark.ext");
+    ext.textContent = `${t("mark.ext")} ${state.extensions_left[i]}`;
     ext.classList.toggle("hidden", !state.timer);
     el.classList.toggle("at-table", state.player === i && state.phase !== ClockPhase.FRAME_OVER);
     const whites = el.querySelector(".whites");
@@ -905,6 +910,10 @@ function fitTexts() {
     fitText($("over-name"), { min: 18, wrap: { min: 12 } });
     fitText($("over-why"), { min: 12 });
   }
+  if (!$("btn-next-match").classList.contains("hidden")) {
+    fitText($("btn-next-match").querySelector(".next-do"), { min: 16 });
+    fitText($("btn-next-match").querySelector(".next-who"), { min: 13, wrap: { min: 12 } });
+  }
   for (const button of document.querySelectorAll(".buttons .btn")) {
     if (button.dataset.full && button.textContent !== button.dataset.full) button.textContent = button.dataset.full;
     fitText(button, { min: 12 });
@@ -929,6 +938,7 @@ refitOn(fitTexts);
 function drawScore() {
   const m = state.match;
   $("score").classList.toggle("invisible", !m);
+  $("score").classList.toggle("with-clock", Boolean(state.match_clock));
   if (!m) return;
   $("score-value").textContent = `${m.score[0]} : ${m.score[1]}`;
   $("score-race").textContent = m.race_to ? t("label.race_to", { n: m.race_to }) : "";
@@ -963,12 +973,16 @@ onLangChange(() => {
 
 // The draw's next match: once the match is over, "Start next match" takes the main
 // button's place (the draw's players, race and event; POST /api/tables/{id}/next).
-const nextMatch = new NextMatch(table, (next) => {
+const nextMatch = new NextMatch(table, (next) => drawNext(next));
+function drawNext(next) {
   const button = $("btn-next-match");
   button.classList.toggle("hidden", !next);
   $("btn-main").classList.toggle("hidden", Boolean(next));
-  button.textContent = next ? `${t("btn.start_next")} · ${nextLine(next)}` : "";
-});
+  button.querySelector(".next-who").textContent = next ? nextLine(next) : "";
+  button.setAttribute("aria-label", next ? `${t("btn.start_next")}: ${nextLine(next)}` : "");
+  fitTexts();
+}
+onLangChange(() => drawNext(nextMatch.next));
 $("btn-next-match").addEventListener("click", async () => {
   $("btn-next-match").disabled = true;
   const result = await nextMatch.start();

@@ -40,6 +40,10 @@ addStrings({
     "res.open_call": "Call…",
     "res.open_called": "Call ✓…",
     "res.title": "Shot result",
+    "res.match_over_title": "Match over",
+    "res.frame_over_title": "Frame over",
+    "res.over_help": "No shot to report until the next frame starts.",
+    "res.match_over_help": "No shot to report: the match is over.",
     "res.call_title": "Call",
     "res.announce": "Announce the call",
     "res.announced": "Announced before the shot",
@@ -153,6 +157,10 @@ addStrings({
     "res.open_call": "Заказ…",
     "res.open_called": "Заказ ✓…",
     "res.title": "Результат удара",
+    "res.match_over_title": "Матч окончен",
+    "res.frame_over_title": "Партия окончена",
+    "res.over_help": "Результат удара не вносится, пока не начнётся следующая партия.",
+    "res.match_over_help": "Результат удара не вносится: матч окончен.",
     "res.call_title": "Заказ",
     "res.announce": "Объявить заказ",
     "res.announced": "Объявлен до удара",
@@ -365,9 +373,12 @@ export function callShort(call) {
   return parts.join(" · ");
 }
 
-/** The panel's mode now: "call" while a call can be announced (before the shot), else "result". */
+/** The panel's mode now: "call" while a call can be announced (before the shot); "over"
+ * once the frame (or the match) is over, with no shot to report (issue 36: the panel still
+ * offered "Shot result" after the match); else "result". */
 export function panelMode(state) {
-  return state && Array.isArray(state.allowed) && state.allowed.includes("call") ? "call" : "result";
+  if (state && Array.isArray(state.allowed) && state.allowed.includes("call")) return "call";
+  return state && state.phase === "frame_over" ? "over" : "result";
 }
 
 /** The i18n key of the console's result button: Call… / Call ✓… / Shot result… */
@@ -523,9 +534,10 @@ export function buildResult(report, onBreak, announced = null) {
 /** Lines of the summary card for a `shot.result` event and the events after it. */
 /** A match's score in the winner's favour ("2–0" for the winner, whichever side won;
  * issue 23: "Winner: Petrov-Vodkin, 0–2" read as the loser's score first). */
+/** The match's score in the one order of every page (issue 36): the left player's (A)
+ * first, whoever won; the winner is named beside it. */
 export function winnerScore(m) {
-  const w = m.winner;
-  return w == null ? `${m.score[0]}–${m.score[1]}` : `${m.score[w]}–${m.score[1 - w]}`;
+  return `${m.score[0]}–${m.score[1]}`;
 }
 
 export function summaryLines(summary, players) {
@@ -575,6 +587,7 @@ const PANEL = `
 <div id="res-announced" class="announced hidden"><span id="res-announced-label" class="res-label"></span>
   <b id="res-announced-call" class="seq"></b></div>
 <p id="res-call-hint" class="help hidden" data-i18n="res.call_hint"></p>
+<p id="res-over-help" class="help hidden"></p>
 <div class="res-main" id="res-main">
   <div class="whites-group">
     <span class="res-label" data-i18n="res.whites"></span>
@@ -743,10 +756,14 @@ export function mountResultPanel(host, page) {
     const mode = panelMode(state);
     const announced = (state && state.announced_call) || null;
     host.dataset.mode = mode;
-    if (state) $("res-shooter").textContent = `— ${state.players[state.player]}`;
-    const title = mode === "call" ? "res.call_title" : "res.title";
+    const matchOver = Boolean(state && state.match && state.match.over);
+    $("res-shooter").textContent = state && mode !== "over" ? `— ${state.players[state.player]}` : "";
+    const title = mode === "call" ? "res.call_title" : mode === "over"
+      ? (matchOver ? "res.match_over_title" : "res.frame_over_title") : "res.title";
     $("res-title-text").dataset.i18n = title;
     $("res-title-text").textContent = t(title);
+    $("res-over-help").classList.toggle("hidden", mode !== "over");
+    $("res-over-help").textContent = mode === "over" ? t(matchOver ? "res.match_over_help" : "res.over_help") : "";
     // The announced call (7.1): shown in both modes; in the result it is what is judged.
     $("res-announced").classList.toggle("hidden", !announced && mode !== "call");
     $("res-announced-label").textContent = t(announced ? "res.announced" : "res.announced_none");
