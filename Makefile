@@ -51,12 +51,15 @@ test-deps:
 
 browser-deps: test-deps  # the old name
 
-# The Companion module's node dependencies, exactly as in its package-lock.json (its tests run
-# from pytest: tests/broadcast/test_companion.py). Without npm the test says it is skipped.
+# The node dependencies, exactly as in their package-lock.json files: the Companion module's
+# (its tests run from pytest: tests/broadcast/test_companion.py; without npm they are
+# skipped) and axe-core, which the accessibility tests load into every page
+# (tests/browser/axe; tests/browser/test_accessible.py fails without it).
 node-deps: test-deps
 	@if command -v npm >/dev/null 2>&1; then \
-	  cd integrations/companion && npm ci --prefer-offline --no-audit --no-fund --loglevel=error; \
-	else echo "missing: node and npm (apt-get install nodejs npm): the Companion module's tests are skipped"; fi
+	  (cd integrations/companion && npm ci --prefer-offline --no-audit --no-fund --loglevel=error) && \
+	  (cd tests/browser/axe && npm ci --prefer-offline --no-audit --no-fund --loglevel=error); \
+	else echo "missing: node and npm (apt-get install nodejs npm): the Companion module's tests are skipped, the accessibility tests fail"; fi
 
 # The venv is made while apt-get and npm fetch what the tests need from Debian and npm (a
 # fresh machine downloads Chromium then): -j2, node-deps after test-deps (which brings npm).

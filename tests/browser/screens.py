@@ -241,9 +241,12 @@ def _time_foul(s: ServerProcess, t: str) -> None:
 
 
 def _frame_over(s: ServerProcess, t: str) -> None:
+    # Ivanov's second foul of the frame: a technical loss, Petrov wins it (10.5); the match
+    # goes on (race to 3), its clock running between frames.
     table(s, t, race_to=3, match_limit_ms=3_000_000, at_match_limit="leader_wins")
     cmd(s, t, "start")
-    cmd(s, t, "new_frame", winner=1, reason="Иванов сдал партию")
+    cmd(s, t, "foul", reason="touched a ball", player=0)
+    cmd(s, t, "foul", reason="touched a ball", player=0)
 
 
 def _match_over(s: ServerProcess, t: str) -> None:
@@ -294,13 +297,24 @@ PAGE_PATHS = {
     "overlay-third": "/overlay?table={t}&lang={lang}",
     "overlay-bug": "/overlay?table={t}&layout=bug&lang={lang}",
     "overlay-clock": "/overlay?table={t}&layout=clock&lang={lang}",
-    "hall": "/?lang={lang}",
-    "stats": "/stats?table={t}&lang={lang}",
-    "report": "/report?match={t}.1&lang={lang}",
-    "clips": "/clips?lang={lang}",
-    "calibrate": "/calibrate?lang={lang}",
 }
-OTHER_PAGES = ("hall", "stats", "report", "clips", "calibrate")
+# The pages about the hall and the records: the match's own, and every other page the
+# service serves (web_ui.PAGES: a page added there, the director's desk, is looked at too).
+RECORD_PATHS = {"/": "hall", "/stats": "stats", "/clips": "clips", "/calibrate": "calibrate"}
+TABLE_PATHS = ("/referee", "/overlay", "/display")
+
+
+def extra_pages(tid: str, lang: str) -> dict[str, str]:
+    """name -> path of every page but the table's own three, for table ``tid``'s match 1."""
+    from web_ui import PAGES
+
+    out = {"hall": f"/?lang={lang}", "stats": f"/stats?table={tid}&lang={lang}",
+           "report": f"/report?match={tid}.1&lang={lang}", "clips": f"/clips?lang={lang}",
+           "calibrate": f"/calibrate?lang={lang}"}
+    for path in PAGES:
+        if path not in RECORD_PATHS and path not in TABLE_PATHS:
+            out[path.strip("/").replace("/", "-")] = f"{path}?lang={lang}"
+    return out
 
 STATES = (
     State("idle", _idle),
@@ -316,7 +330,13 @@ STATES = (
     State("long_names", _long_names, moving=True),
 )
 
-# In the page: the stage this page shows for its table, and whether its link is down.
+# In the page: what it shows of its table (for a message), and whether that is ``want``.
+_PAGE_SAYS = """() => {
+  const c = document.getElementById('clock-box'), o = document.getElementById('third');
+  const conn = window.shotclockConnection;
+  return {stage: (c && c.dataset.stage) || (o && o.dataset.stage) || document.body.dataset.stage,
+          status: conn && conn.status, seq: conn && conn.lastSeq};
+}"""
 _PAGE_STATE = """(want) => {
   const stageOf = () => {
     const b = document.body.dataset.stage, c = document.getElementById('clock-box'),
@@ -344,6 +364,7 @@ class Matrix:
         self.pick = pick or (lambda *_: True)
         self.looks: list[Shot] = []
         self.errors: list[str] = []
+        self.record_table = "s0-idle"  # whose records the stats and protocol pages show
 
     @contextlib.contextmanager
     def _context(self) -> Iterator[Any]:
@@ -392,8 +413,8 @@ class Matrix:
                  if any(self.pick(st.name, page, lang, v) for v in self.viewports)]
         opened = {(page, lang): self._open(ctx, page, tid, lang) for page, lang in pages}
         seq = int(self.server.get(f"/api/tables/{tid}")["seq"])
-        for p in opened.values():
-            p.wait_for_function(f"({_PAGE_STATE})({json.dumps({'seq': seq})})")
+        for key, p in opened.items():
+            self._until(p, key, {"seq": seq})
         stopped = False
         try:
             if st.arrive is not None:
@@ -403,16 +424,14 @@ class Matrix:
                 self._stop()
                 stopped = True
             want = {"seq": seq, "linkDown": st.link_down, "stage": st.stage}
-            for p in opened.values():
-                p.wait_for_function(f"({_PAGE_STATE})({json.dumps(want)})", timeout=20_000)
+            for key, p in opened.items():
+                self._until(p, key, want)
+            # The pages' time stands still first (a stopped service, still counting in the
+            # pages, would read as a silent link), then the service's.
+            self._pause(ctx, opened)
             if st.moving and not stopped:
                 self._stop()
                 stopped = True
-            # The pages' time stands still (pause_at takes seconds, and a time ahead of the
-            # browser's own: its fake clock, not this machine's).
-            # A loaded machine may take a while between the reading and the pause: up to a
-            # quarter of a second ahead, less than any page takes for a silent link.
-            self._pause(ctx, opened)
             for (page, lang), p in opened.items():
                 for size in self.viewports:
                     if self.pick(st.name, page, lang, size):
@@ -425,7 +444,20 @@ class Matrix:
             for p in opened.values():
                 p.close()
 
+    def _until(self, p: Any, key: tuple[str, str], want: dict[str, Any]) -> None:
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        try:
+            p.wait_for_function(f"({_PAGE_STATE})({json.dumps(want)})", timeout=20_000)
+        except PlaywrightTimeout:
+            raise AssertionError(f"{key[0]} ({key[1]}) never showed {want}: it shows "
+                                 f"{p.evaluate(_PAGE_SAYS)}") from None
+
     def _pause(self, ctx: Any, opened: dict[Any, Any]) -> None:
+        """The pages' clock paused (pause_at takes seconds, and a time ahead of the
+        browser's own fake clock; a loaded machine may take a while between the reading
+        and the pause: up to a quarter of a second ahead, less than any page takes to call
+        a link silent)."""
         from playwright.sync_api import Error as PlaywrightError
 
         for ahead in (30, 120, 250):
@@ -447,12 +479,14 @@ class Matrix:
     def run_others(self, ctx: Any, tid: str) -> None:
         """The pages about the hall and the records, once per size and language: the hall
         with every state's table on it."""
-        for page in OTHER_PAGES:
-            for lang in self.langs:
+        for lang in self.langs:
+            for page, path in extra_pages(tid, lang).items():
                 sizes = [v for v in self.viewports if self.pick("pages", page, lang, v)]
                 if not sizes:
                     continue
-                p = self._open(ctx, page, tid, lang)
+                p = ctx.new_page()
+                p.wait_for_function = _polling_wait(p)
+                p.goto(self.server.url + path)
                 p.wait_for_load_state("load")
                 p.wait_for_function("document.readyState === 'complete'")
                 for size in sizes:
@@ -462,8 +496,11 @@ class Matrix:
     def run(self) -> list[Shot]:
         with self._context() as ctx:
             for i, st in enumerate(self.states):
-                self.run_state(ctx, st, f"s{i}-{st.name.replace('_', '-')}"[:32])
-            self.run_others(ctx, "s0-idle")
+                tid = f"{i}-{st.name.replace('_', '-')}"[:12]  # ids as short as a hall's
+                if st.name == "match_over_next":
+                    self.record_table = tid  # a finished match: the protocol has it all
+                self.run_state(ctx, st, tid)
+            self.run_others(ctx, self.record_table)
         return self.looks
 
 
@@ -498,7 +535,7 @@ def main(argv: list[str]) -> int:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 matrix = Matrix(server, browser, states=states, pages=pages,
                                 shots=not args.no_shots)
-                if args.page and not set(args.page) & set(OTHER_PAGES):
+                if args.page and set(args.page) <= set(TABLE_PAGES):
                     matrix.run_others = lambda *a: None  # type: ignore[method-assign]
                 looks = matrix.run()
                 browser.close()

@@ -137,9 +137,12 @@ function showNotice(text) {
 // -- sound --------------------------------------------------------------------------------------
 async function enableSound() {
   const on = await buzzer.enable();
+  const word = $("sound").querySelector(".word");
   $("sound").classList.toggle("on", on);
-  $("sound").dataset.i18n = on ? "btn.sound_off" : "btn.sound_on";
-  $("sound").textContent = t($("sound").dataset.i18n);
+  word.dataset.i18n = on ? "btn.sound_off" : "btn.sound_on";
+  word.textContent = t(word.dataset.i18n);
+  $("sound").dataset.i18nTitle = word.dataset.i18n;
+  $("sound").title = word.textContent;
   return on;
 }
 

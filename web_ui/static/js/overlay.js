@@ -189,10 +189,11 @@ function fitTexts() {
     fitText($("over-title"), { min: 20, wrap: { min: 13 } });
     const whyEl = $("over-why");
     if (whyEl.textContent !== overWhy) whyEl.textContent = overWhy;
-    fitText(whyEl, { min: 13 });
+    const least = layout === "bug" ? 11 : 13; // the bug's centre is 160 px wide
+    fitText(whyEl, { min: least });
     if (whyEl.scrollHeight > whyEl.clientHeight + 1 || whyEl.scrollWidth > whyEl.clientWidth + 1) {
       whyEl.textContent = overWhyShort;
-      fitText(whyEl, { min: 13 });
+      fitText(whyEl, { min: least });
     }
   }
   fitText(third.querySelector(".info"), { min: 14 });
@@ -259,7 +260,8 @@ function tick() {
   const transition = glide ? `transform ${glide}ms linear` : "none";
   if (bar.style.transition !== transition) bar.style.transition = transition;
   bar.style.transform = `scaleX(${Math.min(1, due / limit)})`;
-  drawMatchClock($("match-clock"), state, conn.frozenNow());
+  drawMatchClock($("match-clock"), state, conn.frozenNow(), null, { short: layout === "bug" });
+  third.classList.toggle("with-mc", Boolean(state.match_clock));
   return next;
 }
 

@@ -902,6 +902,8 @@ function draw() {
 
 // Names, the winner and the button labels in full (issue 23): smaller, wrapped, never cut.
 function fitTexts() {
+  // The table's id in the bar (an id may have 32 characters): smaller before it is cut.
+  fitText($("table-id").parentElement, { min: 11 });
   for (let i = 0; i < 2; i++) {
     fitText($(`p${i}`).querySelector(".name"), { min: 14, wrap: { min: 11 } });
     fitText($(`p${i}`).querySelector(".marks"), { min: 10 });

@@ -93,7 +93,7 @@ export function formatMatchTime(ms) {
 
 /** The line a page shows for the match clock, and its stage (ok, warn at 10 min, last at
  * 5 min, expired), or null when the match has no limit. */
-export function matchClockLine(state, serverNowMs) {
+export function matchClockLine(state, serverNowMs, { short = false } = {}) {
   const mc = state && state.match_clock;
   if (!mc) return null;
   const m = state.match || {};
@@ -102,16 +102,17 @@ export function matchClockLine(state, serverNowMs) {
   const choice = t(`atlimit.${mc.at_limit}`);
   if (mc.phase === MatchClockPhase.EXPIRED) return { text: t("mc.expired", { choice }), stage: "expired", title: mc.rule };
   const time = formatMatchTime(left);
-  const key = mc.phase === MatchClockPhase.STOPPED ? "mc.running" : `mc.${mc.phase}`;
+  // short (the overlay's narrow bug): the time alone, its state in the colour and the title
+  const key = mc.phase === MatchClockPhase.STOPPED || short ? "mc.running" : `mc.${mc.phase}`;
   const stage = left <= 300000 ? "last" : left <= 600000 ? "warn" : "ok";
   return { text: t(key, { time }), stage, title: choice };
 }
 
 /** Draw the match clock into ``el`` (hidden when the match has none); ``choiceEl``: where
  * the organiser's choice at the limit is written for the players (the display). */
-export function drawMatchClock(el, state, serverNowMs, choiceEl = null) {
+export function drawMatchClock(el, state, serverNowMs, choiceEl = null, options = {}) {
   if (!el) return;
-  const line = matchClockLine(state, serverNowMs);
+  const line = matchClockLine(state, serverNowMs, options);
   if (choiceEl) {
     const mc = state && state.match_clock;
     const text = mc && mc.phase !== MatchClockPhase.EXPIRED && !(state.match || {}).drawn
