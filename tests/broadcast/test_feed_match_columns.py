@@ -48,6 +48,7 @@ def feed(client: TestClient, fmt: str = "json", table: str = "m") -> Any:
     answer = client.get(f"/feeds/tables/{table}.{fmt}?lang=ru")
     assert answer.status_code == 200, answer.text
     assert answer.headers["content-type"].endswith("charset=utf-8"), answer.headers
+    assert answer.headers["access-control-allow-origin"] == "*"  # a template's fetch()
     if fmt == "csv":
         return list(csv.DictReader(io.StringIO(answer.content.decode("utf-8"))))[0]
     raw = answer.content
@@ -146,3 +147,17 @@ def test_the_text_files_get_the_new_columns_but_not_the_milliseconds() -> None:
                    "match_winner_name", "match_over", "next_player_a", "next_race_to"):
         assert FILE_OF[column] == f"{column}.txt"
     assert "match_clock_ms" not in FILE_OF  # it changes every second with match_clock
+
+
+@pytest.mark.parametrize("guide", ["vmix", "obs", "casparcg", "companion"])
+def test_every_switcher_guide_binds_every_column(guide: str) -> None:
+    """A column added to the feeds is added to each one-page guide (docs/bind/) and to the
+    reference (docs/broadcast.md), or this fails."""
+    from tests.server import ROOT
+
+    text = (ROOT / "docs" / "bind" / f"{guide}.md").read_text()
+    reference = (ROOT / "docs" / "broadcast.md").read_text()
+    for column in rows.FIELDS:
+        name = "clock.txt" if guide == "obs" and column == "remaining" else column
+        assert f"`{column}`" in reference, column
+        assert f"`{name}" in text or f"`{column}`" in text, (guide, column)

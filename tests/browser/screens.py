@@ -186,6 +186,7 @@ class State:
     stage: str | None = None
     moving: bool = False
     link_down: bool = False
+    restart: bool = False  # the service killed and started again while the pages look on
     pages: tuple[str, ...] = ()
 
 
@@ -328,6 +329,8 @@ STATES = (
     State("link_down", _running, moving=True, link_down=True),
     State("limit_under_10", _limit, moving=True),
     State("long_names", _long_names, moving=True),
+    # Last: the whole service goes down and comes back (every table's running clock pauses).
+    State("restart", _running, stage="paused", restart=True),
 )
 
 # In the page: what it shows of its table (for a message), and whether that is ``want``.
@@ -419,6 +422,15 @@ class Matrix:
         try:
             if st.arrive is not None:
                 st.arrive(self.server, tid)
+                seq = int(self.server.get(f"/api/tables/{tid}")["seq"])
+            if st.restart:
+                # A crash while the clock runs: the pages see the link go (their digits
+                # freeze), then the service comes back with the clock paused at its last
+                # sign of life, more time than the frozen digits: they say why.
+                self.server.kill()
+                for key, p in opened.items():
+                    self._until(p, key, {"linkDown": True})
+                self.server.start()
                 seq = int(self.server.get(f"/api/tables/{tid}")["seq"])
             if st.link_down:
                 self._stop()

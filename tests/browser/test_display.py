@@ -188,7 +188,7 @@ def test_display_shows_a_dead_link_within_1_5_s_and_explains_a_jump_back(
     own_server.start()
     expect(body).to_have_attribute("data-link", "live", timeout=10_000)
     expect(body).to_have_attribute("data-stage", "paused")
-    expect(page.locator("#notice")).to_have_text("The service restarted: the clock was paused")
+    expect(page.locator("#notice")).to_have_text("The service restarted: the running clock is paused")
     shoot(page, "display-reconnected-tv")
 
 

@@ -151,8 +151,14 @@ class FeedBoard:
         return body, etag
 
 
+# A graphics template (CasparCG, a browser graphics system) runs on an origin of its own and
+# reads the feed with fetch(): the rows are public reads (no token, as every read here), so
+# any origin may read them; with no credentials and only GET, nothing more is exposed.
+_CORS = {"Access-Control-Allow-Origin": "*", "Access-Control-Expose-Headers": "ETag"}
+
+
 def _answer(request: Request, body: bytes, etag: str, fmt: str) -> Response:
-    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    headers = {"ETag": etag, "Cache-Control": "no-cache", **_CORS}
     offered = request.headers.get("if-none-match", "")
     if offered and (offered.strip() == "*" or etag in
                     (tag.strip().removeprefix("W/") for tag in offered.split(","))):
