@@ -50,9 +50,11 @@ LONG_NAMES = ("Александр Константинович Ивановск�
 assert all(len(n) == 40 for n in LONG_NAMES), [len(n) for n in LONG_NAMES]
 
 # The display read from 4 m at 1920x1080: the smallest font sizes in px (issue 36: the match
-# clock was 16 px, the next match ~16 px, the organiser's rule ~11 px).
-DISPLAY_MINIMA = {"#clock": 400, "#match-clock": 64, "#next-match": 48,
-                  "#match-limit-choice": 30, ".player .name": 36, ".mark": 30}
+# clock was 16 px, the next match ~16 px, the organiser's rule ~11 px). The digits at least a
+# third of the height, the match clock 6%, the next match 4.4%, the rule 3%, the names 3.3%
+# (a 40-letter name on two lines), fouls and extensions 4% (the display's own rule).
+DISPLAY_MINIMA = {"#clock": 360, "#match-clock": 64, "#next-match": 48,
+                  "#match-limit-choice": 32, ".player .name": 36, ".mark": 43}
 
 # What is measured in the page: every problem as a line of text, and the display's sizes.
 MEASURE = r"""(minima) => {
@@ -99,10 +101,28 @@ MEASURE = r"""(minima) => {
   const cut = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 2
     && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 2;
   const related = (a, b) => a === b || a.contains(b) || b.contains(a);
+  // An element laid over others on purpose names them (data-covers="id ..."): the display's
+  // no-link notice over its grey, frozen digits.
+  const covers = (a, b) => [a, b].some((x, i) => {
+    const c = x.closest('[data-covers]');
+    const other = i ? a : b;
+    return c && c.dataset.covers.split(' ').some((id) => {
+      const el = document.getElementById(id);
+      return el && el.contains(other);
+    });
+  });
+  // A text inside a box that scrolls (a wide table on a phone) is read by scrolling it.
+  const scroller = (el) => {
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      const s = getComputedStyle(p);
+      if (['auto', 'scroll'].includes(s.overflowX) && p.scrollWidth > p.clientWidth + 1) return p;
+    }
+    return null;
+  };
   for (let i = 0; i < texts.length; i++) {
     for (let j = i + 1; j < texts.length; j++) {
       const a = texts[i], b = texts[j];
-      if (a.el === b.el || !cut(a.r, b.r)) continue;
+      if (a.el === b.el || !cut(a.r, b.r) || covers(a.el, b.el)) continue;
       problems.push(`overlap: "${a.text}" (${name(a.el)}) and "${b.text}" (${name(b.el)})`);
     }
     for (const c of controls) {
@@ -128,11 +148,18 @@ MEASURE = r"""(minima) => {
       const b = p.getBoundingClientRect();
       const left = b.left + p.clientLeft, top = b.top + p.clientTop;
       const right = left + p.clientWidth, bot = top + p.clientHeight;
-      if ((hx && (r.left < left - 1 || r.right > right + 1)) || (hy && (r.top < top - 1 || r.bottom > bot + 1))) return p;
+      // 2 px: a text's box is fractional, the fitting (fit.js) works in whole pixels
+      if ((hx && (r.left < left - 2 || r.right > right + 2)) || (hy && (r.top < top - 2 || r.bottom > bot + 2))) return p;
     }
     return null;
   };
   for (const t of texts) {
+    const box = scroller(t.el);
+    if (box) {  // inside a scrolling box: that box must be on the screen, the text in it
+      const b = box.getBoundingClientRect();
+      if (outside(b)) problems.push(`outside the screen: the scrolling box ${name(box)}`);
+      continue;
+    }
     if (outside(t.r)) problems.push(`outside the screen: "${t.text}" (${name(t.el)}) at ${Math.round(t.r.left)},${Math.round(t.r.top + sy)} ${Math.round(t.r.width)}x${Math.round(t.r.height)}`);
     const p = clippedBy(t.el, t.r);
     if (p) problems.push(`cut: "${t.text}" (${name(t.el)}) by ${name(p)}`);
@@ -140,12 +167,13 @@ MEASURE = r"""(minima) => {
     if (cy >= 0 && cy < vh) {
       const hit = document.elementFromPoint(cx, cy);
       if (hit && !related(hit, t.el) && !hit.contains(t.el) && !t.el.closest('[aria-hidden=true]')
-          && getComputedStyle(hit).pointerEvents !== 'none') {
+          && getComputedStyle(hit).pointerEvents !== 'none' && !covers(hit, t.el)) {
         problems.push(`covered: "${t.text}" (${name(t.el)}) by ${name(hit)}`);
       }
     }
   }
   for (const c of controls) {
+    if (scroller(c.el)) continue;  // reached by scrolling its box (checked with its texts)
     if (outside(c.r)) problems.push(`outside the screen: the control ${name(c.el)} "${c.text}"`);
     const p = clippedBy(c.el.parentElement || c.el, c.r);
     if (p && p !== c.el) problems.push(`cut: the control ${name(c.el)} "${c.text}" by ${name(p)}`);
@@ -415,6 +443,8 @@ class Matrix:
         pages = [(page, lang) for page in (st.pages or self.pages) for lang in self.langs
                  if any(self.pick(st.name, page, lang, v) for v in self.viewports)]
         opened = {(page, lang): self._open(ctx, page, tid, lang) for page, lang in pages}
+        if not opened:
+            return
         seq = int(self.server.get(f"/api/tables/{tid}")["seq"])
         for key, p in opened.items():
             self._until(p, key, {"seq": seq})

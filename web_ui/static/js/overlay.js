@@ -196,7 +196,7 @@ function fitTexts() {
       fitText(whyEl, { min: least });
     }
   }
-  fitText(third.querySelector(".info"), { min: 14 });
+  fitText(third.querySelector(".info"), { min: layout === "bug" ? 11 : 14 });
 }
 refitOn(fitTexts);
 
