@@ -81,6 +81,9 @@ MEASURE = r"""(minima) => {
     if (!n.textContent.trim()) continue;
     const el = n.parentElement;
     if (!el || el.closest('script,style,template,dialog:not([open]),option,select') || !shown(el)) continue;
+    // Visually hidden, for screen readers only (a 1 px box, clipped): not on the screen.
+    const own = el.getBoundingClientRect();
+    if (own.width <= 1 || own.height <= 1) continue;
     const range = document.createRange();
     range.selectNodeContents(n);
     for (const box of range.getClientRects()) {

@@ -103,7 +103,7 @@ def test_display_tells_the_whole_story_large(shared_server: ServerProcess, conte
         != "rgb(185, 28, 28)"
     ext = page.locator("#p0 .mark.ext")
     expect(ext).to_have_attribute("data-used", "true")
-    expect(ext).to_have_text("Ext. used")
+    expect(ext).to_have_text("Ext. 0")  # a count, struck through (issue 36)
     expect(page.locator("#p0")).to_have_class(re.compile("at-table"))
     post(shared_server, table, "start")
     post(shared_server, table, "pause")
@@ -116,7 +116,9 @@ def test_display_tells_the_whole_story_large(shared_server: ServerProcess, conte
     expect(body).to_have_attribute("data-stage", "frame_over")
     expect(page.locator("#over-title")).to_have_text("Petrov wins")
     expect(page.locator("#over-why")).to_have_text("technical loss: second foul of Ivanov")
-    expect(page.locator("#over-score")).to_have_text("1 : 0")  # Petrov's frame: his score first
+    # The left player's score first, as in the header (issue 36), the winner's in his colour.
+    expect(page.locator("#over-score")).to_have_text("0 : 1")
+    expect(page.locator("#over-score .won")).to_have_text("1")
     assert height_share(page, "#over-title") >= 0.09 and height_share(page, "#over-score") >= 0.12
     assert in_view(page, "#over")
     look("frame-over")
@@ -126,7 +128,7 @@ def test_display_tells_the_whole_story_large(shared_server: ServerProcess, conte
     post(shared_server, table, "new_frame", winner=1, reason="opponent conceded")
     expect(page.locator("#over-title")).to_have_text("Petrov wins the match")
     expect(page.locator("#over-why")).to_have_text("ended by the referee")
-    expect(page.locator("#over-score")).to_have_text("2 : 0")  # in the winner's favour (issue 23)
+    expect(page.locator("#over-score")).to_have_text("0 : 2")  # Petrov's 2 in his colour (23)
     expect(page.locator("#phase")).to_have_text("match over")
     look("match-over")
 

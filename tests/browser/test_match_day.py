@@ -541,7 +541,8 @@ def test_every_state_is_readable_at_four_sizes(
     wrong = glossary_breaches(texts, lang)
     assert not wrong, "\n".join(wrong[:40])
 
-    # The end, on every page: the winner (b, on the right) in full, "match over", 2:0 for b.
+    # The end, on every page: the winner (b, on the right) in full, "match over", 0:2 (the
+    # left player's score first on every page, issue 36).
     for size in ("phone", "pi"):
         for page in pages.values():
             page.set_viewport_size(SIZES[size])
@@ -550,14 +551,15 @@ def test_every_state_is_readable_at_four_sizes(
         expect(referee.locator("#phase")).to_have_text(MATCH_OVER[lang])
         expect(display.locator("#over-title")).to_contain_text(b)
         expect(display.locator("#phase")).to_have_text(MATCH_OVER[lang])
-        expect(display.locator("#over-score")).to_have_text("2 : 0")
+        expect(display.locator("#over-score")).to_have_text("0 : 2")
+        expect(display.locator("#over-score .won")).to_have_text("2")
         expect(overlay.locator("#over-title")).to_have_text(b)
-        expect(overlay.locator("#over-why")).to_contain_text("2:0")
+        expect(overlay.locator("#over-why")).to_contain_text("0:2")
         expect(overlay.locator("#over-why")).to_contain_text(MATCH_OVER[lang])
         card = hall.locator(f".card[data-table='{table}']")
         expect(card).to_have_attribute("data-look", "match_over")
         expect(card.locator(".result")).to_contain_text(b)
-        expect(card.locator(".result")).to_contain_text("2:0")
+        expect(card.locator(".result")).to_contain_text("0:2")
         expect(card.locator(".phase")).to_have_text(MATCH_OVER[lang])
         for locator in (referee.locator("#over-name"), display.locator("#over-title"),
                         overlay.locator("#over-title"), card.locator(".result")):

@@ -134,7 +134,7 @@ def test_break_foul_and_winning_pot_reported_from_the_console(
     page.locator("#result-ok").click()
     expect(card).to_have_attribute("data-kind", "end")
     expect(card).to_contain_text("Frame over. Winner: Petrov (legal pot of the coloured ball)")
-    expect(card).to_contain_text("Match over. Winner: Petrov, 1–0")
+    expect(card).to_contain_text("Match over. Winner: Petrov, 0–1")  # left : right (issue 36)
     # After sending, the page is back at the top: the board and the main button in view.
     assert page.evaluate("window.scrollY") == 0
     main_box = page.locator("#btn-main").bounding_box()
