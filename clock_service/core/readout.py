@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from clock_service.core.match_clock import MatchClockPhase
 from clock_service.core.transitions import ClockPhase
 
 __all__ = ["TENTHS_BELOW_MS", "DisplayFrame", "render", "next_change_ms", "remaining_at",
@@ -73,7 +74,7 @@ def match_left(state: Mapping[str, Any], now_ms: float) -> float | None:
     mc = state.get("match_clock")
     if not isinstance(mc, Mapping):
         return None
-    if mc.get("phase") == "running" and mc.get("deadline") is not None:
+    if mc.get("phase") == MatchClockPhase.RUNNING and mc.get("deadline") is not None:
         return max(0.0, float(mc["deadline"]) - now_ms)
     left = mc.get("remaining_ms")
     return None if left is None else float(left)
@@ -153,7 +154,7 @@ def _next_match_second(state: Mapping[str, Any], now_ms: float) -> float | None:
     mc = state.get("match_clock")
     if (isinstance(match, Mapping) and match.get("over")) or not isinstance(mc, Mapping):
         return None
-    if mc.get("phase") != "running" or mc.get("deadline") is None:
+    if mc.get("phase") != MatchClockPhase.RUNNING or mc.get("deadline") is None:
         return None
     remaining = float(mc["deadline"]) - now_ms
     if remaining <= 0:

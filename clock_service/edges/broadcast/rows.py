@@ -23,6 +23,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from clock_service.core.match_clock import MatchClockPhase
 from clock_service.core.readout import render
 from clock_service.core.text import csv_cell, markup
 from clock_service.core.transitions import ClockPhase
@@ -177,7 +178,7 @@ def _match_clock_left(state: Mapping[str, Any], when: float) -> float | None:
     mc = state.get("match_clock")
     if not isinstance(mc, Mapping):
         return None
-    if mc.get("phase") == "running" and mc.get("deadline") is not None:
+    if mc.get("phase") == MatchClockPhase.RUNNING and mc.get("deadline") is not None:
         return max(0.0, float(mc["deadline"]) - when)
     left = mc.get("remaining_ms")
     return None if left is None else float(left)
@@ -269,7 +270,7 @@ def row(state: Mapping[str, Any], last_event: Mapping[str, Any] | None, now_ms: 
         # The pages' stages (tournament.js): warn at 10 min, last at 5 min, expired.
         mc_ms = math.ceil(mc_left / 1000) * 1000
         mc_text = match_time(mc_left)
-        mc_stage = ("expired" if mc.get("phase") == "expired" or match.get("drawn")
+        mc_stage = ("expired" if mc.get("phase") == MatchClockPhase.EXPIRED or match.get("drawn")
                     else "last" if mc_left <= 300_000 else "warn" if mc_left <= 600_000
                     else "ok")
     drawn = around.get("match_id") is not None and around.get("match_id") == match.get("id")

@@ -25,6 +25,7 @@
 
 import { addStrings, applyI18n, lang, onLangChange, t } from "./i18n.js";
 import { requestJson } from "./api.js";
+import { ClockPhase } from "./phases.js";
 
 export const POCKETS = ["top_left", "top_right", "middle_left", "middle_right", "bottom_left",
   "bottom_right"];
@@ -378,7 +379,7 @@ export function callShort(call) {
  * offered "Shot result" after the match); else "result". */
 export function panelMode(state) {
   if (state && Array.isArray(state.allowed) && state.allowed.includes("call")) return "call";
-  return state && state.phase === "frame_over" ? "over" : "result";
+  return state && state.phase === ClockPhase.FRAME_OVER ? "over" : "result";
 }
 
 /** The i18n key of the console's result button: Call… / Call ✓… / Shot result… */
