@@ -802,6 +802,10 @@ function drawHint() {
   delete hint.dataset.kind;
   const who = name(state.player);
   let text;
+  if (conn.status !== "live") {  // what to do now: nothing here reaches the service
+    hint.textContent = t("hint.link_down");
+    return;
+  }
   switch (state.phase) {
     case ClockPhase.READY: text = t(state.on_break ? "hint.break" : "hint.ready", { name: who }); break;
     case ClockPhase.RUNNING: text = t("hint.running", { name: who }); break;
