@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -430,6 +431,10 @@ class Matrix:
             png.parent.mkdir(parents=True, exist_ok=True)
             p.screenshot(path=str(png), omit_background=page.startswith("overlay"))
         problems = list(found["problems"])
+        # The title in the page's language (issue 36: six of eight pages kept English ones).
+        title = p.title()
+        if lang == "ru" and not re.search("[а-яё]", title, re.IGNORECASE):
+            problems.append(f"the title is not in Russian: {title!r}")
         for sel, least in minima.items():
             got = found["sizes"].get(sel)
             if got is not None and got < least:
