@@ -114,8 +114,9 @@ def test_each_event_has_its_own_look_and_the_frame_end_is_held(
     post(shared_server, "air", "new_frame", winner=1, reason="opponent conceded")
     on_air("match-over", "match_won", GOLD, "Match to Petrov")
     expect(page.locator("#over-title")).to_have_text("Petrov")
-    # The score in the winner's favour (issue 23): Petrov, on the right, won 2:0.
-    expect(page.locator("#over-why")).to_have_text("match over · won 2:0 · ended by the referee")
+    # The score as every page says it, the left player's first (issue 36): Petrov, on the
+    # right, won 0:2 (his name is the title above).
+    expect(page.locator("#over-why")).to_have_text("match over · 0:2 · ended by the referee")
     expect(page.locator("#frames1")).to_have_text("2")
     uncut()
     texts.append(third.inner_text())
@@ -123,7 +124,7 @@ def test_each_event_has_its_own_look_and_the_frame_end_is_held(
     assert not off_air, off_air
     # And in Russian.
     page.goto(f"{shared_server.url}/overlay?table=air&lang=ru")
-    expect(page.locator("#over-why")).to_have_text("матч окончен · победа 2:0 · решение судьи")
+    expect(page.locator("#over-why")).to_have_text("матч окончен · 0:2 · решение судьи")
     uncut()
     assert not OFF_AIR.search(page.locator("#third").inner_text())
 

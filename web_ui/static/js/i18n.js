@@ -299,7 +299,7 @@ const DICT = {
     "overlay.frame": "Frame {n}",
     "overlay.table_offline": "clock offline",
     "overlay.won_frame": "wins frame {n}",
-    "overlay.won_match": "match over · won {score}",
+    "overlay.won_match": "match over · {score}",
     "err.unknown": "{message}",
   },
   ru: {
@@ -594,7 +594,7 @@ const DICT = {
     "overlay.frame": "Партия {n}",
     "overlay.table_offline": "часы не в сети",
     "overlay.won_frame": "победа в партии {n}",
-    "overlay.won_match": "матч окончен · победа {score}",
+    "overlay.won_match": "матч окончен · {score}",
     "err.unknown": "{message}",
   },
 };
