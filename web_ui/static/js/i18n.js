@@ -580,6 +580,7 @@ const DICT = {
     "end.referee": "решение судьи",
     "label.match": "Матч",
     "label.race_to": "до {n} побед",
+    "label.race_to_one": "до {n} победы",
     "flash.foul": "Фол: {name}",
     "flash.extension": "Продление: {name}",
     "flash.expired": "Время! {name}",
@@ -1027,7 +1028,12 @@ export function decimal(value, digits = 1) {
 }
 
 export function t(key, vars) {
-  const text = DICT[lang][key] ?? DICT.en[key] ?? key;
+  // Russian "one" (1, 21, 31 ... but 11): a key's "_one" form where it has one ("до 1 победы",
+  // "до 2 побед").
+  const n = vars && vars.n;
+  const one = lang === "ru" && Number.isInteger(n) && n % 10 === 1 && n % 100 !== 11
+    ? DICT.ru[`${key}_one`] : undefined;
+  const text = one ?? DICT[lang][key] ?? DICT.en[key] ?? key;
   return fill(text, vars);
 }
 

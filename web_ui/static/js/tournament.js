@@ -54,6 +54,7 @@ addStrings({
     "btn.shot_clock_on": "Включить контроль времени",
     "prompt.shot_clock_on": "Включить контроль времени до конца матча: причина?",
     "next.line": "Далее: {a} – {b}, до {n} побед",
+    "next.line_one": "Далее: {a} – {b}, до {n} победы",
     "btn.start_next": "Начать следующий матч",
     "draw.title": "Сетка",
     "draw.upload": "Загрузить сетку (CSV или JSON)",
