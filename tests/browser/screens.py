@@ -334,6 +334,18 @@ RECORD_PATHS = {"/": "hall", "/stats": "stats", "/clips": "clips", "/calibrate":
 TABLE_PATHS = ("/referee", "/overlay", "/display")
 
 
+# What each of those pages shows once it has loaded what it asks the service for (its own
+# state, never a time); a page not named here: its images in, its text on the screen.
+PAGE_READY = {
+    "hall": "window.shotclockHallCards && window.shotclockHallCards.size > 0",
+    "stats": "window.shotclockStats && window.shotclockStats.stats.record",
+    "clips": "document.querySelector('#clip-view .cv-msg') && "
+             "document.querySelector('#clip-view .cv-msg').textContent",
+    "calibrate": "document.getElementById('msg') && document.getElementById('msg').textContent",
+}
+LOADED = "document.readyState === 'complete' && [...document.images].every((i) => i.complete)"
+
+
 def extra_pages(tid: str, lang: str) -> dict[str, str]:
     """name -> path of every page but the table's own three, for table ``tid``'s match 1."""
     from web_ui import PAGES
@@ -535,7 +547,7 @@ class Matrix:
                 p.wait_for_function = _polling_wait(p)
                 p.goto(self.server.url + path)
                 p.wait_for_load_state("load")
-                p.wait_for_function("document.readyState === 'complete'")
+                p.wait_for_function(f"({PAGE_READY.get(page, 'true')}) && {LOADED}")
                 for size in sizes:
                     self.look(p, "pages", page, lang, size)
                 p.close()

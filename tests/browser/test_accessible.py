@@ -21,8 +21,10 @@ import pytest
 
 from tests.browser.conftest import GUARD_OFF, _polling_wait
 from tests.browser.screens import (
+    LOADED,
     LONG_PROFILE,
     PAGE_PATHS,
+    PAGE_READY,
     cmd,
     extra_pages,
     table,
@@ -165,8 +167,8 @@ def test_no_critical_or_serious_violation_on_any_page_in_any_main_state(
     check_dialogs(axe_context, server.url + PAGE_PATHS["referee"].format(t=f"a-dlg-{lang}", lang=lang),
                   found, f"running referee {lang}")
     for page, path in extra_pages(tables["match_over_next"], lang).items():
-        check(axe_context, server.url + path, "document.readyState === 'complete'", found,
-              f"pages {page} {lang}")
+        check(axe_context, server.url + path, f"({PAGE_READY.get(page, 'true')}) && {LOADED}",
+              found, f"pages {page} {lang}")
     report = summary(found)
     print(report)
     Path(ROOT / "test-artifacts").mkdir(exist_ok=True)
