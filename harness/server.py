@@ -1,7 +1,8 @@
-"""A real ``shotclock serve`` process on a free loopback port, for end-to-end tests.
-
-Shared by the e2e, fault, browser and hardware tests: start it, kill it with SIGKILL,
-start it again on the same SQLite file and port.
+"""A real ``shotclock serve`` process on a free loopback port, for the tests where the
+process is what is tested: start it, kill it with SIGKILL, start it again on the same
+SQLite file and port, send it signals, fill its disk, limit its open files. Where it is
+not, a test serves the same service in a thread of its own process
+(:mod:`harness.thread_server`); both are driven through :class:`Service`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from harness.process import Child
 
-__all__ = ["CAMERA_NICE", "ServerProcess", "free_port", "http", "ONE_ADDRESS_LOAD"]
+__all__ = ["CAMERA_NICE", "ServerProcess", "Service", "free_port", "http", "ONE_ADDRESS_LOAD"]
 
 # The per-address limits off (clock_service/service/limits.py), for a benchmark or test that drives
 # many clients and tables from one address (the limits have their own tests).
@@ -77,7 +78,45 @@ def _python_env(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith("PYTHON")}
 
 
-class ServerProcess(Child):
+class Service:
+    """A service on a loopback ``port``, as its clients reach it: its URLs and a blocking
+    JSON client."""
+
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    @property
+    def origin(self) -> Any:
+        """The service's own origin, as its pages send it (a WebSocket client without
+        Origin and without the token is read-only)."""
+        from websockets.typing import Origin
+
+        return Origin(self.url)
+
+    def get(self, path: str) -> Any:
+        status, body = http("GET", self.url + path)
+        assert status == 200, (status, body)
+        return body
+
+    def post(self, path: str, body: Any, token: str | None = None) -> tuple[int, Any]:
+        return http("POST", self.url + path, body, token=token)
+
+    def delete(self, path: str, token: str | None = None) -> tuple[int, Any]:
+        return http("DELETE", self.url + path, token=token)
+
+    def command(self, table: str, command: str, token: str | None = None,
+                **fields: Any) -> tuple[int, Any]:
+        return self.post(f"/api/tables/{table}/commands", {"command": command, **fields}, token)
+
+
+class ServerProcess(Child, Service):
     def __init__(self, db: Path, *, port: int | None = None, env: dict[str, str] | None = None,
                  log: Path | None = None, subcommand: str = "serve",
                  log_level: str = "warning", nofile: int | None = None,
@@ -100,22 +139,6 @@ class ServerProcess(Child):
         # True: a session of its own (a fresh Python), so that the kernel's autogroup
         # scheduling can weigh it against the other sessions (test_lan_attacks.favour)
         self.session = session
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}"
-
-    @property
-    def origin(self) -> Any:
-        """The service's own origin, as its pages send it (a WebSocket client without
-        Origin and without the token is read-only)."""
-        from websockets.typing import Origin
-
-        return Origin(self.url)
 
     def start(self, timeout: float = 60.0) -> ServerProcess:
         """Start the service and wait for its /api/health. The port free_port() chose can be
@@ -198,18 +221,3 @@ class ServerProcess(Child):
         process = psutil.Process(self.proc.pid)
         _, hard = process.rlimit(psutil.RLIMIT_FSIZE)
         process.rlimit(psutil.RLIMIT_FSIZE, (1 if full else hard, hard))
-
-    def get(self, path: str) -> Any:
-        status, body = http("GET", self.url + path)
-        assert status == 200, (status, body)
-        return body
-
-    def post(self, path: str, body: Any, token: str | None = None) -> tuple[int, Any]:
-        return http("POST", self.url + path, body, token=token)
-
-    def delete(self, path: str, token: str | None = None) -> tuple[int, Any]:
-        return http("DELETE", self.url + path, token=token)
-
-    def command(self, table: str, command: str, token: str | None = None,
-                **fields: Any) -> tuple[int, Any]:
-        return self.post(f"/api/tables/{table}/commands", {"command": command, **fields}, token)
