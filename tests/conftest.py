@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness.groups import ALONE, SERIAL
-from tests.server import ServerProcess
+from harness.thread_server import ThreadServer
 
 # `make test-fast` (pytest --fast): the pure cores and the unit tests, for the inner loop.
 # These directories and files are left out whole (servers, brokers, Chromium, real time);
@@ -47,13 +47,12 @@ LEFTOVER_GRACE_S = 10.0
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    """A real `shotclock serve` on a free loopback port and a fresh SQLite file."""
-    proc = ServerProcess(tmp_path / "shotclock.db").start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
+def server(tmp_path: Path) -> Iterator[ThreadServer]:
+    """``shotclock serve``'s service on a free loopback port and a fresh SQLite file, in a
+    thread of this process (harness/thread_server.py): a test that kills, restarts or
+    signals it starts a ServerProcess instead."""
+    with ThreadServer(tmp_path / "shotclock.db") as service:
+        yield service
 
 
 _reaping = False
