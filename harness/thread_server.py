@@ -38,6 +38,12 @@ class ThreadServer(Service):
         self.db = Path(db)
         self.port = port or free_port()
         self.port_chosen = port is None
+        shared = sorted(k for k, v in (env or {}).items()
+                        if not k.startswith("SHOTCLOCK_") and os.environ.get(k) != v)
+        if shared:  # read by libraries from os.environ (gpiozero's pin factory, say)
+            raise ValueError(f"{shared}: a thread shares its process's environment; set "
+                             "these in the test's own (monkeypatch.setenv), or start a "
+                             "ServerProcess")
         self.env = {**os.environ, "SHOTCLOCK_DISPLAY": "none", **(env or {})}
         self.log_level = log_level
         self.serving: Any = None  # clock_service.edges.cli.main.Serving, once started
@@ -75,7 +81,7 @@ class ThreadServer(Service):
             store = Store(settings.db)
             store.lock()
             store.check(budget_s=STORE_CHECK_BUDGET_S)
-            self.serving = serve_app(settings, store)
+            self.serving = serve_app(settings, store, self.env)
             self._server = self.serving.server(log_level=self.log_level, access_log=False)
             self._failed = None
             self._thread = threading.Thread(target=self._run, name=f"service-{self.port}",
