@@ -42,6 +42,7 @@ _conns: dict[str, sqlite3.Connection] = {}
 _records: OrderedDict[tuple[str, str, int], tuple[dict[str, Any], Any]] = OrderedDict()
 _outputs: OrderedDict[tuple[Any, ...], str] = OrderedDict()
 builds = 0  # records built in this process (cache misses)
+rendered = 0  # outputs made in this process (cache misses)
 
 
 def _connect(db: str) -> sqlite3.Connection:
@@ -63,7 +64,7 @@ def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int) -> 
 
 def render(db: str, match_id: str, kind: str, options: dict[str, Any]) -> tuple[str, str]:
     """One output of one match: ``kind`` is ``json``, ``csv``, ``svg`` or ``html``."""
-    global builds
+    global builds, rendered
     from clock_service.edges.reports.charts import CHARTS, chart_svg
     from clock_service.edges.reports.export import record_json, shots_csv
     from clock_service.edges.reports.protocol import render_protocol
@@ -102,6 +103,7 @@ def render(db: str, match_id: str, kind: str, options: dict[str, Any]) -> tuple[
             text = render_protocol(summary, record, lang=options.get("lang", "en"))
         else:
             raise ValueError(f"unknown output {kind!r}")
+        rendered += 1
         _remember(_outputs, output_key, text, OUTPUTS_CACHED)
     return "ok", text
 
@@ -166,7 +168,10 @@ def _start_worker(parent: int, pdeathsig: bool) -> None:
 
 
 def stats() -> dict[str, int]:
-    return {"builds": builds, "records": len(_records), "outputs": len(_outputs)}
+    """What this process has made (``builds``, ``rendered``) and keeps (``records``,
+    ``outputs``): run in the worker (``executor().submit(stats)``), what the worker did."""
+    return {"builds": builds, "rendered": rendered, "records": len(_records),
+            "outputs": len(_outputs)}
 
 
 # -- in the service ----------------------------------------------------------------------------
