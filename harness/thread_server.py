@@ -121,6 +121,11 @@ class ThreadServer(Service):
         self.stop()
         raise RuntimeError(f"the service did not answer within {timeout:g} s")
 
+    @property
+    def running(self) -> bool:
+        """Serving: started, not stopped, and its thread has not ended."""
+        return self._thread is not None and self._thread.is_alive()
+
     def call(self, function: Any, *args: Any) -> Any:
         """``function(*args)`` run on the service's loop; its result (a coroutine function
         is awaited there)."""
