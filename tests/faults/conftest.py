@@ -34,6 +34,19 @@ def start_process(tmp: Path, **env: str) -> ServerProcess:
     return ServerProcess(tmp / "faults.db", env={**BASE, **env}).start()
 
 
+def freeze_buckets(monkeypatch: Any) -> None:
+    """The per-address token buckets (clock_service/service/limits.py) of a service in this
+    process stop refilling: their clock stands still from now on, so what a test spends
+    stays spent however long its requests take on this machine."""
+    import time
+
+    from clock_service.service import limits
+
+    now = time.monotonic()
+    monkeypatch.setattr(limits, "time", type("Frozen", (), {"monotonic": staticmethod(
+        lambda: now)}))
+
+
 def create_table(server: Service, table_id: str, token: str | None = None,
                  **extra: Any) -> dict[str, Any]:
     body = {"id": table_id, "players": ["Ivanov", "Petrov"], "profile": SHORT_PROFILE, **extra}
