@@ -33,6 +33,11 @@ class ThreadServer(Service):
     """A table service in a thread: ``env`` as ``shotclock serve`` would read it from its
     environment (the test process's own, with ``SHOTCLOCK_DISPLAY=none``, then ``env``)."""
 
+    # The services serving now. The reports worker process (reports/worker.py) is one per
+    # process, shared by them; it ends when the last of them stops, as it ends with the
+    # service's process (a restarted service does not find the records it had made).
+    _serving: set[ThreadServer] = set()
+
     def __init__(self, db: Path, *, port: int | None = None,
                  env: dict[str, str] | None = None, log_level: str = "warning") -> None:
         self.db = Path(db)
@@ -88,6 +93,7 @@ class ThreadServer(Service):
                                             daemon=True)
             self._thread.start()
             if self._wait_up(timeout):
+                ThreadServer._serving.add(self)
                 return self
             store.close()  # it never served: its lifespan did not close it
             failed = self._failed
@@ -154,6 +160,11 @@ class ThreadServer(Service):
         if self._thread.is_alive():
             raise RuntimeError("the service did not stop within 30 s")
         self._thread = None
+        ThreadServer._serving.discard(self)
+        if not ThreadServer._serving:
+            from clock_service.edges.reports import worker
+
+            worker.shutdown()
         if self._failed is not None and not isinstance(self._failed, SystemExit):
             raise RuntimeError(f"the service failed: {self._failed!r}") from self._failed
 

@@ -183,9 +183,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:  # u
     if not _reaping:
         return  # not Linux, or a pytest-xdist worker (the controller checks)
     worker = sys.modules.get("clock_service.edges.reports.worker")
-    pool = getattr(worker, "_executor", None)
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
+    if worker is not None:
+        worker.shutdown()
     deadline = time.monotonic() + LEFTOVER_GRACE_S
     while (left := _ours()) and time.monotonic() < deadline:
         time.sleep(0.2)

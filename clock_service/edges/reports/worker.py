@@ -28,7 +28,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-__all__ = ["render", "executor", "reset_executor", "RECORDS_CACHED", "OUTPUTS_CACHED"]
+__all__ = ["render", "executor", "reset_executor", "shutdown", "RECORDS_CACHED",
+           "OUTPUTS_CACHED"]
 
 RECORDS_CACHED = 32
 OUTPUTS_CACHED = 128
@@ -211,3 +212,13 @@ def _shutdown() -> None:
 
 
 __all__ += ["BrokenProcessPool", "stats"]
+
+
+def shutdown() -> None:
+    """End the worker, if there is one, and wait for it (it ends with the service's process
+    otherwise: a service in a test's thread, stopped, leaves none behind)."""
+    global _executor
+    with _lock:
+        pool, _executor = _executor, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
