@@ -34,11 +34,10 @@ ONE_ADDRESS_LOAD = {
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# A service with a camera in a test that runs at nice 10 (the rest of `make test`,
-# harness/suite.py): its camera thread, 10 steps nicer still, was at 19 and got nothing
-# while the timing tests and their pages kept the machine busy (the calibrate page never
-# saw its first frame within 30 s in a clean-clone run). Run such a service at the normal
-# priority, so its camera thread is at 10, as on a Pi.
+# A service with a camera runs at the normal priority, whatever the test's (run under
+# `nice`, say): its camera thread runs 10 steps nicer than it, at 10 as on a Pi; at 19 it
+# got nothing while pages kept the machine busy (the calibrate page never saw its first
+# frame within 30 s in a clean-clone run, when `make test` ran such tests at nice 10).
 CAMERA_NICE = 0
 
 
@@ -121,7 +120,7 @@ class ServerProcess(Child, Service):
                  log: Path | None = None, subcommand: str = "serve",
                  log_level: str = "warning", nofile: int | None = None,
                  args: list[str] | None = None, nice: int | None = None,
-                 fork: bool = True, session: bool = False) -> None:
+                 fork: bool = True) -> None:
         self.subcommand = subcommand  # "serve", or "hall" (the MQTT mirror)
         self.log_level = log_level
         self.db = Path(db)
@@ -136,9 +135,6 @@ class ServerProcess(Child, Service):
         # than it); making it less nice than the test needs root, and is skipped without
         self.nice = nice
         self.fork = fork  # False: a fresh Python even where FORK is on (harness/zygote.py)
-        # True: a session of its own (a fresh Python), so that the kernel's autogroup
-        # scheduling can weigh it against the other sessions (test_lan_attacks.favour)
-        self.session = session
 
     def start(self, timeout: float = 60.0) -> ServerProcess:
         """Start the service and wait for its /api/health. The port free_port() chose can be
@@ -178,7 +174,7 @@ class ServerProcess(Child, Service):
 
         argv = [self.subcommand, "--host", "127.0.0.1", "--port", str(self.port),
                 "--db", str(self.db), "--log-level", self.log_level, *self.args]
-        forked = FORK and self.fork and not self.session
+        forked = FORK and self.fork
         if forked and _python_env(self.env) == _python_env(dict(os.environ)):
             from harness.zygote import Zygote
 
@@ -190,7 +186,6 @@ class ServerProcess(Child, Service):
                 [sys.executable, "-m", "clock_service", *argv],
                 cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                 preexec_fn=limit_files if nofile is not None or nice is not None else None,
-                start_new_session=self.session,
             )
             out.close()
 

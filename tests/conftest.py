@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from harness.groups import ALONE, SERIAL
 from harness.thread_server import ThreadServer
 
 # `make test-fast` (pytest --fast): the pure cores and the unit tests, for the inner loop.
@@ -42,9 +41,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # end of the session any such process still alive fails the run (issue 18).
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 LEFTOVER_GRACE_S = 10.0
-
-# SERIAL and ALONE (harness/groups.py): how `make test` runs which tests; marked here.
-
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ThreadServer]:
@@ -86,13 +82,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     this thread while the browser package's Chromium is up, so an async test of another
     package must not run between two browser modules (and Chromium starts once)."""
     rootpath = Path(str(config.rootpath))
-    for item in items:
-        path = Path(str(item.path)).relative_to(rootpath).as_posix()
-        test = f"{path}::{item.name}"  # SERIAL may name one test of a file
-        if path.startswith(SERIAL + ALONE) or test.startswith(SERIAL + ALONE):
-            item.add_marker(pytest.mark.serial)
-        if path.startswith(ALONE):
-            item.add_marker(pytest.mark.alone)
     if config.getoption("--fast"):
         keep, slow = [], []
         for item in items:

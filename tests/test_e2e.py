@@ -58,6 +58,7 @@ def ok(result: tuple[int, Any]) -> dict[str, Any]:
     return body
 
 
+@pytest.mark.serial
 def test_a_frame_over_http_with_every_event_over_the_websocket(server: Service) -> None:
     create(server)
     with connect(f"{server.ws_url}/ws/tables/e2e") as ws:

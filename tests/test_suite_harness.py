@@ -1,30 +1,10 @@
-"""harness/suite.py, the runner behind `make test`: the serial run's session is favoured."""
+"""The harness behind the tests: a service's port chosen anew when it was taken meanwhile."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-from harness import suite
-
-
-def test_a_run_in_a_session_of_its_own_gets_the_autogroup_nice() -> None:
-    if os.geteuid() != 0 or not Path("/proc/self/autogroup").exists():
-        pytest.skip("needs root and a kernel with autogroups (as on CI)")
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
-                             start_new_session=True)
-    mine = Path("/proc/self/autogroup").read_text()
-    try:
-        suite.favour_session(child.pid, -5)
-        assert Path(f"/proc/{child.pid}/autogroup").read_text().split()[-1] == "-5"
-        assert Path("/proc/self/autogroup").read_text() == mine  # only the child's session
-    finally:
-        child.kill()
-        child.wait()
 
 
 def test_a_service_whose_chosen_port_was_taken_meanwhile_gets_another(tmp_path: Path) -> None:
@@ -48,3 +28,32 @@ def test_a_service_whose_chosen_port_was_taken_meanwhile_gets_another(tmp_path: 
         named = ServerProcess(tmp_path / "n.db", port=taken)
         with pytest.raises(RuntimeError, match="address already in use"):
             named.start()
+
+
+def test_a_service_in_a_thread_whose_chosen_port_was_taken_gets_another(tmp_path: Path) -> None:
+    """harness.thread_server: the same, for a service in a thread; stopped, it lets go of its
+    store, so that another start serves the same one."""
+    import socket
+
+    from harness.thread_server import ThreadServer
+
+    server = ThreadServer(tmp_path / "t.db")
+    taken = server.port
+    with socket.socket() as thief:
+        thief.bind(("127.0.0.1", taken))
+        thief.listen()
+        server.start()
+        try:
+            assert server.port != taken and server.running
+            assert server.post("/api/tables", {"id": "t", "players": ["A", "B"]})[0] == 201
+        finally:
+            server.stop()
+        assert not server.running
+        named = ThreadServer(tmp_path / "n.db", port=taken)
+        with pytest.raises(RuntimeError, match="did not start"):
+            named.start()
+    again = ThreadServer(tmp_path / "t.db").start()
+    try:
+        assert again.get("/api/tables/t")["table"] == "t"
+    finally:
+        again.stop()

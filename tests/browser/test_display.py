@@ -144,6 +144,7 @@ def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProce
         server.stop()
 
 
+@pytest.mark.serial
 def test_display_shows_a_dead_link_within_1_5_s_and_explains_a_jump_back(
         own_server: ServerProcess, context: Any) -> None:
     """Point 14: a link that dies silently (the server stopped, no close) stops the digits

@@ -219,6 +219,7 @@ def open_all(context: Any, server: Service, table: str, query: str = "") -> dict
     return pages
 
 
+@pytest.mark.serial
 def test_a_healthy_link_never_says_no_news(shared_server: Service, context: Any) -> None:
     """Build point 2: the stale threshold follows the ping interval (staleAfter in
     connection.js: one interval plus max(interval, 700 ms)). 10 s of a healthy run at each
@@ -241,6 +242,7 @@ def test_a_healthy_link_never_says_no_news(shared_server: Service, context: Any)
     assert shared_server.get("/api/tables/healthy")["phase"] == "running"
 
 
+@pytest.mark.serial
 def test_a_page_held_up_by_its_own_device_does_not_blame_the_link(
         shared_server: Service, context: Any) -> None:
     """A page whose own thread is held up (a busy or sleeping device) for longer than the
@@ -270,6 +272,7 @@ def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProce
         server.stop()
 
 
+@pytest.mark.serial
 def test_every_page_notices_a_hung_service_within_3_s(own_server: ServerProcess, context: Any) -> None:
     """Build point 2: the service stopped (SIGSTOP, no close, no message). Every page, the
     hall included, says so within 3 s of stopping (default pings), and its digits freeze

@@ -147,6 +147,7 @@ def test_default_size_is_a_lower_third_and_scale_still_works(
     shoot(page, "overlay-scale-half-top-1080p")
 
 
+@pytest.mark.serial
 def test_overlay_counts_down_smoothly_between_events(
         shared_server: Service, context: Any) -> None:
     """Sampled in the page on animation frames, so a busy test machine cannot fake a stall:

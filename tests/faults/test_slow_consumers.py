@@ -27,7 +27,7 @@ from tests.faults.conftest import RawWebSocket, all_events, create_table, decode
 from tests.server import ServerProcess
 from tests.waiting import until_async
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 
 class Reader:

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
 import serial
 
 from clock_service.core.readout import DisplayFrame
@@ -126,6 +127,7 @@ def test_controller_reset_gets_the_full_frame_at_once(emulator: DisplayEmulator)
         display.close()
 
 
+@pytest.mark.serial
 def test_host_silent_shows_fault_within_timeout(emulator: DisplayEmulator) -> None:
     display = _display(emulator)
     display.show(F35)
@@ -146,6 +148,7 @@ def test_host_silent_shows_fault_within_timeout(emulator: DisplayEmulator) -> No
     assert 300 <= silent_ms <= 300 + 100 + bare.max_late(), (silent_ms, bare.max_late())
 
 
+@pytest.mark.serial
 def test_cable_pulled_and_back_reconnects_and_catches_up(
     emulator: DisplayEmulator, wait_until: WaitUntil
 ) -> None:
@@ -174,6 +177,7 @@ def test_cable_pulled_and_back_reconnects_and_catches_up(
         display.close()
 
 
+@pytest.mark.serial
 def test_show_never_blocks_even_without_a_port(tmp_path: object) -> None:
     display = SerialDisplay("/nonexistent/shotclock-display", backoff_min_s=0.01)
     # The reference, timed in turn with each call over the same moments: the same work
@@ -267,6 +271,7 @@ def test_emulator_cli_prints_the_port_first_and_shows_frames() -> None:
         proc.wait(2)
 
 
+@pytest.mark.serial
 def test_a_controller_that_stops_acknowledging_is_noticed(
     emulator: DisplayEmulator, wait_until: WaitUntil
 ) -> None:

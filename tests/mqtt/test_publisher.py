@@ -148,6 +148,7 @@ async def test_an_outage_and_a_restart_leave_no_gap_and_no_duplicate(
     assert answered_ms < 500  # four commands, each with an fsync, none waiting on a broker
 
 
+@pytest.mark.serial
 async def test_the_clock_keeps_exact_time_while_the_broker_hangs(
         runtime: Runtime, tmp_path: Path) -> None:
     # A "broker" whose accept queue is full: the kernel drops the SYNs, so a TCP connect

@@ -84,6 +84,7 @@ def test_a_200_shot_match_is_on_record_with_every_shot(server: ThreadServer) -> 
     assert server.get("/api/matches?table=bench")["matches"][0]["id"] == "bench.1"
 
 
+@pytest.mark.serial
 def test_readers_never_make_an_expiry_late(server: ThreadServer) -> None:
     status, _ = server.post("/api/tables", {
         "id": "x", "players": ["A", "B"],
