@@ -18,6 +18,7 @@ go), after which :meth:`start` serves the same store again, on the same port.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import threading
 import time
@@ -91,8 +92,14 @@ class ThreadServer(Service):
             self._failed = None
             self._thread = threading.Thread(target=self._run, name=f"service-{self.port}",
                                             daemon=True)
+            collector = gc.get_threshold()
             self._thread.start()
             if self._wait_up(timeout):
+                # serve's server freezes what is loaded once it listens, and makes the
+                # collector's passes rarer (cli.main._server): right for a service's
+                # process, a leak in a test process that goes on to other tests.
+                gc.unfreeze()
+                gc.set_threshold(*collector)
                 ThreadServer._serving.add(self)
                 return self
             store.close()  # it never served: its lifespan did not close it
