@@ -93,7 +93,10 @@ def assert_unharmed(window: dict[str, Any], rss_before: float) -> None:
     # Beyond what the machine itself did to a bare loop woken at the same deadlines (other
     # work on a shared box stalls both; the attack is only on the server).
     assert window["late_max_ms"] < MAX_LATE_MS + (window["bare_max_ms"] or 0.0), window
-    assert window["health_failures"] == 0 and window["health_max_ms"] < MAX_HEALTH_MS, window
+    # /api/health answered all along, each answer within a gross bound: 1.5 s, or later by as
+    # much as the bare loop was (the probe and the server share the machine's stalls).
+    assert window["health_failures"] == 0, window
+    assert window["health_max_ms"] < MAX_HEALTH_MS + (window["bare_max_ms"] or 0.0), window
     assert window["rss_peak_mb"] - rss_before < MAX_GROWTH_MB, window
 
 
@@ -168,11 +171,11 @@ async def test_slowloris_and_descriptor_exhaustion(server: ServerProcess,
     # under the cap that timed out frees its place: 301-400 in a clean clone's run on a slow
     # machine.)
     assert cap_refusals(server) > refusals_before, server.log.read_text()[-2000:]
-    async with httpx.AsyncClient(base_url=server.url, timeout=2) as http:
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
         started = time.monotonic()
         answered = (await http.get(f"/api/tables/{canary.table}")).status_code
         took = time.monotonic() - started
-    assert answered == 200 and took < 1.0, (answered, took)
+    assert answered == 200, answered
     # SHOTCLOCK_REQUEST_TIMEOUT_S=2: the slow requests are closed (2 s, and some slack for
     # a loaded machine; polled, not slept).
     deadline = time.monotonic() + 5.0
@@ -180,6 +183,9 @@ async def test_slowloris_and_descriptor_exhaustion(server: ServerProcess,
         await asyncio.sleep(0.1)
     assert open_now == 0, open_now
     window = canary.new_window().summary()
+    # ... and answered at once meanwhile: within 1 s, or later by as much as the bare loop
+    # woke late over the same window (the machine's own stalls, not the attack's).
+    assert took < 1.0 + (window["bare_max_ms"] or 0.0) / 1000, (took, window)
     close_all(held)
     assert_unharmed(window, before)
 
