@@ -285,10 +285,14 @@ def test_a_controller_that_stops_acknowledging_is_noticed(
         assert emulator.wait_line(LINE_35)
         assert wait_until(lambda: display.status()["last_ack_age_ms"] is not None)
         assert not display.ack_silent() and display.status()["acknowledging"]
-        emulator.repl()  # swallows everything from now on
-        silenced = time.monotonic()
-        assert wait_until(display.ack_silent, timeout=ACK_SILENCE_S + 1.0)
-        assert time.monotonic() - silenced < ACK_SILENCE_S + 0.5
+        with BareLoopThread() as bare:  # this process's own wake-up error meanwhile
+            emulator.repl()  # swallows everything from now on
+            silenced = time.monotonic()
+            assert wait_until(display.ack_silent, timeout=ACK_SILENCE_S + 10.0)
+            took = time.monotonic() - silenced
+        # within half a second of the silence, or later by as much as this process's own
+        # threads (the display's and the emulator's) woke late meanwhile
+        assert took < ACK_SILENCE_S + 0.5 + bare.max_late() / 1000, (took, bare.max_late())
         status = display.status()
         assert status["connected"] and not status["acknowledging"]
         assert status["last_ack_age_ms"] >= ACK_SILENCE_S * 1000
