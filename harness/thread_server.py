@@ -1,11 +1,12 @@
-"""``shotclock serve``'s service in a thread of the test's own process, on a free loopback
-port: for the tests where a process boundary is not what is tested.
+"""``shotclock serve``'s service (or ``hall``'s) in a thread of the test's own process, on a
+free loopback port: for the tests where a process boundary is not what is tested.
 
 It is the service ``serve`` runs, composed by the same code (``clock_service.edges.cli.main
 .serve_app``: the store locked and checked, the runtime, the devices, the publisher, the
 signer, the camera, the feeds, the tournament), served by the same uvicorn server with the
-same configuration (connection caps, request timeouts, WebSocket protocol), reached over
-real HTTP and WebSocket connections. What it does not have is a process of its own: no
+same configuration (connection caps, request timeouts, WebSocket protocol; ``hall``'s by
+``cli.main.hall_app``), reached over real HTTP and WebSocket connections. What it does
+not have is a process of its own: no
 signals, no exit code, no SIGKILL, no open-file or file-size limit of its own. A test of
 those starts a :class:`harness.server.ServerProcess`.
 
@@ -40,10 +41,15 @@ class ThreadServer(Service):
     _serving: set[ThreadServer] = set()
 
     def __init__(self, db: Path, *, port: int | None = None,
-                 env: dict[str, str] | None = None, log_level: str = "warning") -> None:
+                 env: dict[str, str] | None = None, log_level: str = "warning",
+                 subcommand: str = "serve") -> None:
+        if subcommand not in ("serve", "hall"):
+            raise ValueError(f"no such service: {subcommand}")
+        self.subcommand = subcommand  # "serve", or "hall" (the MQTT mirror)
         self.db = Path(db)
         self.port = port or free_port()
-        self.port_chosen = port is None
+        self.port_chosen = port is None  # by free_port(): a first start may choose another
+        self._started = False
         shared = sorted(k for k, v in (env or {}).items()
                         if not k.startswith("SHOTCLOCK_") and os.environ.get(k) != v)
         if shared:  # read by libraries from os.environ (gpiozero's pin factory, say)
@@ -52,8 +58,10 @@ class ThreadServer(Service):
                              "ServerProcess")
         self.env = {**os.environ, "SHOTCLOCK_DISPLAY": "none", **(env or {})}
         self.log_level = log_level
-        self.serving: Any = None  # clock_service.edges.cli.main.Serving, once started
+        self.serving: Any = None  # clock_service.edges.cli.main.Serving (serve), once started
+        self.app: Any = None
         self._server: Any = None  # uvicorn.Server
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._failed: BaseException | None = None
 
@@ -61,11 +69,7 @@ class ThreadServer(Service):
     def runtime(self) -> Any:
         """The service's runtime (its tables, hub and store), for a test to look at: read
         it from the service's loop (``call``), not from the test's thread."""
-        return self.serving.app.state.served.runtime
-
-    @property
-    def app(self) -> Any:
-        return self.serving.app
+        return self.app.state.served.runtime
 
     def start(self, timeout: float = 60.0) -> ThreadServer:
         """Compose the service, serve it in a thread, and return once /api/health answers.
@@ -76,19 +80,9 @@ class ThreadServer(Service):
             import pytest
 
             pytest.skip("starts a server: not in make test-fast (pytest --fast)")
-        from clock_service.edges.cli.main import STORE_CHECK_BUDGET_S, serve_app
-        from clock_service.service.settings import Settings
-        from clock_service.service.storage import Store
-
-        other_ports = 2 if self._thread is None and self.port_chosen else 0
+        other_ports = 2 if not self._started and self.port_chosen else 0
         while True:
-            settings = Settings.from_env(self.env, host="127.0.0.1", port=self.port,
-                                         db=str(self.db))
-            store = Store(settings.db)
-            store.lock()
-            store.check(budget_s=STORE_CHECK_BUDGET_S)
-            self.serving = serve_app(settings, store, self.env)
-            self._server = self.serving.server(log_level=self.log_level, access_log=False)
+            store = self._compose()
             self._failed = None
             self._thread = threading.Thread(target=self._run, name=f"service-{self.port}",
                                             daemon=True)
@@ -101,6 +95,7 @@ class ThreadServer(Service):
                 gc.unfreeze()
                 gc.set_threshold(*collector)
                 ThreadServer._serving.add(self)
+                self._started = True
                 return self
             store.close()  # it never served: its lifespan did not close it
             failed = self._failed
@@ -109,9 +104,43 @@ class ThreadServer(Service):
             other_ports -= 1
             self.port = free_port()
 
+    def _compose(self) -> Any:
+        """The service as its command composes it, and its uvicorn server; its store."""
+        import dataclasses
+
+        from clock_service.edges.api.server import uvicorn_config
+        from clock_service.edges.cli.main import STORE_CHECK_BUDGET_S, hall_app, serve_app
+        from clock_service.service.settings import Settings
+        from clock_service.service.storage import Store
+
+        settings = Settings.from_env(self.env, host="127.0.0.1", port=self.port,
+                                     db=str(self.db))
+        if self.subcommand == "hall":  # as ``hall`` makes its settings and its store
+            settings = dataclasses.replace(settings, default_table=None, display="none")
+            store = Store(settings.db, synchronous="NORMAL")
+        else:
+            store = Store(settings.db)
+        store.lock()
+        store.check(budget_s=STORE_CHECK_BUDGET_S)
+        if self.subcommand == "hall":
+            import uvicorn
+
+            self.app = hall_app(settings, store)
+            self._server = uvicorn.Server(uvicorn_config(
+                self.app, settings, log_level=self.log_level, access_log=False))
+        else:
+            self.serving = serve_app(settings, store, self.env)
+            self.app = self.serving.app
+            self._server = self.serving.server(log_level=self.log_level, access_log=False)
+        return store
+
     def _run(self) -> None:
+        async def serve() -> None:
+            self._loop = asyncio.get_running_loop()
+            await self._server.serve()
+
         try:
-            asyncio.run(self._server.serve())
+            asyncio.run(serve())
         except BaseException as exc:  # noqa: BLE001 - the test's thread reports it
             self._failed = exc
 
@@ -142,7 +171,8 @@ class ThreadServer(Service):
     def call(self, function: Any, *args: Any) -> Any:
         """``function(*args)`` run on the service's loop; its result (a coroutine function
         is awaited there)."""
-        loop = self._loop()
+        loop = self._loop
+        assert loop is not None, "the service has not started"
 
         async def run() -> Any:
             result = function(*args)
@@ -151,11 +181,6 @@ class ThreadServer(Service):
             return result
 
         return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout=30)
-
-    def _loop(self) -> asyncio.AbstractEventLoop:
-        loop = self.serving.table_side.loop
-        assert loop is not None, "the service has not started"
-        return loop
 
     def stop(self) -> None:
         """A clean stop: uvicorn closes its connections, the lifespan stops every part and

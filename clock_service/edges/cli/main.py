@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from clock_service.service.timesource import TimeSource
     from firmware_bridge.table_side import TableSide
 
-__all__ = ["main", "table_runtime", "table_app", "serve_app", "Serving", "EXIT_REFUSED",
-           "EXIT_STORE_LOCKED", "EXIT_STORE_CORRUPT", "EXIT_STORE_UNWRITABLE"]
+__all__ = ["main", "table_runtime", "table_app", "serve_app", "Serving", "hall_app",
+           "EXIT_REFUSED", "EXIT_STORE_LOCKED", "EXIT_STORE_CORRUPT", "EXIT_STORE_UNWRITABLE"]
 
 log = logging.getLogger("shotclock")
 
@@ -558,16 +558,28 @@ def _mqtt_publisher(runtime: Runtime, settings: Settings,
     return _Part(publisher.start, publisher.close)
 
 
+def hall_app(settings: Settings, store: Store) -> FastAPI:
+    """``hall``'s service over its own ``store`` (locked and checked): the hall's runtime,
+    mirroring ``settings.mqtt_url``'s tables, behind the app. A test serves it in a thread
+    with this (harness/thread_server.py)."""
+    from clock_service.edges.mqtt.hall import HallRuntime
+    from clock_service.service.hub import Hub
+    from clock_service.service.timesource import RealTime
+
+    assert settings.mqtt_url, "the hall mirrors a broker's tables"
+    _configure_presets(settings)
+    runtime = HallRuntime(store, RealTime(), Hub(settings.ws_queue),
+                          _broker_target(settings.mqtt_url, settings.mqtt_ca), settings)
+    return _app(settings, runtime)
+
+
 def _hall(args: argparse.Namespace) -> int:
     """``shotclock hall``: every table of a hall, mirrored from the broker, behind the same
     HTTP/WebSocket API and pages (clock_service/edges/mqtt/hall.py)."""
     import uvicorn
 
-    from clock_service.edges.mqtt.hall import HallRuntime
-    from clock_service.service.hub import Hub
     from clock_service.service.settings import Settings
     from clock_service.service.storage import Store
-    from clock_service.service.timesource import RealTime
 
     settings = Settings.from_env(host=args.host, port=args.port, mqtt_url=args.mqtt,
                                  open=args.open or None, tls_cert=args.tls_cert,
@@ -591,9 +603,7 @@ def _hall(args: argparse.Namespace) -> int:
     store = _locked_store(Store(settings.db, synchronous="NORMAL"))
     if isinstance(store, int):
         return store
-    _configure_presets(settings)
-    runtime = HallRuntime(store, RealTime(), Hub(settings.ws_queue), target, settings)
-    app = _app(settings, runtime)
+    app = hall_app(settings, store)
     base = f"{'https' if settings.tls_cert else 'http'}://{settings.host}:{settings.port}"
     print(f"shotclock hall: mirroring hall {target.hall!r} from {target.redacted()} on {base}"
           f"  (store: {settings.db})\n  hall view  {base}/\n  API        {base}/docs\n"
