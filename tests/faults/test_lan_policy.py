@@ -11,8 +11,6 @@ import json
 import re
 import socket
 import sqlite3
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,8 +26,9 @@ from clock_service.edges.cli.main import EXIT_REFUSED, EXIT_STORE_CORRUPT, EXIT_
 from harness.attack import fill_store
 from harness.bare_loop import BareLoopThread, gross_bound
 from harness.thread_server import ThreadServer
+from tests.cli import Ran, shotclock
 from tests.faults.conftest import RawWebSocket, freeze_buckets
-from tests.server import ROOT, ServerProcess, free_port, http
+from tests.server import ServerProcess, free_port, http
 from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
@@ -38,17 +37,14 @@ TOKEN = "p0licy-t0ken-9f3e"
 SHORT = {"shot_ms": 30_000, "floor_ms": 20_000, "full_rounds": 10, "warnings_ms": [1000]}
 
 
-def serve_once(db: Path, *args: str, env: dict[str, str] | None = None,
-               timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
-    """``shotclock serve`` expected to refuse: run it to its exit."""
+def serve_once(db: Path, *args: str, env: dict[str, str] | None = None) -> Ran:
+    """``shotclock serve`` expected to refuse, run to its exit by this process (tests/cli.py:
+    its store lock is taken as another process's would be, on a descriptor of its own)."""
     import os
 
-    return subprocess.run(
-        [sys.executable, "-m", "clock_service", "serve", "--port", str(free_port()),
-         "--db", str(db), *args],
-        cwd=ROOT, env={**os.environ, "SHOTCLOCK_DISPLAY": "none", "SHOTCLOCK_REFEREE_TOKEN": "",
-                       **(env or {})},
-        capture_output=True, text=True, timeout=timeout, check=False)
+    return shotclock("serve", "--port", str(free_port()), "--db", str(db), *args,
+                     env={**os.environ, "SHOTCLOCK_DISPLAY": "none",
+                          "SHOTCLOCK_REFEREE_TOKEN": "", **(env or {})})
 
 
 def ok(result: tuple[int, Any]) -> Any:
