@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from clock_service.edges.mqtt.topics import parse_url
 from clock_service.service.runtime import Runtime
 from clock_service.service.storage import Store
 from clock_service.service.timesource import RealTime
-from harness.bare_loop import BareLoopThread, gross_bound
+from harness.bare_loop import BareLoopThread, gross_bound, worst_tick_late
 from tests.broker import Broker
 from tests.mqtt.conftest import settings
 from tests.mqtt.watcher import Got, Watcher
@@ -42,28 +41,6 @@ COMMANDS = "shotclock/v1/hall/tables/1/commands"
 
 def seqs(messages: list[Got]) -> list[int]:
     return [m.json()["seq"] for m in messages]
-
-
-async def worst_tick_late(work: Awaitable[None], period_s: float = 0.01) -> float:
-    """Run ``work`` on this loop while a tick every ``period_s`` measures how late this loop
-    wakes up: the worst (ms)."""
-    loop = asyncio.get_running_loop()
-    worst = 0.0
-
-    async def tick() -> None:
-        nonlocal worst
-        target = loop.time() + period_s
-        while True:
-            await asyncio.sleep(max(0.0, target - loop.time()))
-            worst = max(worst, (loop.time() - target) * 1000)
-            target += period_s
-
-    ticker = asyncio.ensure_future(tick())
-    try:
-        await work
-    finally:
-        ticker.cancel()
-    return worst
 
 
 async def publisher_for(runtime: Runtime, url: str, **kw: Any) -> MqttPublisher:
