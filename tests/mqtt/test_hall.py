@@ -364,23 +364,20 @@ def test_the_hall_refuses_what_serve_refuses(tmp_path: Path) -> None:
     """A hall forwards commands to the tables: on a non-loopback address it wants a referee
     token (or --open), like serve (exit 78); and its store is its own (exit 75)."""
     import os
-    import subprocess
-    import sys
 
     from clock_service.edges.cli.main import EXIT_REFUSED, EXIT_STORE_LOCKED
     from clock_service.service.storage import Store
+    from tests.cli import shotclock
 
     env = {k: v for k, v in os.environ.items() if k != "SHOTCLOCK_REFEREE_TOKEN"}
-    base = [sys.executable, "-m", "clock_service", "hall", "--mqtt",
-            "mqtt://127.0.0.1:1/h", "--db", str(tmp_path / "hall.db")]
-    refused = subprocess.run([*base, "--host", "0.0.0.0"], env=env, capture_output=True,
-                             text=True, timeout=60)
+    base = ["hall", "--mqtt", "mqtt://127.0.0.1:1/h", "--db", str(tmp_path / "hall.db")]
+    refused = shotclock(*base, "--host", "0.0.0.0", env=env)  # by this process: tests/cli.py
     assert refused.returncode == EXIT_REFUSED, refused.stderr
     assert "without a referee token" in refused.stderr
-    holder = Store(tmp_path / "hall.db")
+    holder = Store(tmp_path / "hall.db")  # another holder: its own descriptor's lock
     holder.lock()
     try:
-        locked = subprocess.run(base, env=env, capture_output=True, text=True, timeout=60)
+        locked = shotclock(*base, env=env)
         assert locked.returncode == EXIT_STORE_LOCKED, locked.stderr
     finally:
         holder.close()
