@@ -135,8 +135,9 @@ def test_break_foul_and_winning_pot_reported_from_the_console(
     expect(card).to_have_attribute("data-kind", "end")
     expect(card).to_contain_text("Frame over. Winner: Petrov (legal pot of the coloured ball)")
     expect(card).to_contain_text("Match over. Winner: Petrov, 1–0")
-    # After sending, the page is back at the top: the board and the main button in view.
-    assert page.evaluate("window.scrollY") == 0
+    # After sending, the page is back at the top: the board and the main button in view (a
+    # scroll the page makes: waited for, not read at once).
+    page.wait_for_function("window.scrollY === 0", timeout=10_000)
     main_box = page.locator("#btn-main").bounding_box()
     assert main_box is not None and main_box["y"] + main_box["height"] <= PHONE["height"]
     expect(page.locator("#score-value")).to_have_text("0 : 1")

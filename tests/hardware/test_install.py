@@ -119,6 +119,7 @@ def _shipped_env(scratch: Path, state: Path, etc: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.serial
 def test_installed_package_serves_as_an_unprivileged_user_from_root_dir(
         scratch: Path, unprivileged: pwd.struct_passwd) -> None:
     venv = _venv(scratch)

@@ -240,6 +240,7 @@ def test_wire_bytes_are_decodable_frames() -> None:
     assert core.decode_frame(core.encode_frame("35", "running", 0, (1, 1), (0, 0)))[0] == "35"
 
 
+@pytest.mark.serial
 def test_emulator_cli_prints_the_port_first_and_shows_frames() -> None:
     import subprocess
     import sys
