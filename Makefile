@@ -15,7 +15,7 @@ UV_VERSION := 0.13.8
 LOCK_EXTRAS := --extra hardware --extra mqtt --extra camera --extra test
 
 # The venv is filled by uv (from PyPI, into the venv itself): on a clean 2-core machine it
-# installs everything in 26 s where pip took 52 s, which counts against the 8 minutes of a
+# installs everything in 26 s where pip took 52 s, which counts against the 6 minutes of a
 # clean-clone `make test`. --compile-bytecode, as pip does: where PYTHONDONTWRITEBYTECODE is
 # set, a venv without .pyc files compiles its libraries again in every process (a
 # clean-clone suite took 502 s instead of 365). pip stays in the venv for deploy/bundle.py
@@ -73,9 +73,11 @@ test:
 	  rm -f .mypy.out; [ $$tests = 0 ] && [ $$typed = 0 ]
 
 # The inner loop: the pure cores and the unit tests, no servers, no browser, no broker
-# (pytest --fast, tests/conftest.py); under a minute. `make test` runs everything.
+# (pytest --fast, tests/conftest.py); under 30 s. `make test` runs everything. Bytecode is
+# written whatever PYTHONDONTWRITEBYTECODE says: pytest keeps each test module's rewritten
+# asserts, instead of rewriting them in each worker every time (harness/suite.py).
 test-fast: venv
-	$(BIN)/python -m pytest -q --fast -n 2
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q --fast -n 2
 
 lint: venv
 	$(BIN)/ruff check .

@@ -1,6 +1,9 @@
 """What the tests and the benchmark share, so that neither imports the other.
 
+- :mod:`.suite` -- ``make test``'s two pytest runs (README.md here says how and why)
+- :mod:`.thread_server` -- ``shotclock serve``'s service in a thread of the test's process
 - :mod:`.server` -- a real ``shotclock serve`` (or ``hall``) process on a free loopback port
+  (forked by :mod:`.zygote`)
 - :mod:`.broker` -- a real Mosquitto broker for the MQTT tests and benchmark, its role
   accounts (``ROLES``, ``roles.acl``)
 - :mod:`.watcher` -- a plain paho-mqtt client: an outside consumer of the hall's topics

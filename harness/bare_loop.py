@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Awaitable
 from typing import Any
 
-__all__ = ["BareLoop", "BareLoopThread", "gross_bound"]
+__all__ = ["BareLoop", "BareLoopThread", "gross_bound", "worst_tick_late"]
 
 
 def gross_bound(bare_worst_ms: float, floor_ms: float = 150.0) -> float:
@@ -23,6 +24,32 @@ def gross_bound(bare_worst_ms: float, floor_ms: float = 150.0) -> float:
     this catches a clock held up (a blocking call: hundreds of ms, or seconds), not a few
     ms; the precision is the benchmark's (bench/README.md)."""
     return max(floor_ms, 2 * bare_worst_ms + 50)
+
+async def worst_tick_late(work: Awaitable[Any], period_s: float = 0.01) -> float:
+    """Await ``work`` on this loop while a tick every ``period_s`` measures how late this
+    loop wakes up meanwhile: the worst (ms). A call that blocks the loop makes it as late as
+    the call is long; judge it against a bare loop in another thread (``BareLoopThread``)
+    over the same moments, with ``gross_bound``."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    worst = 0.0
+
+    async def tick() -> None:
+        nonlocal worst
+        target = loop.time() + period_s
+        while True:
+            await asyncio.sleep(max(0.0, target - loop.time()))
+            worst = max(worst, (loop.time() - target) * 1000)
+            target += period_s
+
+    ticker = asyncio.ensure_future(tick())
+    try:
+        await work
+    finally:
+        ticker.cancel()
+    return worst
+
 
 SCRIPT = r"""
 import asyncio, json, sys, time

@@ -1,7 +1,8 @@
-"""A real ``shotclock serve`` process on a free loopback port, for end-to-end tests.
-
-Shared by the e2e, fault, browser and hardware tests: start it, kill it with SIGKILL,
-start it again on the same SQLite file and port.
+"""A real ``shotclock serve`` process on a free loopback port, for the tests where the
+process is what is tested: start it, kill it with SIGKILL, start it again on the same
+SQLite file and port, send it signals, fill its disk, limit its open files. Where it is
+not, a test serves the same service in a thread of its own process
+(:mod:`harness.thread_server`); both are driven through :class:`Service`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from harness.process import Child
 
-__all__ = ["CAMERA_NICE", "ServerProcess", "free_port", "http", "ONE_ADDRESS_LOAD"]
+__all__ = ["CAMERA_NICE", "ServerProcess", "Service", "free_port", "http", "ONE_ADDRESS_LOAD"]
 
 # The per-address limits off (clock_service/service/limits.py), for a benchmark or test that drives
 # many clients and tables from one address (the limits have their own tests).
@@ -33,12 +34,13 @@ ONE_ADDRESS_LOAD = {
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# A service with a camera in a test that runs at nice 10 (the rest of `make test`,
-# harness/suite.py): its camera thread, 10 steps nicer still, was at 19 and got nothing
-# while the timing tests and their pages kept the machine busy (the calibrate page never
-# saw its first frame within 30 s in a clean-clone run). Run such a service at the normal
-# priority, so its camera thread is at 10, as on a Pi.
-CAMERA_NICE = 0
+# A service with a camera runs at nice -10 (root only; make test's tests run at 0): its
+# camera thread runs 10 steps nicer than the service (budget.CAMERA_NICE), at 0, so it
+# competes with the other tests' work as on a Pi it has the CPU the service leaves. At 10
+# it got too few frames a second to decide while three workers kept the machine busy (the
+# calibrate page stayed "not sure" in a clean-clone run at load 25); at 19 it got nothing
+# (the page never saw its first frame, when make test ran such tests at nice 10).
+CAMERA_NICE = -10
 
 
 def free_port() -> int:
@@ -77,29 +79,11 @@ def _python_env(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith("PYTHON")}
 
 
-class ServerProcess(Child):
-    def __init__(self, db: Path, *, port: int | None = None, env: dict[str, str] | None = None,
-                 log: Path | None = None, subcommand: str = "serve",
-                 log_level: str = "warning", nofile: int | None = None,
-                 args: list[str] | None = None, nice: int | None = None,
-                 fork: bool = True, session: bool = False) -> None:
-        self.subcommand = subcommand  # "serve", or "hall" (the MQTT mirror)
-        self.log_level = log_level
-        self.db = Path(db)
-        self.port = port or free_port()
-        self.port_chosen = port is None  # by free_port(): another may be chosen (start)
-        self.env = {**os.environ, "SHOTCLOCK_DISPLAY": "none", **(env or {})}
-        self.log = log or self.db.with_suffix(".log")
-        self.proc: Any = None  # subprocess.Popen, or harness.zygote.Forked
-        self.nofile = nofile  # a hard limit on the server's open files (a Pi's 1024, say)
-        self.args = args or []
-        # the service's niceness, whatever the test's (its camera thread runs 10 steps nicer
-        # than it); making it less nice than the test needs root, and is skipped without
-        self.nice = nice
-        self.fork = fork  # False: a fresh Python even where FORK is on (harness/zygote.py)
-        # True: a session of its own (a fresh Python), so that the kernel's autogroup
-        # scheduling can weigh it against the other sessions (test_lan_attacks.favour)
-        self.session = session
+class Service:
+    """A service on a loopback ``port``, as its clients reach it: its URLs and a blocking
+    JSON client."""
+
+    port: int
 
     @property
     def url(self) -> str:
@@ -116,6 +100,43 @@ class ServerProcess(Child):
         from websockets.typing import Origin
 
         return Origin(self.url)
+
+    def get(self, path: str) -> Any:
+        status, body = http("GET", self.url + path)
+        assert status == 200, (status, body)
+        return body
+
+    def post(self, path: str, body: Any, token: str | None = None) -> tuple[int, Any]:
+        return http("POST", self.url + path, body, token=token)
+
+    def delete(self, path: str, token: str | None = None) -> tuple[int, Any]:
+        return http("DELETE", self.url + path, token=token)
+
+    def command(self, table: str, command: str, token: str | None = None,
+                **fields: Any) -> tuple[int, Any]:
+        return self.post(f"/api/tables/{table}/commands", {"command": command, **fields}, token)
+
+
+class ServerProcess(Child, Service):
+    def __init__(self, db: Path, *, port: int | None = None, env: dict[str, str] | None = None,
+                 log: Path | None = None, subcommand: str = "serve",
+                 log_level: str = "warning", nofile: int | None = None,
+                 args: list[str] | None = None, nice: int | None = None,
+                 fork: bool = True) -> None:
+        self.subcommand = subcommand  # "serve", or "hall" (the MQTT mirror)
+        self.log_level = log_level
+        self.db = Path(db)
+        self.port = port or free_port()
+        self.port_chosen = port is None  # by free_port(): another may be chosen (start)
+        self.env = {**os.environ, "SHOTCLOCK_DISPLAY": "none", **(env or {})}
+        self.log = log or self.db.with_suffix(".log")
+        self.proc: Any = None  # subprocess.Popen, or harness.zygote.Forked
+        self.nofile = nofile  # a hard limit on the server's open files (a Pi's 1024, say)
+        self.args = args or []
+        # the service's niceness, whatever the test's (its camera thread runs 10 steps nicer
+        # than it); making it less nice than the test needs root, and is skipped without
+        self.nice = nice
+        self.fork = fork  # False: a fresh Python even where FORK is on (harness/zygote.py)
 
     def start(self, timeout: float = 60.0) -> ServerProcess:
         """Start the service and wait for its /api/health. The port free_port() chose can be
@@ -155,7 +176,7 @@ class ServerProcess(Child):
 
         argv = [self.subcommand, "--host", "127.0.0.1", "--port", str(self.port),
                 "--db", str(self.db), "--log-level", self.log_level, *self.args]
-        forked = FORK and self.fork and not self.session
+        forked = FORK and self.fork
         if forked and _python_env(self.env) == _python_env(dict(os.environ)):
             from harness.zygote import Zygote
 
@@ -167,7 +188,6 @@ class ServerProcess(Child):
                 [sys.executable, "-m", "clock_service", *argv],
                 cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                 preexec_fn=limit_files if nofile is not None or nice is not None else None,
-                start_new_session=self.session,
             )
             out.close()
 
@@ -198,18 +218,3 @@ class ServerProcess(Child):
         process = psutil.Process(self.proc.pid)
         _, hard = process.rlimit(psutil.RLIMIT_FSIZE)
         process.rlimit(psutil.RLIMIT_FSIZE, (1 if full else hard, hard))
-
-    def get(self, path: str) -> Any:
-        status, body = http("GET", self.url + path)
-        assert status == 200, (status, body)
-        return body
-
-    def post(self, path: str, body: Any, token: str | None = None) -> tuple[int, Any]:
-        return http("POST", self.url + path, body, token=token)
-
-    def delete(self, path: str, token: str | None = None) -> tuple[int, Any]:
-        return http("DELETE", self.url + path, token=token)
-
-    def command(self, table: str, command: str, token: str | None = None,
-                **fields: Any) -> tuple[int, Any]:
-        return self.post(f"/api/tables/{table}/commands", {"command": command, **fields}, token)

@@ -1,52 +1,32 @@
-"""`make test`: the whole suite in two pytest runs at once, on a 2-core machine in 8 minutes.
+"""`make test`: the whole suite in two pytest runs, one after the other.
 
-Most of the suite's wall time is spent waiting, not computing: a `serial` test (listed in
-harness/groups.py) measures against the wall clock, so it waits out real timeouts, expiries
-and restarts, one test at a time. The other tests fill those waits:
+1. Everything but the tests marked ``serial``: ``pytest -n 3 --dist worksteal -m "not
+   serial"``. Most tests run the service in a thread of their own process
+   (harness/thread_server.py) and judge nothing against the wall clock, so they may share
+   the machine: three workers on two cores, because some of them wait (a broker, a page,
+   a real timeout) while others compute; ``worksteal`` hands a worker that ran out of tests
+   part of another's.
+2. Then the tests marked ``serial``: ``pytest -m serial``, one at a time, with the machine
+   to themselves. They judge time against the wall clock (an expiry's lateness against a
+   bare loop's, a display blanked within 0.5 s, a camera looking at 80% of a 30 fps file
+   in real time): run beside the first run's Chromiums, their measures would be the
+   machine's, not the product's.
 
-- the serial run: ``pytest -m "serial and not alone"``, one process, at normal priority,
-  printed live;
-- the rest: ``pytest -n 2 --dist loadfile -m "not serial"`` at a lower CPU priority (nice 10,
-  ``SHOTCLOCK_TEST_NICE``), so that when both want the CPU the serial tests (and the servers,
-  brokers and browsers they start, which inherit their priority) get about nine tenths of it
-  and their timing holds. (The rest's Chromium is the exception: Playwright starts it in a
-  session of its own, and with the kernel's autogroups on, niceness counts only within a
-  session. Lowering the rest's browser
-  sessions too, tried in 3831e50, took the serial run from 545 s to 438 s on a slow 2-core
-  machine, but starved the rest's pages until they showed a stale link and two overlay
-  tests failed in three clean-clone runs.)
-- the serial run in a session of its own, whose autogroup is niced to -5
-  (``SHOTCLOCK_TEST_SERIAL_AUTOGROUP``; root only, as in CI; 0 leaves it). Where the kernel
-  schedules by autogroup (``/proc/sys/kernel/sched_autogroup_enabled``, on here and on CI),
-  niceness weighs only within a session, and each session weighs the same: the rest's
-  Chromiums, each in a session of its own, competed with the serial run's services as
-  equals, and an expiry measured there was late by what they took. The serial run's
-  services, brokers and zygote are its children, in its session; its own Chromium is in
-  a session of its own, at 0, as before. (-5 is three times a session at 0: the serial run
-  uses about half a core on average, in bursts.)
-- then, once both have ended, the tests marked ``alone`` (a camera in real time, whose thread
-  runs below the loop's priority), with the machine to themselves. (They cost about 20 s
-  at the end. Run beside the rest instead, in the serial run's session, the camera's test
-  failed 5 of 16 times with its autogroup at -5 and 2 of 16 at -15: frames skipped, a rest
-  or a strike seen more than a frame late, once fewer than 80% of the frames looked at.)
+Each line is printed as it comes, prefixed with its run (``rest   |``, ``serial |``); the
+suite fails if either run fails, and each run's failures and random-order seed are printed
+again at the end. Arguments go to both runs (``PYTEST_ADDOPTS`` too);
+``SHOTCLOCK_TEST_WORKERS`` sets the first run's workers.
 
-Which tests are serial or alone: harness/groups.py. Each line is printed as it comes,
-prefixed with its run (``serial |``, ``rest   |``, ``alone  |``); the run fails if any run
-fails, and each run's failures and random-order seed are printed again at the end.
-Arguments go to every run (``PYTEST_ADDOPTS`` too).
-
-Before the runs, the project's modules are compiled once (``_compile``): the suite starts
-about two hundred ``shotclock`` processes, and where ``PYTHONDONTWRITEBYTECODE`` is set (it
-is on the machines this project is developed on) Python writes no ``.pyc`` of its own, so
-each of them compiled about 90 modules again from source: a server start took 1.8 s of CPU,
-1.2-1.45 s with them compiled.
+Before the runs, the project's modules are compiled once (``_compile``), and the runs may
+write bytecode whatever ``PYTHONDONTWRITEBYTECODE`` says (it is set on the machines this
+project is developed on): without, every pytest process rewrote the asserts of every test
+module again (10 s of CPU a collection, 3.5 s with pytest's cached rewrites), and every
+service process compiled the modules it imports.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -54,100 +34,53 @@ import time
 from pathlib import Path
 from typing import IO
 
-from harness.groups import ALONE, SERIAL
-
-__all__ = ["favour_session", "main"]
+__all__ = ["main"]
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("clock_service", "firmware_bridge", "web_ui", "harness", "bench")
 
 
-def _runs(argv: list[str]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """The runs at once, and the run after them. Unless the arguments name paths, each run
-    collects only its own files (a collection of the whole suite costs seconds of CPU)."""
-    paths = any(not a.startswith("-") and Path(a.split("::")[0]).exists() for a in argv)
-    serial = [] if paths else list(SERIAL)
-    # (one test of a file: its marker keeps it out of the rest, -m "not serial")
-    ignore = [] if paths else [f"--ignore={p}" for p in SERIAL if "::" not in p]
-    alone = [] if paths else list(ALONE)
-    return ({"serial": ["-m", "serial and not alone", *serial],
-             "rest": ["-n", "2", "--dist", "loadfile", "-m", "not serial", *ignore]},
-            {"alone": ["-m", "alone", *alone]})
+def _runs(workers: int) -> list[tuple[str, list[str]]]:
+    return [("rest", ["-n", str(workers), "--dist", "worksteal", "-m", "not serial"]),
+            ("serial", ["-p", "no:xdist", "-m", "serial"])]
 
 
-def _pump(name: str, stream: IO[str], lock: threading.Lock, tail: list[str]) -> None:
+def _pump(name: str, stream: IO[str], tail: list[str]) -> None:
     for line in stream:
-        with lock:
-            sys.stdout.write(f"{name:<6} | {line}")
-            sys.stdout.flush()
+        sys.stdout.write(f"{name:<6} | {line}")
+        sys.stdout.flush()
         tail.append(line)
         if len(tail) > 200:
             del tail[:100]
 
 
-def favour_session(pid: int, nice: int) -> None:
-    """The autogroup of ``pid``'s session niced to ``nice`` (a negative one needs root; not
-    root, or no autogroups in this kernel: left as it is)."""
-    with contextlib.suppress(OSError):
-        Path(f"/proc/{pid}/autogroup").write_text(str(nice))
-
-
-def _run(runs: dict[str, list[str]], argv: list[str], nice: int, lock: threading.Lock,
-         started: float, favoured: int = 0) -> dict[str, tuple[int, float, list[str]]]:
-    """Run these pytest runs at once; each one's exit code, seconds since ``started`` and
-    the last lines it printed. ``favoured``: the serial run's autogroup nice (0: none)."""
-    procs: dict[str, subprocess.Popen[str]] = {}
-    pumps: list[threading.Thread] = []
-    tails: dict[str, list[str]] = {}
-    own_sessions: set[str] = set()  # the runs in a session of their own
+def _run(name: str, args: list[str], argv: list[str], env: dict[str, str]
+         ) -> tuple[int, list[str]]:
+    """One pytest run to its end: its exit code and the last lines it printed."""
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-q", *args, *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            bufsize=1, env=env)
+    tail: list[str] = []
+    assert proc.stdout is not None
+    pump = threading.Thread(target=_pump, args=(name, proc.stdout, tail), daemon=True)
+    pump.start()
     try:
-        for name, args in runs.items():
-            command = [sys.executable, "-m", "pytest", "-q", *args, *argv]
-            if name == "rest" and nice:
-                command = ["nice", "-n", str(nice), *command]
-            own_session = name == "serial" and favoured != 0
-            procs[name] = proc = subprocess.Popen(command, stdout=subprocess.PIPE,
-                                                  stderr=subprocess.STDOUT, text=True,
-                                                  bufsize=1, start_new_session=own_session)
-            if own_session:
-                own_sessions.add(name)
-                favour_session(proc.pid, favoured)
-            tails[name] = []
-            assert proc.stdout is not None
-            pump = threading.Thread(target=_pump, args=(name, proc.stdout, lock, tails[name]),
-                                    daemon=True)
-            pump.start()
-            pumps.append(pump)
-        ended: dict[str, tuple[int, float, list[str]]] = {}
-        while len(ended) < len(procs):
-            for name, proc in procs.items():
-                if name not in ended and proc.poll() is not None:
-                    ended[name] = (proc.returncode, time.monotonic() - started, tails[name])
-            time.sleep(0.2)
+        code = proc.wait()
     finally:  # Ctrl-C, or anything else: no pytest left running
-        # A run in a session of its own does not get a terminal's Ctrl-C: it gets the
-        # SIGINT here, so that pytest stops its servers and brokers itself, as the others do.
-        for name, proc in procs.items():
-            if proc.poll() is None:
-                if name in own_sessions:
-                    proc.send_signal(signal.SIGINT)
-                else:
-                    proc.terminate()
-        for proc in procs.values():
+        if proc.poll() is None:
+            proc.terminate()
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-    for pump in pumps:
-        pump.join(timeout=5)
-    return ended
+    pump.join(timeout=5)
+    return code, tail
 
 
 def _compile() -> None:
     """Each package's ``.pyc`` written (or found up to date), whatever
-    ``PYTHONDONTWRITEBYTECODE`` says: py_compile writes the file it is asked to. Imports
-    read a ``.pyc`` either way."""
+    ``PYTHONDONTWRITEBYTECODE`` says: py_compile writes the file it is asked to."""
     import compileall
 
     for package in PACKAGES:
@@ -155,15 +88,15 @@ def _compile() -> None:
 
 
 def main(argv: list[str]) -> int:
-    nice = int(os.environ.get("SHOTCLOCK_TEST_NICE", "10"))
-    favoured = int(os.environ.get("SHOTCLOCK_TEST_SERIAL_AUTOGROUP", "-5"))
-    lock = threading.Lock()
+    workers = int(os.environ.get("SHOTCLOCK_TEST_WORKERS", "3"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     started = time.monotonic()
     _compile()
+    ended: dict[str, tuple[int, float, list[str]]] = {}
     try:
-        runs, after = _runs(argv)
-        ended = _run(runs, argv, nice, lock, started, favoured)
-        ended |= _run(after, argv, nice, lock, started)
+        for name, args in _runs(workers):
+            code, tail = _run(name, args, argv, env)
+            ended[name] = (code, time.monotonic() - started, tail)
     except KeyboardInterrupt:
         return 130
     print()

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.groups import ALONE, SERIAL
-from tests.server import ServerProcess
+from harness.thread_server import ThreadServer
 
 # `make test-fast` (pytest --fast): the pure cores and the unit tests, for the inner loop.
 # These directories and files are left out whole (servers, brokers, Chromium, real time);
@@ -43,17 +42,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 LEFTOVER_GRACE_S = 10.0
 
-# SERIAL and ALONE (harness/groups.py): how `make test` runs which tests; marked here.
-
-
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    """A real `shotclock serve` on a free loopback port and a fresh SQLite file."""
-    proc = ServerProcess(tmp_path / "shotclock.db").start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
+def server(tmp_path: Path) -> Iterator[ThreadServer]:
+    """``shotclock serve``'s service on a free loopback port and a fresh SQLite file, in a
+    thread of this process (harness/thread_server.py): a test that kills, restarts or
+    signals it starts a ServerProcess instead."""
+    with ThreadServer(tmp_path / "shotclock.db") as service:
+        yield service
 
 
 _reaping = False
@@ -87,13 +82,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     this thread while the browser package's Chromium is up, so an async test of another
     package must not run between two browser modules (and Chromium starts once)."""
     rootpath = Path(str(config.rootpath))
-    for item in items:
-        path = Path(str(item.path)).relative_to(rootpath).as_posix()
-        test = f"{path}::{item.name}"  # SERIAL may name one test of a file
-        if path.startswith(SERIAL + ALONE) or test.startswith(SERIAL + ALONE):
-            item.add_marker(pytest.mark.serial)
-        if path.startswith(ALONE):
-            item.add_marker(pytest.mark.alone)
     if config.getoption("--fast"):
         keep, slow = [], []
         for item in items:
@@ -184,9 +172,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:  # u
     if not _reaping:
         return  # not Linux, or a pytest-xdist worker (the controller checks)
     worker = sys.modules.get("clock_service.edges.reports.worker")
-    pool = getattr(worker, "_executor", None)
-    if pool is not None:
-        pool.shutdown(wait=True, cancel_futures=True)
+    if worker is not None:
+        worker.shutdown()
     deadline = time.monotonic() + LEFTOVER_GRACE_S
     while (left := _ours()) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -21,6 +21,7 @@ from clock_service.edges.client import (
     send_command,
     ws_url_of,
 )
+from harness.server import Service
 from tests.server import ServerProcess, http
 from tests.waiting import until_async
 
@@ -94,7 +95,7 @@ async def test_follower_gets_every_event_once_in_order_across_a_sigkill(tmp_path
     assert "shot.result" in kinds and kinds[-2:] == ["foul", "turn"]
 
 
-async def test_follow_resumes_from_since(server: ServerProcess) -> None:
+async def test_follow_resumes_from_since(server: Service) -> None:
     http("POST", server.url + "/api/tables", {"id": "r", "players": ["A", "B"]})
     for _ in range(4):
         await _send(server.url, "r", "turn")
@@ -105,13 +106,13 @@ async def test_follow_resumes_from_since(server: ServerProcess) -> None:
     assert [e["seq"] for e in got] == [4, 5, 6]
 
 
-async def test_follow_an_unknown_table_raises(server: ServerProcess) -> None:
+async def test_follow_an_unknown_table_raises(server: Service) -> None:
     with pytest.raises(UnknownTableError):
         async for _ in follow(server.url, "nope", backoff_s=0.01):
             pass
 
 
-def test_send_command_raises_the_service_error(server: ServerProcess) -> None:
+def test_send_command_raises_the_service_error(server: Service) -> None:
     state = send_command(server.url, "1", "start")
     assert state["phase"] == "running"
     with pytest.raises(CommandRefused) as info:

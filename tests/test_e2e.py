@@ -1,6 +1,8 @@
-"""End to end: a real `shotclock serve` process, a real SQLite file, HTTP and WebSocket clients.
+"""End to end: ``shotclock serve``'s service, a real SQLite file, HTTP and WebSocket clients.
 
-Short time profiles keep the real-time waits to a few seconds.
+The service runs in a thread of the test process (harness/thread_server.py), but where the
+process is what is tested: a SIGKILL and a restart. Short time profiles keep the real-time
+waits to a few seconds.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from harness.bare_loop import BareLoop, gross_bound
+from harness.server import Service
+from harness.thread_server import ThreadServer
 from tests.alive import alive_at
 from tests.server import ServerProcess, http
 from tests.waiting import until
@@ -26,7 +30,7 @@ SHORT = {"shot_ms": 1500, "full_rounds": 1, "step_ms": 250, "floor_ms": 1000,
          "extension_ms": 1000, "warnings_ms": [1000, 500]}
 
 
-def create(server: ServerProcess, table: str = "e2e", token: str | None = None,
+def create(server: Service, table: str = "e2e", token: str | None = None,
            **body: Any) -> dict[str, Any]:
     status, state = server.post("/api/tables", {"id": table, "players": ["Ivanov", "Petrov"],
                                                 "profile": SHORT, **body}, token)
@@ -54,7 +58,8 @@ def ok(result: tuple[int, Any]) -> dict[str, Any]:
     return body
 
 
-def test_a_frame_over_http_with_every_event_over_the_websocket(server: ServerProcess) -> None:
+@pytest.mark.serial
+def test_a_frame_over_http_with_every_event_over_the_websocket(server: Service) -> None:
     create(server)
     with connect(f"{server.ws_url}/ws/tables/e2e") as ws:
         snapshot = receive(ws)
@@ -118,7 +123,7 @@ def test_a_frame_over_http_with_every_event_over_the_websocket(server: ServerPro
     assert (state["phase"], state["fouls"], state["frames_won"]) == ("frame_over", [0, 2], [1, 0])
 
 
-def test_reconnect_with_since_receives_exactly_the_missed_events(server: ServerProcess) -> None:
+def test_reconnect_with_since_receives_exactly_the_missed_events(server: Service) -> None:
     # A minute's shot: no warning or expiry of the clock's own among the presses' events,
     # however slowly the machine lets this test press (SHORT warns 0.5 s after a start).
     create(server, profile={**SHORT, "shot_ms": 60000, "floor_ms": 30000})
@@ -176,7 +181,7 @@ def test_sigkill_restart_keeps_state_and_history(tmp_path: Path) -> None:
     assert after["seq"] == log_after[-1]["seq"]
 
 
-def test_bad_input_gets_clear_errors_and_changes_nothing(server: ServerProcess) -> None:
+def test_bad_input_gets_clear_errors_and_changes_nothing(server: Service) -> None:
     create(server)
     before = server.get("/api/tables/e2e")
     cases = [
@@ -212,8 +217,7 @@ def test_bad_input_gets_clear_errors_and_changes_nothing(server: ServerProcess) 
 
 
 def test_referee_token_guards_commands_not_reading(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "auth.db",
-                           env={"SHOTCLOCK_REFEREE_TOKEN": "s3cret"}).start()
+    server = ThreadServer(tmp_path / "auth.db", env={"SHOTCLOCK_REFEREE_TOKEN": "s3cret"}).start()
     try:
         status, got = server.command("1", "start")
         assert status == 401 and got["error"]["code"] == "unauthorized"
@@ -241,7 +245,7 @@ def test_referee_token_guards_commands_not_reading(tmp_path: Path) -> None:
         server.stop()
 
 
-def test_websocket_ping_and_errors_keep_the_connection_usable(server: ServerProcess) -> None:
+def test_websocket_ping_and_errors_keep_the_connection_usable(server: Service) -> None:
     with connect(f"{server.ws_url}/ws/tables/1", origin=server.origin) as ws:
         receive(ws)
         ws.send("not json")
@@ -259,7 +263,7 @@ def test_websocket_ping_and_errors_keep_the_connection_usable(server: ServerProc
         assert receive(ws)["error"]["code"] == "unknown_table"
 
 
-def test_shotclock_follow_prints_every_event_as_json_lines(server: ServerProcess) -> None:
+def test_shotclock_follow_prints_every_event_as_json_lines(server: Service) -> None:
     import subprocess
     import sys
 

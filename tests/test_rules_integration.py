@@ -26,7 +26,7 @@ from clock_service.core.commands import (
 )
 from clock_service.core.errors import InvalidCommand, RuleRefusal
 from clock_service.core.events import EVENT_TYPES, Event
-from tests.server import ServerProcess
+from harness.server import Service
 from tests.waiting import until
 
 T0 = 1_000_000.0
@@ -653,14 +653,14 @@ def _ok(result: tuple[int, Any]) -> dict[str, Any]:
     return body
 
 
-def _shot(server: ServerProcess, table: str, **report: Any) -> dict[str, Any]:
+def _shot(server: Service, table: str, **report: Any) -> dict[str, Any]:
     _ok(server.command(table, "start"))
     _ok(server.command(table, "shot"))
     return _ok(server.command(table, "result", **report))
 
 
 @pytest.mark.e2e
-def test_a_match_race_to_two_over_http(server: ServerProcess) -> None:
+def test_a_match_race_to_two_over_http(server: Service) -> None:
     status, state = server.post("/api/tables", {"id": "m", "players": ["Ivanov", "Petrov"],
                                                 "race_to": 2})
     assert status == 201, state
@@ -721,7 +721,7 @@ def test_a_match_race_to_two_over_http(server: ServerProcess) -> None:
 
 
 @pytest.mark.e2e
-def test_call_then_shot_then_result_over_http(server: ServerProcess) -> None:
+def test_call_then_shot_then_result_over_http(server: Service) -> None:
     """Issue 12 over HTTP: the break's legality, a general foul with its code, the call
     announced before the shot and the result judged against it (the cue ball's contact
     implied), a frame ended by the referee with a reason, a time foul before the break, an

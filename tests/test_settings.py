@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from clock_service.service import settings as config
 from clock_service.service.settings import Settings, default_db_path, load
+from tests.cli import Ran, shotclock
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [ROOT / "clock_service", ROOT / "firmware_bridge", ROOT / "web_ui"]
@@ -112,9 +111,8 @@ def test_the_camera_calibration_default_is_beside_the_store(tmp_path: Path) -> N
     assert s.camera_calibration_path == Path("/etc/cal.json")
 
 
-def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clock_service", *args], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=60)
+def run_cli(*args: str, env: dict[str, str]) -> Ran:
+    return shotclock(*args, env=env)
 
 
 def test_shotclock_config_says_where_each_value_came_from_and_redacts(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from websockets.sync.client import connect
 
+from tests.cli import shotclock
 from tests.server import ROOT, ServerProcess, free_port
 
 pytestmark = pytest.mark.e2e
@@ -27,9 +28,7 @@ TOKEN = "tls-director-token-0123456789"
 
 def tls_init(out: Path, *devices: str) -> None:
     args = [a for d in devices for a in ("--device", d)]
-    done = subprocess.run([sys.executable, "-m", "clock_service", "tls", "init", "--out",
-                           str(out), *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = shotclock("tls", "init", "--out", str(out), *args)  # by this process
     assert done.returncode == 0, done.stderr
 
 
@@ -127,8 +126,6 @@ def test_a_certificate_without_its_key_is_refused(tmp_path: Path) -> None:
     env = {**os.environ, "SHOTCLOCK_DISPLAY": "none"}
     for args in (["--tls-cert", str(tls / "a.crt")],
                  ["--tls-cert", str(tls / "a.crt"), "--tls-key", str(tls / "b.key")]):
-        done = subprocess.run([sys.executable, "-m", "clock_service", "serve", "--port",
-                               str(free_port()), "--db", str(tmp_path / "x.db"), *args],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
-                              check=False)
+        done = shotclock("serve", "--port", str(free_port()), "--db", str(tmp_path / "x.db"),
+                         *args, env=env)  # a refusal at start: by this process
         assert done.returncode == 78, done.stderr

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
-from tests.server import ServerProcess, http
+from harness.thread_server import ThreadServer
+from tests.server import http
 
 pytestmark = pytest.mark.e2e
 
@@ -29,8 +30,8 @@ DIRECTOR = "director-token-0123456789"
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    s = ServerProcess(tmp_path / "tokens.db", env={"SHOTCLOCK_REFEREE_TOKEN": DIRECTOR,
+def server(tmp_path: Path) -> Iterator[ThreadServer]:
+    s = ThreadServer(tmp_path / "tokens.db", env={"SHOTCLOCK_REFEREE_TOKEN": DIRECTOR,
                                                    "SHOTCLOCK_DEFAULT_TABLE": ""}).start()
     try:
         for table in ("5", "7"):
@@ -42,7 +43,7 @@ def server(tmp_path: Path) -> Iterator[ServerProcess]:
         s.stop()
 
 
-def issue(server: ServerProcess, **body: Any) -> dict[str, Any]:
+def issue(server: ThreadServer, **body: Any) -> dict[str, Any]:
     status, issued = server.post("/api/tokens", body, token=DIRECTOR)
     assert status == 201, issued
     assert len(issued["token"]) >= 32
@@ -54,7 +55,7 @@ def code(result: tuple[int, Any]) -> tuple[int, str]:
     return status, body["error"]["code"] if isinstance(body, dict) and "error" in body else ""
 
 
-def test_a_referee_token_commands_its_own_table_only(server: ServerProcess) -> None:
+def test_a_referee_token_commands_its_own_table_only(server: ThreadServer) -> None:
     referee = issue(server, role="referee", tables=["7"], name="ref7")["token"]
     assert server.command("7", "start", token=referee)[0] == 200
     assert code(server.command("5", "start", token=referee)) == (403, "forbidden_table")
@@ -76,7 +77,7 @@ def test_a_referee_token_commands_its_own_table_only(server: ServerProcess) -> N
     assert server.command("5", "start", token=DIRECTOR)[0] == 200
 
 
-def test_who_sent_a_command_comes_from_the_credential(server: ServerProcess) -> None:
+def test_who_sent_a_command_comes_from_the_credential(server: ThreadServer) -> None:
     referee = issue(server, role="referee", tables=["7"], name="ref7")["token"]
     status, body = server.command("7", "start", token=referee, by="camera", source="camera")
     assert status == 200, body
@@ -95,7 +96,7 @@ def test_who_sent_a_command_comes_from_the_credential(server: ServerProcess) -> 
 
 
 def test_revoked_at_once_rotated_without_a_restart_and_kept_across_one(
-        server: ServerProcess) -> None:
+        server: ThreadServer) -> None:
     first = issue(server, role="referee", tables=["7"], name="ref7")
     with connect(f"{server.ws_url}/ws/tables/7?token={first['token']}", open_timeout=5) as ws:
         snapshot = json.loads(ws.recv(timeout=5))

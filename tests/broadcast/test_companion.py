@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.server import ROOT, ServerProcess
+from harness.thread_server import ThreadServer
+from tests.server import ROOT
 
 pytestmark = pytest.mark.e2e
 
@@ -38,7 +39,7 @@ def node_modules() -> None:
                     "them (apt-get install nodejs npm)")
 def test_the_companion_module_against_a_real_service(tmp_path: Path) -> None:
     node_modules()
-    server = ServerProcess(tmp_path / "companion.db",
+    server = ThreadServer(tmp_path / "companion.db",
                            env={"SHOTCLOCK_REFEREE_TOKEN": TOKEN}).start()
     try:
         status, body = server.post("/api/tables", {"id": "deck", "players": ["Anna", "Boris"],

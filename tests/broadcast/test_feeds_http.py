@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.server import ServerProcess, http
+from harness.thread_server import ThreadServer
+from tests.server import http
 
 pytestmark = pytest.mark.e2e
 
@@ -25,9 +26,9 @@ PROFILE = {"shot_ms": 60000, "full_rounds": 1, "step_ms": 1000, "floor_ms": 3000
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadServer]:
     db = Path(tmp_path_factory.mktemp("feeds")) / "feeds.db"
-    proc = ServerProcess(db, env={"SHOTCLOCK_REFEREE_TOKEN": TOKEN}).start()
+    proc = ThreadServer(db, env={"SHOTCLOCK_REFEREE_TOKEN": TOKEN}).start()
     try:
         status, body = proc.post("/api/tables", {"id": "f1", "players": ["Anna", "Boris"],
                                                  "profile": PROFILE, "race_to": 5}, TOKEN)
@@ -41,7 +42,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         proc.stop()
 
 
-def get(server: ServerProcess, path: str, etag: str | None = None
+def get(server: ThreadServer, path: str, etag: str | None = None
         ) -> tuple[int, dict[str, str], bytes]:
     request = urllib.request.Request(server.url + path)  # no token
     if etag:
@@ -53,7 +54,7 @@ def get(server: ServerProcess, path: str, etag: str | None = None
         return exc.code, dict(exc.headers), exc.read()
 
 
-def test_each_format_parsed_by_its_own_rules_equals_the_state(server: ServerProcess) -> None:
+def test_each_format_parsed_by_its_own_rules_equals_the_state(server: ThreadServer) -> None:
     state = server.get("/api/tables/f1")
     assert state["phase"] == "ready" and state["player"] == 1  # the foul passed the turn
     status, headers, body = get(server, "/feeds/tables/f1.json?lang=ru")
@@ -88,7 +89,7 @@ def test_each_format_parsed_by_its_own_rules_equals_the_state(server: ServerProc
         assert int(got["seq"]) == state["seq"]
 
 
-def test_all_tables_and_english(server: ServerProcess) -> None:
+def test_all_tables_and_english(server: ThreadServer) -> None:
     status, _, body = get(server, "/feeds/tables.xml")
     assert status == 200
     root = ET.fromstring(body)
@@ -101,7 +102,7 @@ def test_all_tables_and_english(server: ServerProcess) -> None:
     assert [r["table"] for r in json.loads(body)] == ids
 
 
-def test_etag_is_answered_with_304_until_the_state_changes(server: ServerProcess) -> None:
+def test_etag_is_answered_with_304_until_the_state_changes(server: ThreadServer) -> None:
     status, headers, body = get(server, "/feeds/tables/f1.json")
     etag = headers["etag"]
     assert status == 200 and etag.startswith('"') and headers["cache-control"] == "no-cache"
@@ -119,7 +120,7 @@ def test_etag_is_answered_with_304_until_the_state_changes(server: ServerProcess
         assert server.command("f1", "turn", TOKEN)[0] == 200
 
 
-def test_errors_as_the_rest_of_the_api(server: ServerProcess) -> None:
+def test_errors_as_the_rest_of_the_api(server: ThreadServer) -> None:
     status, _, body = get(server, "/feeds/tables/nope.json")
     assert status == 404 and json.loads(body)["error"]["code"] == "unknown_table"
     status, _, body = get(server, "/feeds/tables/f1.txt")

@@ -15,7 +15,8 @@ import pytest
 
 from clock_service.edges.broadcast.rows import FIELDS
 from clock_service.edges.broadcast.textfiles import FILE_OF, TextFiles
-from tests.server import ROOT, ServerProcess
+from harness.thread_server import ThreadServer
+from tests.server import ROOT
 from tests.waiting import until
 
 # 6 s: above 5 s whole seconds, then tenths; the clock runs for the whole test.
@@ -82,7 +83,7 @@ class Reader(threading.Thread):
                     self.bad.append((name, text))
 
 
-def run_clock_and_read(server: ServerProcess, directory: Path) -> Reader:
+def run_clock_and_read(server: ThreadServer, directory: Path) -> Reader:
     player = "Анна Каренина " * 4  # long enough that a torn write would show
     status, body = server.post("/api/tables", {"id": "tf", "players": [player.strip(), "B"],
                                                "profile": PROFILE})
@@ -108,7 +109,7 @@ def run_clock_and_read(server: ServerProcess, directory: Path) -> Reader:
 @pytest.mark.e2e
 def test_serve_keeps_the_files_and_a_reader_never_sees_half_a_file(tmp_path: Path) -> None:
     directory = tmp_path / "obs"
-    server = ServerProcess(tmp_path / "s.db", env={
+    server = ThreadServer(tmp_path / "s.db", env={
         "SHOTCLOCK_FEED_DIR": str(directory), "SHOTCLOCK_FEED_TABLE": "tf"}).start()
     try:
         reader = run_clock_and_read(server, directory)
@@ -128,7 +129,7 @@ def test_serve_keeps_the_files_and_a_reader_never_sees_half_a_file(tmp_path: Pat
 @pytest.mark.e2e
 def test_shotclock_feed_polls_and_writes_the_same(tmp_path: Path) -> None:
     directory = tmp_path / "obs"
-    server = ServerProcess(tmp_path / "s.db").start()
+    server = ThreadServer(tmp_path / "s.db").start()
     feed = subprocess.Popen(
         [sys.executable, "-m", "clock_service", "feed", "--dir", str(directory),
          "--table", "tf", "--server", server.url, "--lang", "ru"],

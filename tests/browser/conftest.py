@@ -1,4 +1,6 @@
-"""Browser tests: Debian's chromium driven by Playwright against a real ``shotclock serve``.
+"""Browser tests: Debian's chromium driven by Playwright against ``shotclock serve``'s
+service, served in a thread of the test process (harness/thread_server.py) unless the
+test needs its process (a SIGKILL, a SIGSTOP, a full disk).
 
 Chromium is required, not optional: without /usr/bin/chromium these tests fail and say
 how to install it (``make browser-deps``), they do not skip.
@@ -17,7 +19,9 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.server import ROOT, ServerProcess
+from harness.server import Service
+from harness.thread_server import ThreadServer
+from tests.server import ROOT
 
 CHROMIUM = os.environ.get("SHOTCLOCK_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -50,13 +54,10 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """One server for a module's tests; each test makes its own table on it."""
-    proc = ServerProcess(tmp_path_factory.mktemp("browser") / "shotclock.db").start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadServer]:
+    """One service for a module's tests, in a thread; each test makes its own table on it."""
+    with ThreadServer(tmp_path_factory.mktemp("browser") / "shotclock.db") as service:
+        yield service
 
 
 @dataclass
@@ -186,7 +187,7 @@ def watch_answers(page: Any, traffic: Traffic) -> None:
     page.on("response", answered)
 
 
-def seq_of(server: ServerProcess, table: str) -> int:
+def seq_of(server: Service, table: str) -> int:
     """The table's last event seq on the service (GET /api/tables/<id>)."""
     return int(server.get(f"/api/tables/{table}")["seq"])
 
@@ -213,7 +214,7 @@ def answer_pings(ws: Any) -> None:
     ws.on_message(answer)
 
 
-def make_table(server: ServerProcess, table: str, players: tuple[str, str] = ("Ivanov", "Petrov"),
+def make_table(server: Service, table: str, players: tuple[str, str] = ("Ivanov", "Petrov"),
                **extra: Any) -> dict[str, Any]:
     body = {"id": table, "players": list(players), "profile": FAST_PROFILE, **extra}
     status, state = server.post("/api/tables", body)

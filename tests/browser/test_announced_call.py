@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from harness.server import Service
 from tests.browser.conftest import FULL_HD, Traffic, make_table, shoot
-from tests.server import ServerProcess
 
 pytestmark = pytest.mark.browser
 
@@ -18,14 +18,14 @@ PI = {"width": 800, "height": 480}
 SLOW = {"shot_ms": 30_000, "floor_ms": 20_000, "extension_ms": 15_000, "warnings_ms": [10_000]}
 
 
-def post(server: ServerProcess, table: str, command: str, **fields: Any) -> dict[str, Any]:
+def post(server: Service, table: str, command: str, **fields: Any) -> dict[str, Any]:
     status, body = server.command(table, command, **fields)
     assert status == 200, body
     return body
 
 
 def test_the_call_in_force_is_on_the_display_and_the_overlay_until_it_is_judged(
-        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+        shared_server: Service, context: Any, traffic: Traffic) -> None:
     table = "called"
     make_table(shared_server, table, profile=SLOW)
     for command, fields in (("start", {}), ("shot", {}), ("result", {"legal_break": True})):

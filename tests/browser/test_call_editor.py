@@ -8,27 +8,27 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from harness.server import Service
 from tests.browser.conftest import PHONE, Traffic, make_table, shoot
 from tests.browser.test_console import open_console, visible_small_targets
-from tests.server import ServerProcess
 
 pytestmark = pytest.mark.browser
 
 SLOW = {"shot_ms": 60_000, "floor_ms": 30_000}
 
 
-def post(server: ServerProcess, table: str, command: str, **fields: Any) -> dict[str, Any]:
+def post(server: Service, table: str, command: str, **fields: Any) -> dict[str, Any]:
     status, body = server.command(table, command, **fields)
     assert status == 200, body
     return body
 
 
-def events(server: ServerProcess, table: str, kind: str) -> list[dict[str, Any]]:
+def events(server: Service, table: str, kind: str) -> list[dict[str, Any]]:
     return [e["data"] for e in server.get(f"/api/tables/{table}/events") if e["type"] == kind]
 
 
 def test_call_announced_before_the_shot_then_the_result_judged_by_it(
-        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+        shared_server: Service, context: Any, traffic: Traffic) -> None:
     make_table(shared_server, "call1", profile=SLOW)
     for command, fields in (("start", {}), ("shot", {}),
                             ("result", {"whites_potted": 3, "legal_break": True})):
@@ -94,7 +94,7 @@ def test_call_announced_before_the_shot_then_the_result_judged_by_it(
 
 
 def test_break_legality_and_general_fouls_with_codes(
-        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+        shared_server: Service, context: Any, traffic: Traffic) -> None:
     make_table(shared_server, "call2", profile=SLOW, race_to=3)
     page = open_console(context, shared_server, "call2", PHONE, lang="ru")
     button = page.locator("#btn-result")

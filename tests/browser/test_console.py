@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from harness.server import Service
 from tests.browser import conftest
 from tests.browser.conftest import PHONE, Traffic, make_table, shoot, wait_past
-from tests.server import ServerProcess
 
 pytestmark = pytest.mark.browser
 
@@ -22,7 +22,7 @@ TABLET = {"width": 1024, "height": 768}
 SLOW = {"shot_ms": 30_000, "floor_ms": 20_000, "extension_ms": 15_000, "warnings_ms": [10_000]}
 
 
-def open_console(context: Any, server: ServerProcess, table: str, viewport: dict[str, int],
+def open_console(context: Any, server: Service, table: str, viewport: dict[str, int],
                  lang: str = "en") -> Any:
     page = context.new_page()
     page.set_viewport_size(viewport)
@@ -37,7 +37,7 @@ def box(page: Any, selector: str) -> tuple[float, float, float, float]:
     return (b["x"], b["y"], b["width"], b["height"])
 
 
-def seq_of(server: ServerProcess, table: str) -> int:
+def seq_of(server: Service, table: str) -> int:
     return int(server.get(f"/api/tables/{table}")["seq"])
 
 
@@ -47,7 +47,7 @@ def enabled_actions(page: Any) -> list[str]:
         "els => els.filter(e => e.getAttribute('aria-disabled') !== 'true').map(e => e.id)"))
 
 
-def post(server: ServerProcess, table: str, command: str, **fields: Any) -> dict[str, Any]:
+def post(server: Service, table: str, command: str, **fields: Any) -> dict[str, Any]:
     status, body = server.command(table, command, **fields)
     assert status == 200, body
     return body
@@ -55,7 +55,7 @@ def post(server: ServerProcess, table: str, command: str, **fields: Any) -> dict
 
 @pytest.mark.parametrize("size,viewport", [("phone", PHONE), ("tablet", TABLET)])
 def test_main_button_never_moves_and_follows_the_phase(
-        shared_server: ServerProcess, context: Any, traffic: Traffic, size: str,
+        shared_server: Service, context: Any, traffic: Traffic, size: str,
         viewport: dict[str, int]) -> None:
     """Points 1, 2, 3, 4 and 6: the main button's box is the same (±1 px) in every phase, after
     a refusal, with a reason and with each card shown; its command follows the phase."""
@@ -166,7 +166,7 @@ def test_main_button_never_moves_and_follows_the_phase(
 
 
 def test_foul_dialog_says_the_clock_runs_warns_of_the_second_foul_and_enter_confirms(
-        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+        shared_server: Service, context: Any, traffic: Traffic) -> None:
     """Point 5: opening the dialog pauses nothing silently; a second foul is announced as the
     technical loss it is (10.5); Enter records."""
     make_table(shared_server, "fouls", profile=SLOW)
@@ -223,7 +223,7 @@ def test_foul_dialog_says_the_clock_runs_warns_of_the_second_foul_and_enter_conf
 
 
 def test_clicker_and_pedal_keys_are_mappable_and_remembered(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     """Point 7: PageDown/ArrowRight/Space are the main button; any key may be given to an
     action on the page, and the device remembers it."""
     make_table(shared_server, "keys", profile=SLOW)
@@ -283,7 +283,7 @@ def visible_small_targets(page: Any) -> list[str]:
 
 @pytest.mark.parametrize("size,viewport", [("phone", PHONE), ("tablet", TABLET)])
 def test_every_tap_target_is_at_least_44px_and_the_tablet_shows_everything(
-        shared_server: ServerProcess, context: Any, size: str, viewport: dict[str, int]) -> None:
+        shared_server: Service, context: Any, size: str, viewport: dict[str, int]) -> None:
     """Points 8 and 9: on the tablet two columns with every control and the result panel
     (editors open) in view without scrolling; everywhere, every target >= 44x44 px,
     the call editor's pockets and cushions included, and in the dialogs."""
@@ -333,7 +333,7 @@ def test_every_tap_target_is_at_least_44px_and_the_tablet_shows_everything(
 
 
 def test_new_match_asks_first_and_the_main_button_offers_it_after_the_match(
-        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+        shared_server: Service, context: Any, traffic: Traffic) -> None:
     """new_match (match.started, match id <table>.<n>) from the console: players and frames
     to win, a confirm step (it ends the match in play), a reason when the service asks for
     one; once a match is won the main button offers it, in the same place."""
@@ -396,7 +396,7 @@ def test_new_match_asks_first_and_the_main_button_offers_it_after_the_match(
 
 
 def test_unknown_table_is_a_page_with_a_way_to_the_hall(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     """Point 11: not blank buttons."""
     page = context.new_page()
     page.set_viewport_size(PHONE)

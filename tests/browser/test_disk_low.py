@@ -1,5 +1,5 @@
 """The store's disk running low (issue 19, "Low disk space raises a fault on the console
-and in /api/health well before writes fail"): a real ``shotclock serve`` whose
+and in /api/health well before writes fail"): ``shotclock serve``'s service whose
 ``SHOTCLOCK_DISK_LOW_MB`` is above the free space of its disk (the check is a statvfs of
 the store's directory, at start and every minute), and one whose setting is below it."""
 
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from harness.thread_server import ThreadServer
 from tests.browser.conftest import PHONE, Traffic, shoot
-from tests.server import ServerProcess
 
 pytestmark = pytest.mark.browser
 
@@ -27,7 +27,7 @@ def test_the_console_and_health_say_disk_low_below_the_setting(
         tmp_path: Path, context: Any, traffic: Traffic) -> None:
     for name in ("low", "ok"):
         (tmp_path / name).mkdir()
-    low = ServerProcess(tmp_path / "low" / "clock.db", env={
+    low = ThreadServer(tmp_path / "low" / "clock.db", env={
         "SHOTCLOCK_DISK_LOW_MB": str(free_mb(tmp_path) + 100_000)})  # 100 GB more than free
     low.start()
     try:
@@ -50,7 +50,7 @@ def test_the_console_and_health_say_disk_low_below_the_setting(
         page.close()  # before its server stops (it would try to reconnect)
     finally:
         low.stop()
-    ok = ServerProcess(tmp_path / "ok" / "clock.db", env={"SHOTCLOCK_DISK_LOW_MB": "1"})
+    ok = ThreadServer(tmp_path / "ok" / "clock.db", env={"SHOTCLOCK_DISK_LOW_MB": "1"})
     ok.start()
     try:
         assert not [f for f in ok.get("/api/health")["faults"] if f["code"] == "disk_low"]

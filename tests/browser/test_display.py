@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from harness.server import Service
 from tests.browser.conftest import FULL_HD, PHONE, make_table, shoot
 from tests.server import ServerProcess
 
@@ -37,7 +38,7 @@ BARE_LOOP = """() => {
 }"""
 
 
-def open_display(context: Any, server: ServerProcess, table: str, viewport: dict[str, int],
+def open_display(context: Any, server: Service, table: str, viewport: dict[str, int],
                  query: str = "lang=en") -> Any:
     page = context.new_page()
     page.set_viewport_size(viewport)
@@ -46,7 +47,7 @@ def open_display(context: Any, server: ServerProcess, table: str, viewport: dict
     return page
 
 
-def post(server: ServerProcess, table: str, command: str, **fields: Any) -> None:
+def post(server: Service, table: str, command: str, **fields: Any) -> None:
     status, body = server.command(table, command, **fields)
     assert status == 200, body
 
@@ -64,7 +65,7 @@ def in_view(page: Any, selector: str) -> bool:
 
 
 @pytest.mark.parametrize("size,viewport", [("tv", FULL_HD), ("pi", PI)])
-def test_display_tells_the_whole_story_large(shared_server: ServerProcess, context: Any,
+def test_display_tells_the_whole_story_large(shared_server: Service, context: Any,
                                              size: str, viewport: dict[str, int]) -> None:
     """Points 12 and 13: score and frame always visible; fouls and the extension at >= 4% of
     the screen height; a player on one foul stands out; frame over: winner, reason, score."""
@@ -145,6 +146,7 @@ def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProce
         server.stop()
 
 
+@pytest.mark.serial
 def test_display_shows_a_dead_link_within_1_5_s_and_explains_a_jump_back(
         own_server: ServerProcess, context: Any) -> None:
     """Point 14: a link that dies silently (the server stopped, no close) stops the digits
@@ -250,7 +252,7 @@ def test_faults_show_in_the_strip_of_the_display_and_the_console(
     shoot(display, "display-faults-levels-tv")
 
 
-def test_kiosk_has_nothing_to_click_and_sound_on(shared_server: ServerProcess, context: Any) -> None:
+def test_kiosk_has_nothing_to_click_and_sound_on(shared_server: Service, context: Any) -> None:
     """Point 15: ?kiosk=1 shows no controls (sound, language, status) and enables the sound
     itself where the browser allows (Chromium's --autoplay-policy=no-user-gesture-required,
     as the kiosk unit in deploy/ starts it)."""
@@ -264,7 +266,7 @@ def test_kiosk_has_nothing_to_click_and_sound_on(shared_server: ServerProcess, c
     shoot(page, "display-kiosk-ru-pi")
 
 
-def test_display_of_an_unknown_table_says_so(shared_server: ServerProcess, context: Any) -> None:
+def test_display_of_an_unknown_table_says_so(shared_server: Service, context: Any) -> None:
     """Not "--" forever on a screen nobody can touch (kiosk): the table id is named."""
     page = context.new_page()
     page.set_viewport_size(PI)

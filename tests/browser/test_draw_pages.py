@@ -4,15 +4,13 @@ file is refused on the hall page with the line and the reason."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from playwright.sync_api import expect
 
+from harness.thread_server import ThreadServer
 from tests.browser.conftest import make_table, wait_past
-from tests.server import ServerProcess
 from tests.waiting import until
 
 DRAW = ("number,player1,player2,race_to,event,round,table\n"
@@ -22,22 +20,13 @@ DRAW = ("number,player1,player2,race_to,event,round,table\n"
         "4,Popov,Vasiliev,1,City cup,Round 2,next\n")
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[ServerProcess]:
-    proc = ServerProcess(tmp_path / "draw.db").start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
-
-
-def finish_match(server: ServerProcess, table: str, winner: int) -> None:
+def finish_match(server: ThreadServer, table: str, winner: int) -> None:
     status, body = server.command(table, "new_frame", winner=winner, reason="walkover")
     assert status == 200 and body["match"]["over"], body
 
 
 def test_draw_imported_played_through_two_tables_next_started_from_the_console(
-        server: ServerProcess, context: Any, tmp_path: Path) -> None:
+        server: ThreadServer, context: Any, tmp_path: Path) -> None:
     make_table(server, "2", players=("A", "B"))
     hall = context.new_page()
     hall.goto(f"{server.url}/?lang=en")
@@ -117,7 +106,7 @@ def test_draw_imported_played_through_two_tables_next_started_from_the_console(
         (1, "done", "1"), (2, "done", "2"), (3, "playing", "1"), (4, "playing", "2")]
 
 
-def test_assign_form_moves_a_match_to_a_tables_queue(server: ServerProcess,
+def test_assign_form_moves_a_match_to_a_tables_queue(server: ThreadServer,
                                                      context: Any) -> None:
     make_table(server, "2", players=("A", "B"))
     status, _ = server.post("/api/draw", None)  # an empty body is no draw

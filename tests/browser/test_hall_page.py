@@ -10,6 +10,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
+from harness.server import Service
 from tests.browser.conftest import FULL_HD, Traffic, answer_pings, shoot
 from tests.server import ServerProcess
 
@@ -26,7 +27,7 @@ def card(table: str, *, live: bool, remaining_ms: int, now: float) -> dict[str, 
 
 
 def test_the_hall_service_page_shows_offline_tables_as_last_known_and_no_form(
-        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+        shared_server: Service, context: Any, traffic: Traffic) -> None:
     # The hall service's feed (shotclock hall), as its contract says (tests/mqtt/test_hall.py
     # checks the service sends it): read-only, table 2's service offline since a minute.
     now = time.time() * 1000

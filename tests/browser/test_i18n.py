@@ -18,8 +18,9 @@ import pytest
 from playwright.sync_api import expect
 
 from clock_service.core.machine import No
+from harness.server import Service
 from tests.browser.conftest import make_table
-from tests.server import ROOT, ServerProcess
+from tests.server import ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -103,7 +104,7 @@ def test_the_collector_finds_codes_of_every_kind() -> None:
 
 
 def test_every_error_code_has_a_russian_and_an_english_text(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     make_table(shared_server, "i18n")
     page = context.new_page()
     page.goto(f"{shared_server.url}/?lang=en")
@@ -123,7 +124,7 @@ def test_every_error_code_has_a_russian_and_an_english_text(
 
 
 def test_russian_uses_the_rules_words_and_never_declines_a_name(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     """Issue 9.19: "круг" (12.2-12.3), names only where they need no declension, "Отмена" and
     "Отменить" never side by side, no English appended, the connection label fits 390 px."""
     make_table(shared_server, "ru", players=("Петров", "Сидоров"), race_to=3)

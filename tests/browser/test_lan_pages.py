@@ -9,15 +9,15 @@ from typing import Any
 
 from playwright.sync_api import expect
 
+from harness.thread_server import ThreadServer
 from tests.browser.conftest import FULL_HD, Traffic, make_table, shoot
-from tests.server import ServerProcess
 
 TOKEN = "pages-t0ken"
 
 
 def test_the_hall_is_one_socket_and_follows_archiving(
         tmp_path: Path, context: Any, traffic: Traffic) -> None:
-    server = ServerProcess(tmp_path / "hall.db", env={"SHOTCLOCK_REFEREE_TOKEN": TOKEN}).start()
+    server = ThreadServer(tmp_path / "hall.db", env={"SHOTCLOCK_REFEREE_TOKEN": TOKEN}).start()
     try:
         for table in ("h1", "h2", "h3"):
             assert server.post("/api/tables", {"id": table, "players": ["A", "B"]},
@@ -44,7 +44,7 @@ def test_the_hall_is_one_socket_and_follows_archiving(
 
 
 def test_only_the_overlay_may_be_framed(
-        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+        shared_server: ThreadServer, context: Any, traffic: Traffic) -> None:
     make_table(shared_server, "framed")
     url = shared_server.url
     page = context.new_page()  # another page (about:blank) framing three of ours

@@ -9,13 +9,13 @@ from typing import Any
 
 from playwright.sync_api import expect
 
+from harness.server import Service
 from tests.browser.conftest import FAST_PROFILE, make_table, wait_past
-from tests.server import ServerProcess
 
 LIMIT = 601_000  # 10 min 1 s: the 10-minute warning comes a second after the first break
 
 
-def test_match_clock_on_display_overlay_console_and_hall(shared_server: ServerProcess,
+def test_match_clock_on_display_overlay_console_and_hall(shared_server: Service,
                                                          context: Any) -> None:
     server = shared_server
     # A minute's shot: the pages' checks after the start take seconds on a loaded machine,
@@ -49,7 +49,7 @@ def test_match_clock_on_display_overlay_console_and_hall(shared_server: ServerPr
         expect(clock, name).to_contain_text("paused")
 
 
-def test_no_match_clock_no_line(shared_server: ServerProcess, context: Any) -> None:
+def test_no_match_clock_no_line(shared_server: Service, context: Any) -> None:
     make_table(shared_server, "nomc")
     page = context.new_page()
     page.goto(f"{shared_server.url}/display?table=nomc&lang=en")
@@ -57,7 +57,7 @@ def test_no_match_clock_no_line(shared_server: ServerProcess, context: Any) -> N
     expect(page.locator("#match-clock")).to_be_hidden()
 
 
-def test_console_switches_the_shot_clock_on_for_slow_play(shared_server: ServerProcess,
+def test_console_switches_the_shot_clock_on_for_slow_play(shared_server: Service,
                                                           context: Any) -> None:
     server = shared_server
     make_table(server, "slow", timer=False)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from harness.server import Service
 from tests.browser.conftest import Traffic, make_table, shoot
 from tests.server import ServerProcess
 
@@ -25,7 +26,7 @@ SLOW = {"shot_ms": 30_000, "floor_ms": 20_000, "extension_ms": 15_000, "warnings
 GUARD_MS = 300  # the console's default double-press guard (keymap.js DEFAULT_GUARD_MS)
 
 
-def open_page(context: Any, server: ServerProcess, path: str, viewport: dict[str, int],
+def open_page(context: Any, server: Service, path: str, viewport: dict[str, int],
               lang: str = "en") -> Any:
     page = context.new_page()
     page.set_viewport_size(viewport)
@@ -34,18 +35,18 @@ def open_page(context: Any, server: ServerProcess, path: str, viewport: dict[str
     return page
 
 
-def open_console(context: Any, server: ServerProcess, table: str, viewport: dict[str, int],
+def open_console(context: Any, server: Service, table: str, viewport: dict[str, int],
                  lang: str = "en") -> Any:
     page = open_page(context, server, f"/referee?table={table}", viewport, lang)
     page.wait_for_function("window.shotclockConnection && window.shotclockConnection.status === 'live'")
     return page
 
 
-def event_types(server: ServerProcess, table: str, since: int = 0) -> list[str]:
+def event_types(server: Service, table: str, since: int = 0) -> list[str]:
     return [e["type"] for e in server.get(f"/api/tables/{table}/events?since={since}")]
 
 
-def seq_of(server: ServerProcess, table: str) -> int:
+def seq_of(server: Service, table: str) -> int:
     return int(server.get(f"/api/tables/{table}")["seq"])
 
 
@@ -55,7 +56,7 @@ def past_guard(page: Any) -> None:
     page.wait_for_timeout(GUARD_MS + 50)
 
 
-def test_a_double_press_is_one_press(shared_server: ServerProcess, human_context: Any,
+def test_a_double_press_is_one_press(shared_server: Service, human_context: Any,
                                      traffic: Traffic) -> None:
     """Build point 1: PageDown twice 40 ms apart is Start only (it once made Start then a
     0.04 s Shot); two taps of the main button in one instant are one command; the console
@@ -118,7 +119,7 @@ def test_a_double_press_is_one_press(shared_server: ServerProcess, human_context
 
 
 def test_a_main_tap_while_its_command_is_on_its_way_is_ignored(
-        shared_server: ServerProcess, human_context: Any) -> None:
+        shared_server: Service, human_context: Any) -> None:
     """The console ignores a main-button tap while the previous command is unanswered (the
     button still shows the old command): held here by holding the HTTP request."""
     make_table(shared_server, "held", profile=SLOW)
@@ -145,7 +146,7 @@ def test_a_main_tap_while_its_command_is_on_its_way_is_ignored(
 
 
 def test_a_shot_faster_than_anyone_plays_is_flagged(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     """I18: start then shot a few ms apart (here straight to the service, as a button or
     another console could) stands, and the console's card asks whether it was a double
     press, with the rule, and the undo is on screen."""
@@ -178,7 +179,7 @@ def test_a_shot_faster_than_anyone_plays_is_flagged(
     expect(card).to_be_hidden()
 
 
-def test_unassigned_clicker_keys_say_so(shared_server: ServerProcess, context: Any) -> None:
+def test_unassigned_clicker_keys_say_so(shared_server: Service, context: Any) -> None:
     """Point 13: Enter, PageUp and ArrowLeft do nothing by default, and now say so."""
     make_table(shared_server, "unk", profile=SLOW)
     page = open_console(context, shared_server, "unk", TABLET)
@@ -205,7 +206,7 @@ def status_logs(pages: dict[str, Any]) -> dict[str, list[list[Any]]]:
     return out
 
 
-def open_all(context: Any, server: ServerProcess, table: str, query: str = "") -> dict[str, Any]:
+def open_all(context: Any, server: Service, table: str, query: str = "") -> dict[str, Any]:
     pages = {}
     for name in PAGES_OF_A_TABLE:
         pages[name] = open_page(context, server, f"/{name}?table={table}{query}", TABLET)
@@ -218,7 +219,8 @@ def open_all(context: Any, server: ServerProcess, table: str, query: str = "") -
     return pages
 
 
-def test_a_healthy_link_never_says_no_news(shared_server: ServerProcess, context: Any) -> None:
+@pytest.mark.serial
+def test_a_healthy_link_never_says_no_news(shared_server: Service, context: Any) -> None:
     """Build point 2: the stale threshold follows the ping interval (staleAfter in
     connection.js: one interval plus max(interval, 700 ms)). 10 s of a healthy run at each
     page's own default (pings every 1000 ms, stale after 2000; the display every 500 ms,
@@ -240,8 +242,9 @@ def test_a_healthy_link_never_says_no_news(shared_server: ServerProcess, context
     assert shared_server.get("/api/tables/healthy")["phase"] == "running"
 
 
+@pytest.mark.serial
 def test_a_page_held_up_by_its_own_device_does_not_blame_the_link(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     """A page whose own thread is held up (a busy or sleeping device) for longer than the
     stale threshold sent no ping meanwhile: the silence is its own, and it gives the link a
     fresh ping before it says "no news" (connection.js isStale). A healthy link flashed
@@ -269,6 +272,7 @@ def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProce
         server.stop()
 
 
+@pytest.mark.serial
 def test_every_page_notices_a_hung_service_within_3_s(own_server: ServerProcess, context: Any) -> None:
     """Build point 2: the service stopped (SIGSTOP, no close, no message). Every page, the
     hall included, says so within 3 s of stopping (default pings), and its digits freeze
@@ -467,7 +471,7 @@ def in_viewport(page: Any, selector: str) -> bool:
 
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_every_state_is_readable_at_four_sizes(
-        shared_server: ServerProcess, context: Any, lang: str) -> None:
+        shared_server: Service, context: Any, lang: str) -> None:
     """Build points 3 and 4, as people at an event live it: a match with 40-character names
     played to its end; at phone, tablet, TV and the Pi's 800x480, in each state, every text on
     the console, display, overlay and hall is whole and inside the screen, the texts that
@@ -567,7 +571,7 @@ def test_every_state_is_readable_at_four_sizes(
             assert box is not None and box["height"] > 10, f"{locator} has no height: {box}"
 
 
-def test_a_new_match_keeps_the_event_and_the_referee(shared_server: ServerProcess, context: Any) -> None:
+def test_a_new_match_keeps_the_event_and_the_referee(shared_server: Service, context: Any) -> None:
     """Point 12: the New match dialog is pre-filled with the table's last match's event and
     referee (its protocol prints them); what is sent is what the dialog then says."""
     make_table(shared_server, "cup", race_to=1, profile=SLOW, event="City cup", referee="Sidorova")
@@ -583,7 +587,7 @@ def test_a_new_match_keeps_the_event_and_the_referee(shared_server: ServerProces
     assert (latest["event"], latest["referee"]) == ("City cup", "Sidorova")
 
 
-def test_confirming_a_foul_result_says_so(shared_server: ServerProcess, context: Any) -> None:
+def test_confirming_a_foul_result_says_so(shared_server: Service, context: Any) -> None:
     """Point 8 of the issue: the confirmation of a result that is a foul says so, and one
     that is the player's second foul says it loses the frame (10.5), from the service's own
     verdict (POST /preview on a copy of the table: nothing changes until it is sent)."""
@@ -608,14 +612,14 @@ def test_confirming_a_foul_result_says_so(shared_server: ServerProcess, context:
     assert seq_of(shared_server, "warn") == seq
 
 
-def test_calibrate_without_a_camera_says_so(shared_server: ServerProcess, context: Any) -> None:
+def test_calibrate_without_a_camera_says_so(shared_server: Service, context: Any) -> None:
     """Point 11: /calibrate on a service without a camera is not a bare "Not Found"."""
     page = open_page(context, shared_server, "/calibrate", TABLET, "ru")
     expect(page.locator("#msg")).to_have_text("камера не настроена (SHOTCLOCK_CAMERA)")
 
 
 def test_the_open_call_editor_keeps_shot_on_a_phone_screen(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     """Point 13: on a phone the call editor opens below the buttons and the page scrolls to
     it; while the clock runs, the Shot button floats on screen and is the main button."""
     make_table(shared_server, "float", profile=SLOW)

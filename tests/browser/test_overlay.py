@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from harness.server import Service
 from tests.browser.conftest import FULL_HD, flash_seen, make_table, record_flashes, shoot
-from tests.server import ServerProcess
 
 pytestmark = pytest.mark.browser
 
@@ -22,7 +22,7 @@ RED, BLUE, AMBER, GOLD = "rgb(196, 43, 38)", "rgb(31, 111, 235)", "rgb(240, 160,
 OFF_AIR = re.compile(r"\b(running|ready)\b|идёт отсчёт|готов", re.IGNORECASE)
 
 
-def open_overlay(context: Any, server: ServerProcess, table: str, query: str = "lang=en") -> Any:
+def open_overlay(context: Any, server: Service, table: str, query: str = "lang=en") -> Any:
     page = context.new_page()
     page.set_viewport_size(FULL_HD)
     page.goto(f"{server.url}/overlay?table={table}&{query}")
@@ -30,7 +30,7 @@ def open_overlay(context: Any, server: ServerProcess, table: str, query: str = "
     return page
 
 
-def post(server: ServerProcess, table: str, command: str, **fields: Any) -> None:
+def post(server: Service, table: str, command: str, **fields: Any) -> None:
     status, body = server.command(table, command, **fields)
     assert status == 200, body
 
@@ -40,7 +40,7 @@ def background(page: Any, selector: str) -> str:
 
 
 def test_each_event_has_its_own_look_and_the_frame_end_is_held(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     make_table(shared_server, "air", race_to=2, profile=SLOW)
     page = open_overlay(context, shared_server, "air")
     flash = page.locator("#flash")
@@ -130,7 +130,7 @@ def test_each_event_has_its_own_look_and_the_frame_end_is_held(
 
 
 def test_default_size_is_a_lower_third_and_scale_still_works(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     make_table(shared_server, "size", profile=SLOW)
     page = open_overlay(context, shared_server, "size")
     box = page.locator("#third").bounding_box()
@@ -148,8 +148,9 @@ def test_default_size_is_a_lower_third_and_scale_still_works(
     shoot(page, "overlay-scale-half-top-1080p")
 
 
+@pytest.mark.serial
 def test_overlay_counts_down_smoothly_between_events(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     """Sampled in the page on animation frames, so a busy test machine cannot fake a stall:
     the bar as drawn in each frame (its computed transform: the page sets a target ~10 times a
     second and a CSS transition glides to it), the digits as shown."""

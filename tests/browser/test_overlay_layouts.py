@@ -13,8 +13,8 @@ import cv2
 import numpy as np
 import pytest
 
+from harness.server import Service
 from tests.browser.conftest import FULL_HD, SCREENSHOTS, make_table, shoot
-from tests.server import ServerProcess
 
 pytestmark = pytest.mark.browser
 
@@ -102,7 +102,7 @@ def worst_contrast(item: dict[str, Any], video: tuple[int, int, int]) -> float:
     return min(contrast(over(fg, fg[3] * item["opacity"], b), b) for b in backs)
 
 
-def open_page(context: Any, server: ServerProcess, query: str) -> Any:
+def open_page(context: Any, server: Service, query: str) -> Any:
     page = context.new_page()
     page.set_viewport_size(FULL_HD)
     page.goto(f"{server.url}/overlay?{query}")
@@ -116,7 +116,7 @@ def settled(page: Any) -> None:
                            ".every((a) => a.playState === 'finished')", timeout=5000)
 
 
-def post(server: ServerProcess, table: str, command: str, **fields: Any) -> None:
+def post(server: Service, table: str, command: str, **fields: Any) -> None:
     status, body = server.command(table, command, **fields)
     assert status == 200, body
 
@@ -161,7 +161,7 @@ def png(data: bytes) -> np.ndarray:
     ("layout=clock", "middle"), ("layout=bug&corner=br&safe=action", "br"),
 ])
 def test_each_layout_sits_in_the_safe_area_on_a_transparent_picture(
-        shared_server: ServerProcess, context: Any, query: str, where: str) -> None:
+        shared_server: Service, context: Any, query: str, where: str) -> None:
     table = "safe" + str(abs(hash(query)) % 10_000)
     make_table(shared_server, table, players=("Александр Константинопольский", "Petrov"))
     page = open_page(context, shared_server, f"table={table}&lang=en&{query}")
@@ -227,7 +227,7 @@ def test_each_layout_sits_in_the_safe_area_on_a_transparent_picture(
 
 
 def test_every_text_is_readable_on_light_and_dark_video(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     table = "contrast"
     make_table(shared_server, table, race_to=1,
                # A long shot: measuring nine pages took over 30 s on a loaded machine, and
@@ -318,7 +318,7 @@ def test_every_text_is_readable_on_light_and_dark_video(
 
 
 def test_screenshots_over_a_light_and_a_dark_frame(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     """The overlay in an iframe over a picture, as OBS composes it: the digits and the names
     keep 4.5:1 with their panel in the pixels themselves."""
     table = "frames"
@@ -373,7 +373,7 @@ def pixel_contrast(crop: np.ndarray) -> float:
 
 
 def test_clock_only_from_ten_seconds_and_animations_never_hide_a_change(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     table = "tenonly"
     make_table(shared_server, table, profile={"shot_ms": 12_000, "floor_ms": 8000,
                                               "extension_ms": 2000, "warnings_ms": [10_000]})

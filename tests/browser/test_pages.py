@@ -12,6 +12,8 @@ import pytest
 from playwright.sync_api import expect
 
 from clock_service.core.readout import format_remaining
+from harness.server import Service
+from harness.thread_server import ThreadServer
 from tests.browser.conftest import (
     FULL_HD,
     PHONE,
@@ -31,7 +33,7 @@ PAGES = {"/": "hall.html", "/referee": "referee.html", "/overlay": "overlay.html
          "/display": "display.html"}
 
 
-def open_page(context: Any, server: ServerProcess, path: str, viewport: dict[str, int] | None = None,
+def open_page(context: Any, server: Service, path: str, viewport: dict[str, int] | None = None,
               *, live: bool = True) -> Any:
     page = context.new_page()
     if viewport:
@@ -47,7 +49,7 @@ def shown_seconds(page: Any) -> float:
 
 
 def test_pages_are_served_as_html_and_load_nothing_from_outside(
-        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+        shared_server: Service, context: Any, traffic: Traffic) -> None:
     make_table(shared_server, "served")
     for path in PAGES:
         with urllib.request.urlopen(shared_server.url + path) as response:
@@ -77,7 +79,7 @@ def test_pages_are_served_as_html_and_load_nothing_from_outside(
 
 
 def test_console_presses_change_overlay_and_display(
-        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+        shared_server: Service, context: Any, traffic: Traffic) -> None:
     make_table(shared_server, "t1", players=("Ivanov", "Petrov"))
     referee = open_page(context, shared_server, "/referee?table=t1&lang=en", PHONE)
     overlay = open_page(context, shared_server, "/overlay?table=t1")
@@ -200,7 +202,7 @@ def test_console_presses_change_overlay_and_display(
 
 
 def test_refusals_in_russian_and_unknown_codes_fall_back(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     make_table(shared_server, "ru1", players=("Сидоров", "Кузнецов"))
     referee = open_page(context, shared_server, "/referee?table=ru1&lang=ru", PHONE)
     expect(referee.locator("#btn-main")).to_have_text("Старт")
@@ -229,7 +231,7 @@ def test_refusals_in_russian_and_unknown_codes_fall_back(
 
 
 def test_overlay_and_display_show_the_expiry_and_the_display_beeps(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     make_table(shared_server, "run1")
     overlay = open_page(context, shared_server, "/overlay?table=run1")
     display = open_page(context, shared_server, "/display?table=run1&lang=en")
@@ -259,7 +261,7 @@ def test_overlay_and_display_show_the_expiry_and_the_display_beeps(
     assert played.count("warning") == 2 and played[-1] == "expired", played
 
 
-def test_display_rounds_like_the_firmware(shared_server: ServerProcess, context: Any) -> None:
+def test_display_rounds_like_the_firmware(shared_server: Service, context: Any) -> None:
     make_table(shared_server, "round1")
     display = open_page(context, shared_server, "/display?table=round1")
     values = list(range(0, 12_001, 7)) + [4999, 5000, 5001, 9999, 10_000, 35_000, 34_001]
@@ -279,7 +281,7 @@ def test_display_rounds_like_the_firmware(shared_server: ServerProcess, context:
 
 
 def test_a_page_looks_again_exactly_when_its_digits_or_stage_change(
-        shared_server: ServerProcess, context: Any) -> None:
+        shared_server: Service, context: Any) -> None:
     """The pages draw on a timer aimed at the next change (countdown.js untilChange), not on
     every animation frame: for each remaining time, the wait it gives is the first ms at
     which the digits or the stage (warning at 10 s, critical at 5 s) differ, never later (a
@@ -342,7 +344,7 @@ def test_overlay_recovers_after_the_server_is_killed(
     assert [e for e in traffic.errors if "WebSocket" not in e and "ERR_CONNECTION" not in e] == []
 
 
-def test_hall_lists_tables_live_and_creates_one(shared_server: ServerProcess, context: Any) -> None:
+def test_hall_lists_tables_live_and_creates_one(shared_server: Service, context: Any) -> None:
     make_table(shared_server, "hall1", players=("Orlov", "Belov"))
     hall = open_page(context, shared_server, "/?lang=en", FULL_HD)
     card = hall.locator("article[data-table='hall1']")
@@ -382,7 +384,7 @@ def test_referee_token_is_asked_for_before_the_first_press_and_the_press_retried
         tmp_path: Any, context: Any) -> None:
     """Issue 9.10: the console asks for the token before the first press when the service
     needs one, and retries the press refused with 401 once the right token is given."""
-    server = ServerProcess(tmp_path / "token.db", env={"SHOTCLOCK_REFEREE_TOKEN": "s3cret"}).start()
+    server = ThreadServer(tmp_path / "token.db", env={"SHOTCLOCK_REFEREE_TOKEN": "s3cret"}).start()
     try:
         assert server.post("/api/tables", {"id": "tok", "players": ["A", "B"]}, token="s3cret")[0] == 201
         referee = open_page(context, server, "/referee?table=tok&lang=en", PHONE)
@@ -417,7 +419,7 @@ def test_referee_token_is_asked_for_before_the_first_press_and_the_press_retried
 
 
 @pytest.mark.parametrize("size_name,viewport", [("phone", PHONE), ("1080p", FULL_HD)])
-def test_screenshots_of_every_page(shared_server: ServerProcess, context: Any, size_name: str,
+def test_screenshots_of_every_page(shared_server: Service, context: Any, size_name: str,
                                    viewport: dict[str, int]) -> None:
     table = f"shots-{size_name}"
     make_table(shared_server, table, players=("Александр Иванов", "Petrov"))

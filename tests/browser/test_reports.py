@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from harness.server import Service
 from tests.browser.conftest import FULL_HD, shoot
-from tests.server import ROOT, ServerProcess
+from tests.server import ROOT
 from tests.waiting import until
 
 pytestmark = pytest.mark.browser
@@ -40,20 +41,20 @@ def tenths(ms: int) -> str:
     return f"{(ms + 50) // 100 // 10}.{(ms + 50) // 100 % 10}"
 
 
-def ok(server: ServerProcess, table: str, command: str, **fields: Any) -> dict[str, Any]:
+def ok(server: Service, table: str, command: str, **fields: Any) -> dict[str, Any]:
     status, body = server.command(table, command, **fields)
     assert status == 200, (command, body)
     return body  # type: ignore[no-any-return]
 
 
-def timed(server: ServerProcess, table: str, seconds: float) -> None:
+def timed(server: Service, table: str, seconds: float) -> None:
     ok(server, table, "start")
     time.sleep(seconds)  # real time is the data: the shot's duration in the report
     ok(server, table, "shot")
 
 
 @pytest.fixture(scope="module")
-def match(shared_server: ServerProcess) -> dict[str, Any]:
+def match(shared_server: Service) -> dict[str, Any]:
     """A race to 2 played over HTTP in real time: Ivanov 1 : 1 Petrov so far ... 2 : 1."""
     s, table = shared_server, "rep"
     status, state = s.post("/api/tables", {
@@ -93,7 +94,7 @@ def match(shared_server: ServerProcess) -> dict[str, Any]:
 
 
 def test_the_protocol_renders_prints_to_a4_and_shows_the_figures(
-        shared_server: ServerProcess, context: Any, match: dict[str, Any]) -> None:
+        shared_server: Service, context: Any, match: dict[str, Any]) -> None:
     page = context.new_page()
     page.goto(f"{shared_server.url}/report?match=rep.1&lang=ru")
     expect(page.locator("h1")).to_have_text("Протокол матча")
@@ -144,7 +145,7 @@ def to_png(pdf: Path) -> list[Path]:
 
 
 def test_shotclock_report_prints_the_pdf_from_the_store(
-        shared_server: ServerProcess, match: dict[str, Any]) -> None:
+        shared_server: Service, match: dict[str, Any]) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     pdf = ARTIFACTS / "protocol-cli-en.pdf"
     pdf.unlink(missing_ok=True)
@@ -159,7 +160,7 @@ def test_shotclock_report_prints_the_pdf_from_the_store(
     assert 1 <= len(to_png(pdf)) <= 2
 
 
-def test_the_stats_page_follows_the_match_live(shared_server: ServerProcess, context: Any,
+def test_the_stats_page_follows_the_match_live(shared_server: Service, context: Any,
                                                match: dict[str, Any]) -> None:
     s = shared_server
     status, _ = s.post("/api/tables", {"id": "live", "players": ["Sidorov", "Kozlov"],
@@ -185,7 +186,7 @@ def test_the_stats_page_follows_the_match_live(shared_server: ServerProcess, con
     shoot(page, "stats-1080p")
 
 
-def test_the_overlay_stats_lower_third(shared_server: ServerProcess, context: Any,
+def test_the_overlay_stats_lower_third(shared_server: Service, context: Any,
                                        match: dict[str, Any]) -> None:
     page = context.new_page()
     page.set_viewport_size(FULL_HD)

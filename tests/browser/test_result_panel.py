@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
+from harness.server import Service
 from tests.browser.conftest import PHONE, SCREENSHOTS, Traffic, make_table, shoot
-from tests.server import ServerProcess
 
 pytestmark = pytest.mark.browser
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.browser
 SLOW_PROFILE = {"shot_ms": 60_000, "floor_ms": 30_000}
 
 
-def open_referee(context: Any, server: ServerProcess, table: str, lang: str = "en") -> Any:
+def open_referee(context: Any, server: Service, table: str, lang: str = "en") -> Any:
     page = context.new_page()
     page.set_viewport_size(PHONE)
     page.goto(f"{server.url}/referee?table={table}&lang={lang}")
@@ -34,13 +34,13 @@ def start_and_shoot(page: Any) -> None:
     expect(main).to_have_attribute("data-command", "start")
 
 
-def last_report(server: ServerProcess, table: str) -> dict[str, Any]:
+def last_report(server: Service, table: str) -> dict[str, Any]:
     events = [e for e in server.get(f"/api/tables/{table}/events") if e["type"] == "shot.result"]
     return events[-1]["data"]["report"]
 
 
 def test_break_foul_and_winning_pot_reported_from_the_console(
-        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+        shared_server: Service, context: Any, traffic: Traffic) -> None:
     make_table(shared_server, "res1", players=("Ivanov", "Petrov"), race_to=1,
                profile=SLOW_PROFILE)
     page = open_referee(context, shared_server, "res1")
@@ -135,8 +135,9 @@ def test_break_foul_and_winning_pot_reported_from_the_console(
     expect(card).to_have_attribute("data-kind", "end")
     expect(card).to_contain_text("Frame over. Winner: Petrov (legal pot of the coloured ball)")
     expect(card).to_contain_text("Match over. Winner: Petrov, 0–1")  # left : right (issue 36)
-    # After sending, the page is back at the top: the board and the main button in view.
-    assert page.evaluate("window.scrollY") == 0
+    # After sending, the page is back at the top: the board and the main button in view (a
+    # scroll the page makes: waited for, not read at once).
+    page.wait_for_function("window.scrollY === 0", timeout=10_000)
     main_box = page.locator("#btn-main").bounding_box()
     assert main_box is not None and main_box["y"] + main_box["height"] <= PHONE["height"]
     expect(page.locator("#score-value")).to_have_text("0 : 1")
@@ -153,7 +154,7 @@ def test_break_foul_and_winning_pot_reported_from_the_console(
 
 
 def test_result_while_the_clock_runs_is_refused_with_the_reason(
-        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+        shared_server: Service, context: Any, traffic: Traffic) -> None:
     make_table(shared_server, "res2", profile=SLOW_PROFILE)
     page = open_referee(context, shared_server, "res2")
     page.locator("#btn-result").click()  # the panel is open before the shot

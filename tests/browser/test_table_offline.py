@@ -12,14 +12,14 @@ from typing import Any
 
 from playwright.sync_api import expect
 
+from harness.server import Service
 from tests.browser.conftest import FULL_HD, PHONE, Traffic, answer_pings, make_table, shoot
-from tests.server import ServerProcess
 
 TABLE = "off1"
 
 
 def test_pages_stop_counting_a_table_that_is_not_live(
-        shared_server: ServerProcess, context: Any, traffic: Traffic) -> None:
+        shared_server: Service, context: Any, traffic: Traffic) -> None:
     make_table(shared_server, TABLE, profile={"shot_ms": 60000})
     assert shared_server.command(TABLE, "start")[0] == 200
     state = shared_server.get(f"/api/tables/{TABLE}")

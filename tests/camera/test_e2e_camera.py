@@ -13,7 +13,7 @@ import pytest
 from harness.synthetic import Truth
 from tests.server import ServerProcess
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 FRAME_MS = 1000 / 30
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server import ServerProcess
+from harness.thread_server import ThreadServer
 
 pytestmark = pytest.mark.e2e
 
@@ -29,10 +29,10 @@ MAX_EXAMPLES = int(os.environ.get("SHOTCLOCK_SCHEMATHESIS_EXAMPLES", "10"))
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadServer]:
     # The limits off: schemathesis sends hundreds of requests from one address, and is to
     # see what every route answers, not the rate limit's 429.
-    proc = ServerProcess(tmp_path_factory.mktemp("contract") / "contract.db", env={
+    proc = ThreadServer(tmp_path_factory.mktemp("contract") / "contract.db", env={
         "SHOTCLOCK_REFEREE_TOKEN": TOKEN, "SHOTCLOCK_COMMAND_RATE": "0",
         "SHOTCLOCK_READ_RATE": "0", "SHOTCLOCK_MESSAGE_RATE": "0",
         "SHOTCLOCK_HANDSHAKE_RATE": "0"}).start()
@@ -42,7 +42,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         proc.stop()
 
 
-def test_schemathesis_finds_nothing(server: ServerProcess, tmp_path: Path) -> None:
+def test_schemathesis_finds_nothing(server: ThreadServer, tmp_path: Path) -> None:
     command = [
         str(Path(sys.executable).with_name("schemathesis")), "--config-file",
         str(HERE / "schemathesis.toml"), "run", f"{server.url}/openapi.json",
@@ -57,7 +57,7 @@ def test_schemathesis_finds_nothing(server: ServerProcess, tmp_path: Path) -> No
     assert "Stateful" in run.stdout and "Coverage" in run.stdout  # every phase ran
 
 
-def test_405_names_every_method_of_the_path(server: ServerProcess) -> None:
+def test_405_names_every_method_of_the_path(server: ThreadServer) -> None:
     response = httpx.put(f"{server.url}/api/tables")
     assert response.status_code == 405
     assert response.headers["allow"] == "GET, HEAD, POST"
@@ -66,7 +66,7 @@ def test_405_names_every_method_of_the_path(server: ServerProcess) -> None:
     assert response.headers["allow"] == "DELETE, GET, HEAD"
 
 
-def test_the_command_schema_is_one_of_the_known_commands(server: ServerProcess) -> None:
+def test_the_command_schema_is_one_of_the_known_commands(server: ThreadServer) -> None:
     from clock_service.core.commands import COMMANDS
 
     document = httpx.get(f"{server.url}/openapi.json").json()

@@ -1,4 +1,5 @@
-"""Helpers for the fault tests: a real server with chosen settings, WebSocket clients."""
+"""Helpers for the fault tests: the service with chosen settings (in a thread of the test,
+or a process where the process is what is tested), WebSocket clients."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from harness.server import Service
+from harness.thread_server import ThreadServer
 from tests.server import ServerProcess, http
 
 # Short and plain: the tests drive the clock in real time.
@@ -16,13 +19,35 @@ SHORT_PROFILE = {"shot_ms": 1500, "floor_ms": 1000, "full_rounds": 100, "extensi
                  "warnings_ms": [500]}
 
 
-def start_server(tmp: Path, **env: str) -> ServerProcess:
-    base = {"SHOTCLOCK_COMMAND_RATE": "0", "SHOTCLOCK_READ_RATE": "0", "SHOTCLOCK_MESSAGE_RATE": "0",
-            "SHOTCLOCK_HANDSHAKE_RATE": "0", "SHOTCLOCK_REFEREE_TOKEN": ""}
-    return ServerProcess(tmp / "faults.db", env={**base, **env}).start()
+# The per-address limits off and no token, unless a test says otherwise.
+BASE = {"SHOTCLOCK_COMMAND_RATE": "0", "SHOTCLOCK_READ_RATE": "0", "SHOTCLOCK_MESSAGE_RATE": "0",
+        "SHOTCLOCK_HANDSHAKE_RATE": "0", "SHOTCLOCK_REFEREE_TOKEN": ""}
 
 
-def create_table(server: ServerProcess, table_id: str, token: str | None = None,
+def start_server(tmp: Path, **env: str) -> ThreadServer:
+    """The service in a thread of the test (harness/thread_server.py)."""
+    return ThreadServer(tmp / "faults.db", env={**BASE, **env}).start()
+
+
+def start_process(tmp: Path, **env: str) -> ServerProcess:
+    """``shotclock serve`` in a process of its own: to kill it."""
+    return ServerProcess(tmp / "faults.db", env={**BASE, **env}).start()
+
+
+def freeze_buckets(monkeypatch: Any) -> None:
+    """The per-address token buckets (clock_service/service/limits.py) of a service in this
+    process stop refilling: their clock stands still from now on, so what a test spends
+    stays spent however long its requests take on this machine."""
+    import time
+
+    from clock_service.service import limits
+
+    now = time.monotonic()
+    monkeypatch.setattr(limits, "time", type("Frozen", (), {"monotonic": staticmethod(
+        lambda: now)}))
+
+
+def create_table(server: Service, table_id: str, token: str | None = None,
                  **extra: Any) -> dict[str, Any]:
     body = {"id": table_id, "players": ["Ivanov", "Petrov"], "profile": SHORT_PROFILE, **extra}
     status, state = server.post("/api/tables", body, token=token)
@@ -30,7 +55,7 @@ def create_table(server: ServerProcess, table_id: str, token: str | None = None,
     return state
 
 
-def all_events(server: ServerProcess, table_id: str) -> list[dict[str, Any]]:
+def all_events(server: Service, table_id: str) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     while True:
         status, page = http("GET", f"{server.url}/api/tables/{table_id}/events"
@@ -51,7 +76,7 @@ class RawWebSocket:
     the TCP level: nothing reads the socket until :meth:`read_until_closed` is called, and
     its receive buffer is tiny, so the server's writes back up quickly."""
 
-    def __init__(self, server: ServerProcess, path: str, rcvbuf: int = 2048) -> None:
+    def __init__(self, server: Service, path: str, rcvbuf: int = 2048) -> None:
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.connect(("127.0.0.1", server.port))

@@ -20,7 +20,7 @@ import httpx
 import pytest
 import websockets
 
-from tests.faults.conftest import all_events, create_table, decode, start_server
+from tests.faults.conftest import all_events, create_table, decode, start_process
 
 pytestmark = pytest.mark.e2e
 
@@ -72,7 +72,7 @@ async def ws_press(url: str, rng: random.Random, acked: dict[str, int], table: s
 
 async def test_sigkill_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
     rng = random.Random(2024)
-    server = start_server(tmp_path)
+    server = start_process(tmp_path)
     try:
         for table in TABLES:
             create_table(server, table)

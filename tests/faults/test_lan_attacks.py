@@ -11,9 +11,7 @@ bench/README.md).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
-import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -22,7 +20,6 @@ from typing import Any
 import httpx
 import pytest
 
-from harness import suite
 from harness.attack import (
     TOKEN,
     Canary,
@@ -38,7 +35,7 @@ from harness.attack import (
 from tests.server import ServerProcess
 from tests.waiting import until_async
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 ATTACK_S = 3.0
 LONG_EVENTS = 15_000  # a long table: a day of corrections (about 25 MB of stored events)
@@ -46,25 +43,6 @@ LONG_EVENTS = 15_000  # a long table: a day of corrections (about 25 MB of store
 MAX_LATE_MS = 100.0
 MAX_GROWTH_MB = 200.0
 MAX_HEALTH_MS = 1500.0
-
-
-def favour(pid: int) -> None:
-    """Run the server ahead of the machine's other work, as on its own Pi (the unit can say
-    Nice=): on a shared 2-core box every job's CPU would otherwise show up as lateness of
-    whatever the server does, attack or not. Needs root (CI); elsewhere the test runs at
-    normal priority.
-
-    Where the kernel schedules by autogroup (/proc/sys/kernel/sched_autogroup_enabled, on
-    here and on CI), a thread's niceness weighs only against the threads of its own session,
-    and each session gets an equal share: the Chromiums that browser tests start beside this
-    one in `make test` (each in a session of its own) took the server's CPU whatever its
-    threads' niceness said, and in CI's run for stop 31 the canary's median expiry was 18 ms
-    late and the worst more than 100 ms. So the server runs in a session of its own
-    (ServerProcess(session=True)), and its autogroup is niced too."""
-    suite.favour_session(pid, -10)
-    for task in Path(f"/proc/{pid}/task").iterdir():  # every thread: one of them may hold
-        with contextlib.suppress(OSError, ValueError):  # the GIL the loop is waiting for
-            os.setpriority(os.PRIO_PROCESS, int(task.name), -10)
 
 
 @pytest.fixture(scope="module")
@@ -77,11 +55,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     # On a quiet machine the two did not differ clearly (worst 1-9 ms either way), so it is
     # not known that the fork is the cause; this keeps the service as it was measured here
     # before the zygote.
+    # It runs with the machine to itself (a serial test, harness/suite.py): its lateness and
+    # answer times are the attack's, not other tests' Chromiums'.
     proc = ServerProcess(db, env={"SHOTCLOCK_REFEREE_TOKEN": TOKEN,
                                   "SHOTCLOCK_REQUEST_TIMEOUT_S": "2"}, nofile=600,
-                         fork=False, session=True).start()
-    assert proc.proc is not None
-    favour(proc.proc.pid)
+                         fork=False).start()
     try:
         yield proc
     finally:
@@ -115,7 +93,10 @@ def assert_unharmed(window: dict[str, Any], rss_before: float) -> None:
     # Beyond what the machine itself did to a bare loop woken at the same deadlines (other
     # work on a shared box stalls both; the attack is only on the server).
     assert window["late_max_ms"] < MAX_LATE_MS + (window["bare_max_ms"] or 0.0), window
-    assert window["health_failures"] == 0 and window["health_max_ms"] < MAX_HEALTH_MS, window
+    # /api/health answered all along, each answer within a gross bound: 1.5 s, or later by as
+    # much as the bare loop was (the probe and the server share the machine's stalls).
+    assert window["health_failures"] == 0, window
+    assert window["health_max_ms"] < MAX_HEALTH_MS + (window["bare_max_ms"] or 0.0), window
     assert window["rss_peak_mb"] - rss_before < MAX_GROWTH_MB, window
 
 
@@ -190,11 +171,11 @@ async def test_slowloris_and_descriptor_exhaustion(server: ServerProcess,
     # under the cap that timed out frees its place: 301-400 in a clean clone's run on a slow
     # machine.)
     assert cap_refusals(server) > refusals_before, server.log.read_text()[-2000:]
-    async with httpx.AsyncClient(base_url=server.url, timeout=2) as http:
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
         started = time.monotonic()
         answered = (await http.get(f"/api/tables/{canary.table}")).status_code
         took = time.monotonic() - started
-    assert answered == 200 and took < 1.0, (answered, took)
+    assert answered == 200, answered
     # SHOTCLOCK_REQUEST_TIMEOUT_S=2: the slow requests are closed (2 s, and some slack for
     # a loaded machine; polled, not slept).
     deadline = time.monotonic() + 5.0
@@ -202,6 +183,9 @@ async def test_slowloris_and_descriptor_exhaustion(server: ServerProcess,
         await asyncio.sleep(0.1)
     assert open_now == 0, open_now
     window = canary.new_window().summary()
+    # ... and answered at once meanwhile: within 1 s, or later by as much as the bare loop
+    # woke late over the same window (the machine's own stalls, not the attack's).
+    assert took < 1.0 + (window["bare_max_ms"] or 0.0) / 1000, (took, window)
     close_all(held)
     assert_unharmed(window, before)
 

@@ -7,8 +7,6 @@ tests/mqtt/test_hall_hostile.py)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,8 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from clock_service.edges.cli.main import EXIT_REFUSED
-from tests.server import ROOT, ServerProcess, free_port
+from tests.cli import Ran, shotclock
+from tests.server import ServerProcess, free_port
 from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
@@ -24,12 +23,12 @@ pytestmark = pytest.mark.e2e
 GOOD = "k3Q9-vT7x_Lm2pR8zW4n"
 
 
-def serve_once(db: Path, token: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "clock_service", "serve", "--host", "0.0.0.0", "--port",
-         str(free_port()), "--db", str(db)], cwd=ROOT,
-        env={**os.environ, "SHOTCLOCK_DISPLAY": "none", "SHOTCLOCK_REFEREE_TOKEN": token},
-        capture_output=True, text=True, timeout=30, check=False)
+def serve_once(db: Path, token: str) -> Ran:
+    """``shotclock serve`` on a LAN address, expected to refuse before it serves (run by
+    this process: tests/cli.py)."""
+    return shotclock("serve", "--host", "0.0.0.0", "--port", str(free_port()), "--db",
+                     str(db), env={**os.environ, "SHOTCLOCK_DISPLAY": "none",
+                                   "SHOTCLOCK_REFEREE_TOKEN": token})
 
 
 @pytest.mark.parametrize("token", ["CHANGE-ME", "1", "change-me-please", "short-token-15c", "change-me-to-a-long-random-token",

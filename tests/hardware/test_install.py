@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from firmware_bridge.emulator import DisplayEmulator
+from harness.bare_loop import BareLoopThread
 from tests.server import free_port, http
 
 pytestmark = pytest.mark.e2e
@@ -118,6 +119,7 @@ def _shipped_env(scratch: Path, state: Path, etc: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.serial
 def test_installed_package_serves_as_an_unprivileged_user_from_root_dir(
         scratch: Path, unprivileged: pwd.struct_passwd) -> None:
     venv = _venv(scratch)
@@ -177,13 +179,15 @@ def test_installed_package_serves_as_an_unprivileged_user_from_root_dir(
             assert page.status == 200 and b"<html" in page.read().lower()
 
         # A crash (SIGKILL: nothing runs on the way out): the controller shows its
-        # host-gone pattern within 1.5 s instead of a stale time.
+        # host-gone pattern within 1.5 s instead of a stale time; later by as much as this
+        # process's own threads woke late meanwhile (the emulator is one of them).
         start = len(emulator.lines)
-        killed = time.monotonic()
-        proc.send_signal(signal.SIGKILL)
-        assert emulator.wait_for(lambda lines: "FAULT no-heartbeat" in lines[start:], 2.5)
-        took = time.monotonic() - killed
-        assert took < 1.5, took
+        with BareLoopThread() as bare:
+            killed = time.monotonic()
+            proc.send_signal(signal.SIGKILL)
+            assert emulator.wait_for(lambda lines: "FAULT no-heartbeat" in lines[start:], 10)
+            took = time.monotonic() - killed
+        assert took < 1.5 + bare.max_late() / 1000, (took, bare.max_late())
         assert not any(x.startswith("DISPLAY 3") for x in emulator.lines[start:])
     finally:
         if proc.poll() is None:

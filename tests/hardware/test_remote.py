@@ -132,6 +132,7 @@ def test_a_new_connection_keeps_the_old_offset_until_it_measures_one() -> None:
 
 
 @pytest.mark.e2e
+@pytest.mark.serial
 async def test_a_frozen_service_shows_offline_and_a_lost_press_is_never_applied(
     server: ServerProcess,
 ) -> None:

@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 
+import pytest
 import serial
 
 from clock_service.core.readout import DisplayFrame
@@ -126,6 +127,7 @@ def test_controller_reset_gets_the_full_frame_at_once(emulator: DisplayEmulator)
         display.close()
 
 
+@pytest.mark.serial
 def test_host_silent_shows_fault_within_timeout(emulator: DisplayEmulator) -> None:
     display = _display(emulator)
     display.show(F35)
@@ -146,6 +148,7 @@ def test_host_silent_shows_fault_within_timeout(emulator: DisplayEmulator) -> No
     assert 300 <= silent_ms <= 300 + 100 + bare.max_late(), (silent_ms, bare.max_late())
 
 
+@pytest.mark.serial
 def test_cable_pulled_and_back_reconnects_and_catches_up(
     emulator: DisplayEmulator, wait_until: WaitUntil
 ) -> None:
@@ -174,6 +177,7 @@ def test_cable_pulled_and_back_reconnects_and_catches_up(
         display.close()
 
 
+@pytest.mark.serial
 def test_show_never_blocks_even_without_a_port(tmp_path: object) -> None:
     display = SerialDisplay("/nonexistent/shotclock-display", backoff_min_s=0.01)
     # The reference, timed in turn with each call over the same moments: the same work
@@ -236,6 +240,7 @@ def test_wire_bytes_are_decodable_frames() -> None:
     assert core.decode_frame(core.encode_frame("35", "running", 0, (1, 1), (0, 0)))[0] == "35"
 
 
+@pytest.mark.serial
 def test_emulator_cli_prints_the_port_first_and_shows_frames() -> None:
     import subprocess
     import sys
@@ -267,6 +272,7 @@ def test_emulator_cli_prints_the_port_first_and_shows_frames() -> None:
         proc.wait(2)
 
 
+@pytest.mark.serial
 def test_a_controller_that_stops_acknowledging_is_noticed(
     emulator: DisplayEmulator, wait_until: WaitUntil
 ) -> None:
@@ -280,10 +286,14 @@ def test_a_controller_that_stops_acknowledging_is_noticed(
         assert emulator.wait_line(LINE_35)
         assert wait_until(lambda: display.status()["last_ack_age_ms"] is not None)
         assert not display.ack_silent() and display.status()["acknowledging"]
-        emulator.repl()  # swallows everything from now on
-        silenced = time.monotonic()
-        assert wait_until(display.ack_silent, timeout=ACK_SILENCE_S + 1.0)
-        assert time.monotonic() - silenced < ACK_SILENCE_S + 0.5
+        with BareLoopThread() as bare:  # this process's own wake-up error meanwhile
+            emulator.repl()  # swallows everything from now on
+            silenced = time.monotonic()
+            assert wait_until(display.ack_silent, timeout=ACK_SILENCE_S + 10.0)
+            took = time.monotonic() - silenced
+        # within half a second of the silence, or later by as much as this process's own
+        # threads (the display's and the emulator's) woke late meanwhile
+        assert took < ACK_SILENCE_S + 0.5 + bare.max_late() / 1000, (took, bare.max_late())
         status = display.status()
         assert status["connected"] and not status["acknowledging"]
         assert status["last_ack_age_ms"] >= ACK_SILENCE_S * 1000

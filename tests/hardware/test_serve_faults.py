@@ -20,7 +20,7 @@ from harness.bare_loop import BareLoop
 from tests.server import ServerProcess
 from tests.waiting import until
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 READY = "DISPLAY 35 ready p0 ext=1,1 fouls=0,0"
 

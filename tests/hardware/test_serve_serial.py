@@ -17,7 +17,7 @@ from firmware_bridge.emulator import DisplayEmulator
 from harness.bare_loop import BareLoop
 from tests.server import ServerProcess
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
 
 def _texts(emu: DisplayEmulator) -> list[str]:

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
+from harness.thread_server import ThreadServer
 from tests.broker import Broker
 from tests.mqtt.conftest import ACL, ROLES, need_mosquitto
 from tests.mqtt.watcher import Watcher
-from tests.server import ServerProcess
 from tests.waiting import until
 
 pytestmark = [pytest.mark.mqtt, pytest.mark.e2e]
@@ -43,14 +43,16 @@ def wait(check: Any, what: str, timeout: float = 15.0) -> Any:
 
 
 class Hall:
+    """The broker (a process), table 7's service and the hall in threads of the test."""
+
     def __init__(self, workdir: Path) -> None:
         need_mosquitto()
         self.broker = Broker(workdir, users=ROLES, acl=ACL.read_text()).start()
         common = {"SHOTCLOCK_REFEREE_TOKEN": TOKEN, "SHOTCLOCK_DEFAULT_TABLE": "",
                   "SHOTCLOCK_READ_RATE": "0"}
-        self.table = ServerProcess(workdir / "table.db", env={
+        self.table = ThreadServer(workdir / "table.db", env={
             **common, "SHOTCLOCK_MQTT_URL": self.broker.url("h", "table", ROLES["table"])})
-        self.hall = ServerProcess(workdir / "hall.db", subcommand="hall", env={
+        self.hall = ThreadServer(workdir / "hall.db", subcommand="hall", env={
             **common, "SHOTCLOCK_MQTT_URL": self.broker.url("h", "hall", ROLES["hall"]),
             "SHOTCLOCK_MAX_TABLES": "4"})
 

@@ -27,7 +27,7 @@ from tests.mqtt.conftest import ACL, ROLES, need_mosquitto
 from tests.server import ServerProcess
 from tests.waiting import until
 
-pytestmark = [pytest.mark.mqtt, pytest.mark.e2e]
+pytestmark = [pytest.mark.mqtt, pytest.mark.e2e, pytest.mark.serial]
 
 # Short shots so that clocks run out while the broker is away (warnings at 300/150 ms).
 PROFILE = {"shot_ms": 700, "full_rounds": 1, "step_ms": 100, "floor_ms": 500,

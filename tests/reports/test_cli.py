@@ -1,13 +1,11 @@
-"""``shotclock report`` against a store file, without a server (the PDF itself is printed in
-tests/browser/test_reports.py)."""
+"""``shotclock report`` against a store file, without a server, run by the test's process
+(tests/cli.py; the PDF itself is printed in tests/browser/test_reports.py)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ import pytest
 from clock_service.core.commands import Result
 from clock_service.service.storage import Store
 from harness.reports import Table, write_table
-from tests.server import ROOT
+from tests.cli import Ran, shotclock
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +30,8 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def report(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clock_service", "report", *args],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT,
-                          env={**os.environ, **(env or {})})
+def report(*args: str, env: dict[str, str] | None = None) -> Ran:
+    return shotclock("report", *args, env={**os.environ, **(env or {})})
 
 
 def test_a_summary_json_and_csv_from_the_store_file(db: Path) -> None:

@@ -14,7 +14,8 @@ import pytest
 
 from clock_service.edges.reports.protocol import render_protocol
 from clock_service.edges.reports.stats import MatchRecord
-from tests.server import ServerProcess, http
+from harness.thread_server import ThreadServer
+from tests.server import http
 from tests.waiting import until
 
 pytestmark = pytest.mark.e2e
@@ -27,13 +28,13 @@ def wait(check: Any, what: str, timeout: float = 20.0) -> Any:
     return until(check, timeout, 0.05, what)
 
 
-def record(server: ServerProcess, match_id: str) -> dict[str, Any]:
+def record(server: ThreadServer, match_id: str) -> dict[str, Any]:
     status, body = http("GET", f"{server.url}/api/matches/{match_id}")
     assert status == 200, body
     return dict(body)
 
 
-def protocol(server: ServerProcess, match_id: str) -> str:
+def protocol(server: ThreadServer, match_id: str) -> str:
     import urllib.request
 
     with urllib.request.urlopen(f"{server.url}/report?match={match_id}&lang=en",
@@ -44,7 +45,7 @@ def protocol(server: ServerProcess, match_id: str) -> str:
 def test_a_finished_match_is_signed_and_an_edited_store_is_not_verified(
         tmp_path: Path) -> None:
     db = tmp_path / "signed.db"
-    server = ServerProcess(db, env={"SHOTCLOCK_REFEREE_TOKEN": TOKEN,
+    server = ThreadServer(db, env={"SHOTCLOCK_REFEREE_TOKEN": TOKEN,
                                     "SHOTCLOCK_DEFAULT_TABLE": ""}).start()
     try:
         key = Path(f"{db}.key")

@@ -5,11 +5,10 @@ match started from it."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.server import ROOT, ServerProcess, http
+from tests.cli import Ran, shotclock
+from tests.server import ServerProcess, http
 
 TOKEN = "t0ken"
 DRAW = ("number,player1,player2,race_to,event,round,table\n"
@@ -18,9 +17,9 @@ DRAW = ("number,player1,player2,race_to,event,round,table\n"
         "3,Smirnov,Kuznetsov,1,City cup,Round 2,next\n")
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "clock_service", "draw", *args],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+def cli(*args: str) -> Ran:
+    """``shotclock draw ARGS``, run by this process (tests/cli.py)."""
+    return shotclock("draw", *args)
 
 
 def post_text(server: ServerProcess, path: str, text: str, kind: str,

@@ -15,7 +15,7 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from clock_service.service.timesource import TimeSource
     from firmware_bridge.table_side import TableSide
 
-__all__ = ["main", "table_runtime", "table_app", "EXIT_REFUSED", "EXIT_STORE_LOCKED",
-           "EXIT_STORE_CORRUPT", "EXIT_STORE_UNWRITABLE"]
+__all__ = ["main", "table_runtime", "table_app", "serve_app", "Serving", "hall_app",
+           "EXIT_REFUSED", "EXIT_STORE_LOCKED", "EXIT_STORE_CORRUPT", "EXIT_STORE_UNWRITABLE"]
 
 log = logging.getLogger("shotclock")
 
@@ -297,14 +297,7 @@ class _Part:
 
 
 def _serve(args: argparse.Namespace) -> int:
-
-    from clock_service.edges.api.server import (
-        install_redactor,
-        raise_open_files,
-        uvicorn_config,
-    )
-    from clock_service.edges.broadcast.cli import text_files
-    from clock_service.edges.broadcast.feeds import FeedBoard
+    from clock_service.edges.api.server import install_redactor, raise_open_files
     from clock_service.service.settings import Settings
     from clock_service.service.storage import Store
 
@@ -326,14 +319,66 @@ def _serve(args: argparse.Namespace) -> int:
                     "at %d instead of %d (SHOTCLOCK_MAX_CONNECTIONS); raise the limit", soft,
                     cap, settings.max_connections)
         settings = replace(settings, max_connections=cap)
+    serving = serve_app(settings, store)
+    base = f"{'https' if settings.tls_cert else 'http'}://{settings.host}:{settings.port}"
+    table = settings.default_table or "1"
+    camera = serving.camera
+    about_camera = None if camera is None else (
+        f"{camera.spec.kind} ({camera.mode} mode, table {camera.table_id})")
+    print(f"shotclock: serving on {base}  (store: {settings.db}; referee token "
+          f"{'on' if settings.referee_token else 'off'})\n"
+          f"  hall view        {base}/\n"
+          f"  referee console  {base}/referee?table={table}\n"
+          f"  stream overlay   {base}/overlay?table={table}\n"
+          f"  table display    {base}/display?table={table}\n"
+          f"  statistics       {base}/stats?table={table}\n"
+          f"  match protocol   {base}/report?match={table}.1  (each table's: the hall)\n"
+          f"  API              {base}/docs\n"
+          f"  answers to       {_names(settings)}"
+          + (f"\n  camera           {about_camera}  (calibrate: {base}/calibrate)"
+             if about_camera else "\n  camera           none (--camera: calibrate at /calibrate)"),
+          file=sys.stderr, flush=True)
+    server = serving.server(log_level=args.log_level, access_log=args.access_log)
+    # uvicorn sets up its loggers when the config is made: redact their handlers too.
+    install_redactor(settings.referee_token)
+    _run_until_stopped(server)
+    return 0
+
+
+@dataclass(frozen=True)
+class Serving:
+    """What ``serve`` runs, composed from its settings and its store: the app and the
+    table's side of it (its devices), with the camera if there is one."""
+
+    app: FastAPI
+    settings: Settings
+    table_side: TableSide
+    camera: CameraAdapter | None
+
+    def server(self, *, log_level: str, access_log: bool) -> uvicorn.Server:
+        """serve's uvicorn server (``_server``) over the app."""
+        from clock_service.edges.api.server import uvicorn_config
+
+        return _server(uvicorn_config(self.app, self.settings, log_level=log_level,
+                                      access_log=access_log), self.table_side)
+
+
+def serve_app(settings: Settings, store: Store,
+              environ: Mapping[str, str] | None = None) -> Serving:
+    """``serve``'s service over ``store`` (locked and checked): every part made here.
+    ``environ``: where the hardware's configuration is read (``os.environ`` unless given:
+    the settings were read from the same). A test serves it in a thread with this
+    (harness/thread_server.py)."""
+    from clock_service.edges.broadcast.cli import text_files
+    from clock_service.edges.broadcast.feeds import FeedBoard
+    from clock_service.service.auth import Authority
+
     runtime = table_runtime(settings, store=store)
     # Started in this order once the runtime has started, stopped in reverse before it
     # stops: the devices, then the publisher (it closes before the store: the last acked
     # seqs), then the camera.
-    table_side = _table_side(runtime, settings)
+    table_side = _table_side(runtime, settings, environ)
     parts: list[Part] = [table_side]
-    from clock_service.service.auth import Authority
-
     authority = Authority(settings.referee_token, runtime.store)
     publisher = _mqtt_publisher(runtime, settings, authority)
     if publisher is not None:
@@ -351,31 +396,7 @@ def _serve(args: argparse.Namespace) -> int:
     app = _app(settings, runtime, authority=authority, reports=reports, feeds=feeds,
                parts=parts, hardware=table_side.dimmable, camera=camera,
                tournament=_tournament(runtime, settings, reports))
-    base = f"{'https' if settings.tls_cert else 'http'}://{settings.host}:{settings.port}"
-    table = settings.default_table or "1"
-    about_camera = None if camera is None else (
-        f"{camera.spec.kind} ({camera.mode} mode, table {camera.table_id})")
-    print(f"shotclock: serving on {base}  (store: {settings.db}; referee token "
-          f"{'on' if settings.referee_token else 'off'})\n"
-          f"  hall view        {base}/\n"
-          f"  referee console  {base}/referee?table={table}\n"
-          f"  stream overlay   {base}/overlay?table={table}\n"
-          f"  table display    {base}/display?table={table}\n"
-          f"  statistics       {base}/stats?table={table}\n"
-          f"  match protocol   {base}/report?match={table}.1  (each table's: the hall)\n"
-          f"  API              {base}/docs\n"
-          f"  answers to       {_names(settings)}"
-          + (f"\n  camera           {about_camera}  (calibrate: {base}/calibrate)"
-             if about_camera else "\n  camera           none (--camera: calibrate at /calibrate)"),
-          file=sys.stderr, flush=True)
-    config = uvicorn_config(app, settings, log_level=args.log_level,
-                            access_log=args.access_log)
-
-    server = _server(config, table_side)
-    # uvicorn sets up its loggers when the config is made: redact their handlers too.
-    install_redactor(settings.referee_token)
-    _run_until_stopped(server)
-    return 0
+    return Serving(app, settings, table_side, camera)
 
 
 def _server(config: Any, table_side: TableSide) -> uvicorn.Server:
@@ -449,7 +470,8 @@ def _async(call: Callable[[], None]) -> Callable[[], Awaitable[None]]:
     return run
 
 
-def _table_side(runtime: Runtime, settings: Settings) -> TableSide:
+def _table_side(runtime: Runtime, settings: Settings,
+                environ: Mapping[str, str] | None = None) -> TableSide:
     """The table-side devices: hardware if configured, else the terminal (or nothing).
 
     The configuration is read (and a bad one refused, exit 78) before the service starts.
@@ -460,7 +482,7 @@ def _table_side(runtime: Runtime, settings: Settings) -> TableSide:
     from firmware_bridge.table_side import TableSide
 
     try:
-        config = load_config()
+        config = load_config(environ)
     except HardwareConfigError as exc:
         print(f"shotclock: hardware configuration refused: {exc}", file=sys.stderr)
         raise SystemExit(EX_CONFIG) from None
@@ -538,16 +560,28 @@ def _mqtt_publisher(runtime: Runtime, settings: Settings,
     return _Part(publisher.start, publisher.close)
 
 
+def hall_app(settings: Settings, store: Store) -> FastAPI:
+    """``hall``'s service over its own ``store`` (locked and checked): the hall's runtime,
+    mirroring ``settings.mqtt_url``'s tables, behind the app. A test serves it in a thread
+    with this (harness/thread_server.py)."""
+    from clock_service.edges.mqtt.hall import HallRuntime
+    from clock_service.service.hub import Hub
+    from clock_service.service.timesource import RealTime
+
+    assert settings.mqtt_url, "the hall mirrors a broker's tables"
+    _configure_presets(settings)
+    runtime = HallRuntime(store, RealTime(), Hub(settings.ws_queue),
+                          _broker_target(settings.mqtt_url, settings.mqtt_ca), settings)
+    return _app(settings, runtime)
+
+
 def _hall(args: argparse.Namespace) -> int:
     """``shotclock hall``: every table of a hall, mirrored from the broker, behind the same
     HTTP/WebSocket API and pages (clock_service/edges/mqtt/hall.py)."""
     import uvicorn
 
-    from clock_service.edges.mqtt.hall import HallRuntime
-    from clock_service.service.hub import Hub
     from clock_service.service.settings import Settings
     from clock_service.service.storage import Store
-    from clock_service.service.timesource import RealTime
 
     settings = Settings.from_env(host=args.host, port=args.port, mqtt_url=args.mqtt,
                                  open=args.open or None, tls_cert=args.tls_cert,
@@ -571,9 +605,7 @@ def _hall(args: argparse.Namespace) -> int:
     store = _locked_store(Store(settings.db, synchronous="NORMAL"))
     if isinstance(store, int):
         return store
-    _configure_presets(settings)
-    runtime = HallRuntime(store, RealTime(), Hub(settings.ws_queue), target, settings)
-    app = _app(settings, runtime)
+    app = hall_app(settings, store)
     base = f"{'https' if settings.tls_cert else 'http'}://{settings.host}:{settings.port}"
     print(f"shotclock hall: mirroring hall {target.hall!r} from {target.redacted()} on {base}"
           f"  (store: {settings.db})\n  hall view  {base}/\n  API        {base}/docs\n"

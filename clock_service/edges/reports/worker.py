@@ -28,7 +28,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-__all__ = ["render", "executor", "reset_executor", "RECORDS_CACHED", "OUTPUTS_CACHED"]
+__all__ = ["render", "executor", "reset_executor", "shutdown", "RECORDS_CACHED",
+           "OUTPUTS_CACHED"]
 
 RECORDS_CACHED = 32
 OUTPUTS_CACHED = 128
@@ -42,6 +43,7 @@ _conns: dict[str, sqlite3.Connection] = {}
 _records: OrderedDict[tuple[str, str, int], tuple[dict[str, Any], Any]] = OrderedDict()
 _outputs: OrderedDict[tuple[Any, ...], str] = OrderedDict()
 builds = 0  # records built in this process (cache misses)
+rendered = 0  # outputs made in this process (cache misses)
 
 
 def _connect(db: str) -> sqlite3.Connection:
@@ -63,7 +65,7 @@ def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any, size: int) -> 
 
 def render(db: str, match_id: str, kind: str, options: dict[str, Any]) -> tuple[str, str]:
     """One output of one match: ``kind`` is ``json``, ``csv``, ``svg`` or ``html``."""
-    global builds
+    global builds, rendered
     from clock_service.edges.reports.charts import CHARTS, chart_svg
     from clock_service.edges.reports.export import record_json, shots_csv
     from clock_service.edges.reports.protocol import render_protocol
@@ -102,6 +104,7 @@ def render(db: str, match_id: str, kind: str, options: dict[str, Any]) -> tuple[
             text = render_protocol(summary, record, lang=options.get("lang", "en"))
         else:
             raise ValueError(f"unknown output {kind!r}")
+        rendered += 1
         _remember(_outputs, output_key, text, OUTPUTS_CACHED)
     return "ok", text
 
@@ -166,7 +169,10 @@ def _start_worker(parent: int, pdeathsig: bool) -> None:
 
 
 def stats() -> dict[str, int]:
-    return {"builds": builds, "records": len(_records), "outputs": len(_outputs)}
+    """What this process has made (``builds``, ``rendered``) and keeps (``records``,
+    ``outputs``): run in the worker (``executor().submit(stats)``), what the worker did."""
+    return {"builds": builds, "rendered": rendered, "records": len(_records),
+            "outputs": len(_outputs)}
 
 
 # -- in the service ----------------------------------------------------------------------------
@@ -206,3 +212,13 @@ def _shutdown() -> None:
 
 
 __all__ += ["BrokenProcessPool", "stats"]
+
+
+def shutdown() -> None:
+    """End the worker, if there is one, and wait for it (it ends with the service's process
+    otherwise: a service in a test's thread, stopped, leaves none behind)."""
+    global _executor
+    with _lock:
+        pool, _executor = _executor, None
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
