@@ -560,8 +560,8 @@ class TableClock:
         def kept(value: Any, current: Any) -> Any:
             return current if value is SAME else value
 
-        unfinished = not self.match.over and (self.match.race_to is not None
-                                              or self.phase is not FRAME_OVER)
+        unfinished = (not self.match.over and not self._nothing_played()
+                      and (self.match.race_to is not None or self.phase is not FRAME_OVER))
         if unfinished and command.reason is None:  # as D9 for a frame
             raise InvalidCommand(
                 "new_match: reason is missing: the match in play is not finished (no winner "
@@ -600,6 +600,17 @@ class TableClock:
         events = [MATCH_STARTED(data), *self._start_frame(now)]
         self._phase.apply("new_match")
         return events
+
+    def _nothing_played(self) -> bool:
+        """The match in play has not begun: frame 1 before its break, the clock never run,
+        no shot, foul, extension or correction standing. Replacing it leaves nothing
+        unfinished (a table made before its first match is known, then started from the
+        draw: no reason to give, issue 36)."""
+        return (self.frame == 1 and self.phase is READY and self.frame_shots == 0
+                and not self.match.frame.break_done and not any(self.frames_won)
+                and not any(self.fouls) and not any(self.extensions_used)
+                and (self.match_clock is None or self.match_clock.phase == "waiting")
+                and self.corrections.last_step is None)
 
     def _on_result(self, command: Result, now: float) -> list[Event]:
         """Apply the referee's report of the shot just played (sections 3-11)."""

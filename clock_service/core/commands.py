@@ -313,7 +313,8 @@ class NewMatch(Command):
     this match only. Not undoable: the correction history ends with the match it belongs to.
     ``reason``: why the previous match is left unfinished (a race not won, or a frame in
     progress: the rules never end a match that way, so, as for a frame (D9), the referee
-    says why); not needed after a match that is over or an open-ended one between frames.
+    says why); not needed after a match that is over, an open-ended one between frames,
+    or one not begun (frame 1 before its break, nothing played).
     """
 
     name: ClassVar[str] = "new_match"

@@ -109,11 +109,30 @@ def test_a_match_in_play_can_be_left_for_a_new_one_but_not_while_a_shot_is_timed
     assert clock.state(T0 + 7)["extensions_left"] == [1, 1]
 
 
+# Before anything: a table made before its first match is known (issue 36: the draw's first
+# match on it needed a reason). Each step leaves something standing in the match.
+_BEGUN: dict[str, list[Any]] = {
+    "nothing played": [],
+    "started and undone": [Start(), Undo()],
+    "a shot": [Start(), Shot()],
+    "a frame in progress": [Start(), Shot()],
+    "an extension before the break": [Extension()],
+    "a foul before the break": [Foul(reason="a")],
+}
+
+
 @pytest.mark.parametrize(("situation", "needs_reason"), [
     ("race won", False),
     ("race in play, between frames", True),
     ("open-ended, between frames", False),
     ("open-ended, a frame in progress", True),
+    ("race, nothing played", False),
+    ("open-ended, nothing played", False),
+    ("race, started and undone", False),
+    ("race, a shot", True),
+    ("race, an extension before the break", True),
+    ("race, a foul before the break", True),
+    ("open-ended, a foul before the break", True),
 ])
 def test_a_reason_is_needed_only_to_leave_an_unfinished_match(situation: str,
                                                               needs_reason: bool) -> None:
@@ -124,6 +143,8 @@ def test_a_reason_is_needed_only_to_leave_an_unfinished_match(situation: str,
     if "between frames" in situation or situation == "race won":
         clock.handle(Foul(reason="a"), T0 + 1)
         clock.handle(Foul(reason="b", player=0), T0 + 2)  # 10.5: the frame is over
+    for step in _BEGUN.get(situation.partition(", ")[2], []):
+        clock.handle(step, T0 + 1)
     if needs_reason:
         with pytest.raises(InvalidCommand) as missing:
             clock.handle(NewMatch(), T0 + 3)
