@@ -107,7 +107,9 @@ HTTP: dict[tuple[str, str], Door] = {
     ("GET", "/api/presets/{name}"): _anyone("one named time profile"),
     ("GET", "/api/draw"): _anyone("the draw and every table's queue"),
     ("POST", "/api/draw"): _director("import the draw"),
-    ("POST", "/api/draw/{number}/assign"): _director("put a queued match on a table"),
+    ("POST", "/api/draw/{number}/assign"): _director(
+        "put a queued match in a table's queue, or at another place in it"),
+    ("POST", "/api/draw/{number}/start"): _director("start a queued match on a table now"),
     ("DELETE", "/api/draw"): _director("forget the draw"),
     ("GET", "/api/tables/{table_id}/next"): _anyone("what a table plays next"),
     ("POST", "/api/tables/{table_id}/next"): _referee("start the table's next match"),

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from clock_service.edges.tournament.draw import Draw, DrawError, parse_draw
+from clock_service.edges.tournament.draw import Draw, DrawError, DrawMatch, parse_draw
 
 TABLES = ["1", "2"]
 HEADER = "number,player1,player2,race_to,event,round,table\n"
@@ -107,3 +107,58 @@ def test_starting_a_match_finishes_the_one_playing_on_that_table() -> None:
     draw.start(1, "1", "1.2")
     changed = draw.start(3, "1", "1.3")
     assert [(m.number, m.status) for m in changed] == [(1, "done"), (3, "playing")]
+
+
+# -- the director's reorder (issue 36): (moves as (number, table, position), queues after) ---
+REORDERS = [
+    ("to the front of its queue", [(6, "1", 0)], {"1": [6, 1, 5], None: [3, 4]}),
+    ("to the end of its queue", [(1, "1", 9)], {"1": [5, 6, 1], None: [3, 4]}),
+    ("one up", [(6, "1", 1)], {"1": [1, 6, 5], None: [3, 4]}),
+    ("into another queue, first", [(4, "1", 0)], {"1": [4, 1, 5, 6], None: [3]}),
+    ("to the next free table, second", [(5, None, 1)], {"1": [1, 6], None: [3, 5, 4]}),
+    ("without a place: by its order", [(6, None, None)], {"1": [1, 5], None: [3, 4, 6]}),
+    ("two moves", [(6, "1", 0), (5, "1", 0)], {"1": [5, 6, 1], None: [3, 4]}),
+    ("back where it was", [(6, "1", 0), (6, "1", 2)], {"1": [1, 5, 6], None: [3, 4]}),
+]
+
+
+@pytest.mark.parametrize(("moves", "queues"), [r[1:] for r in REORDERS],
+                         ids=[r[0] for r in REORDERS])
+def test_a_queue_is_reordered_and_the_others_keep_their_places(
+        moves: list[tuple[int, str | None, int | None]],
+        queues: dict[str | None, list[int]]) -> None:
+    draw = Draw(parse_draw(GOOD_CSV + "5,A,B,1,,,1\n6,C,D,1,,,1\n", kind="csv", tables=TABLES))
+    for number, table, position in moves:
+        changed = draw.assign(number, table, position)
+        assert changed[0].number == number and changed[0].table == table
+    assert {t: [m.number for m in draw.queue(t)] for t in queues} == queues
+    assert [m.number for m in draw.queue("2")] == [2]  # untouched
+    orders = [m.order for m in draw.matches.values()]
+    assert len(set(orders)) == len(orders)  # still one place each
+    again = Draw(DrawMatch.from_dict(json.loads(json.dumps(m.to_dict())))
+                 for m in draw.matches.values())  # as the store keeps it
+    assert {t: [m.number for m in again.queue(t)] for t in queues} == queues
+
+
+# -- a pair started by hand (issue 36, "Queued pair") ------------------------------------------
+PAIRS = [
+    ("the table's own queue", ["Ivanov", "Petrov"], "1", 1),
+    ("either way round", ["Petrov", "Ivanov"], "1", 1),
+    ("case and spaces aside", [" ivanov ", "PETROV"], "1", 1),
+    ("the next free table's", ["Smirnov", "Kuznetsov"], "1", 3),
+    ("another table's queue", ["Sidorov", "Orlov"], "1", 2),
+    ("Cyrillic", ["сидоров", "Орлов"], "2", 7),
+    ("not in the draw", ["Ivanov", "Orlov"], "1", None),
+]
+
+
+@pytest.mark.parametrize(("players", "table", "number"), [p[1:] for p in PAIRS],
+                         ids=[p[0] for p in PAIRS])
+def test_the_queued_match_of_a_pair(players: list[str], table: str, number: int | None) -> None:
+    draw = Draw(parse_draw(GOOD_CSV + "7,Сидоров,Орлов,1,,,next\n", kind="csv",
+                           tables=TABLES))
+    found = draw.same_pair(players, table)
+    assert (found.number if found else None) == number
+    draw.start(1, "1", "1.1")  # a match started is no longer queued
+    if number == 1:
+        assert draw.same_pair(players, table) is None

@@ -22,6 +22,7 @@ from clock_service.edges.tournament.schemas import (
     OutboxOut,
     ResultOut,
     ResultsOut,
+    StartMatchIn,
     StartNextIn,
 )
 from clock_service.edges.tournament.service import Tournament
@@ -108,7 +109,7 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
-            return _refused([Problem(1, "the file is not UTF-8 text")])
+            return _refused([Problem(1, "the file is not UTF-8 text", code="draw_not_utf8")])
         try:
             matches = await served().import_draw(text, kind)
         except DrawError as exc:
@@ -121,8 +122,19 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
                            number: Annotated[int, Path(ge=1, le=MAX_DRAW_NUMBER)],
                            body: AssignIn) -> dict[str, Any]:
         """Put a queued match in a table's queue (``table``), or back to the next free table
-        (``table`` null). 409 ``match_started`` once it was started."""
-        return (await served().assign(number, body.table)).to_dict()
+        (``table`` null); with ``position``, at that place in the queue (0: first): the
+        director's reorder. 409 ``match_started`` once it was started."""
+        return (await served().assign(number, body.table, body.position)).to_dict()
+
+    @routes.post("/api/draw/{number}/start", responses=_DRAW_ERRORS)
+    async def start_match(request: Request, number: int, body: StartMatchIn) -> Any:
+        """Start this queued match on ``table`` now, whichever queue it was in (the
+        director's desk): the table's ``new_match`` with its players, race and event. 200
+        the table's new state; 409 ``match_in_play`` while the table's match is under way
+        (give ``reason`` to leave it unfinished), ``clock_counting`` while a shot is timed,
+        ``match_started`` once this match was started."""
+        return await served().start_match(number, body.table, credential_of(request),
+                                          body.reason)
 
     @routes.delete("/api/draw", responses=_DRAW_ERRORS)
     async def clear_draw(request: Request) -> dict[str, int]:

@@ -17,6 +17,7 @@ from clock_service.service.wire.fields import PersonName, TableId, TextLine
 
 __all__ = ["DrawMatchOut", "DrawOut", "DrawRefused", "AssignIn", "NextOut", "StartNextIn",
            "ResultOut", "ResultsOut", "OutboxOut", "DrawLine", "DrawRow", "DRAW_BODY",
+           "StartMatchIn",
            "DRAW_CSV_EXAMPLE"]
 
 DRAW_CSV_EXAMPLE = ("number,player1,player2,race_to,event,round,table\n"
@@ -85,6 +86,8 @@ class DrawMatchOut(BaseModel):
     status: Literal["queued", "playing", "done"]
     playing_on: str | None = Field(description="the table it was started on")
     match_id: str | None = Field(description="its match once started (GET /api/matches/{id})")
+    order: int = Field(description="its place among the queued: each queue is sorted by it "
+                       "(its number until the director reorders)")
 
 
 class TableQueue(BaseModel):
@@ -102,7 +105,10 @@ class DrawOut(BaseModel):
 
 class ProblemOut(BaseModel):
     line: int = Field(description="the file's line (CSV: the header is 1; JSON: the item)")
-    reason: str
+    reason: str = Field(description="what is wrong, in English")
+    code: str = Field(description="what is wrong, as a code (draw_formula, "
+                      "draw_unknown_table, ...): a page says it in its own language")
+    data: dict[str, str | int] = Field(description="the code's particulars (column, value...)")
 
 
 class DrawRefusedBody(BaseModel):
@@ -119,6 +125,16 @@ class AssignIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     table: TableId | None = Field(description="null: the next free table")
+    position: int | None = Field(None, ge=0, le=100_000, description="its place in that "
+                                 "queue, 0 first (a reorder); null: where its order puts it")
+
+
+class StartMatchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    table: TableId = Field(description="the table to play it on")
+    reason: TextLine | None = Field(None, description="why the match in play there is left "
+                                    "unfinished")
 
 
 class NextOut(BaseModel):

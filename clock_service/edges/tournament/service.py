@@ -2,9 +2,12 @@
 
 Holds the draw (``draw.Draw``) in memory, written through to the store's ``draw`` table
 (its one writer, awaited before answering) and read back at start. Watches the tables'
-events (a runtime listener, on the loop) for the end of a draw match. Starting a table's
-next match is the table's own ``new_match`` command with the draw's players, race and
-event: the clock and its log stay the only owner of a match.
+events (a runtime listener, on the loop) for the end of a draw match, and for a match
+started by hand between a pair the draw has queued (a table created for it from the hall
+form, or a referee's ``new_match``): that draw match is then the one playing there, not
+queued to be played again (issue 36). Starting a draw match on a table is the table's
+own ``new_match`` command with the draw's players, race and event: the clock and its log
+stay the only owner of a match.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from clock_service.core.commands import NewMatch
-from clock_service.core.errors import InvalidInput, RuleRefusal
+from clock_service.core.errors import InvalidCommand, InvalidInput, RuleRefusal
 from clock_service.edges.tournament.draw import Draw, DrawMatch, parse_draw
 from clock_service.service.auth import Credential, stamp
 from clock_service.service.runtime import Runtime
@@ -34,6 +37,7 @@ class Tournament:
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         # feed_info's answers for one version of one draw: (draw, version, {table: info})
         self._feed: tuple[Draw, int, dict[str, dict[str, Any]]] = (self.draw, -1, {})
+        self._starting: set[str] = set()  # tables whose new match comes from the draw now
 
     async def start(self) -> None:
         store = self.runtime.store
@@ -53,13 +57,29 @@ class Tournament:
     def _on_events(self, table_id: str, wires: list[dict[str, Any]],
                    state: dict[str, Any]) -> None:
         for wire in wires:
-            if wire["type"] == "match.ended":
+            if wire["type"] in ("table.created", "match.started"):
+                if table_id not in self._starting:
+                    self._started_by_hand(table_id, state)
+            elif wire["type"] == "match.ended":
                 match_id = state.get("match", {}).get("id")
                 finished = self.draw.finish(table_id, match_id) if match_id else None
                 if finished is not None:
                     self._save([finished], None)
                 for listener in self.listeners:
                     listener(table_id, wire)
+
+    def _started_by_hand(self, table_id: str, state: dict[str, Any]) -> None:
+        """A match not started from the draw: if the draw has its pair queued, that match
+        is the one playing on this table now (and the match played there before is done)."""
+        match_id = state.get("match", {}).get("id")
+        players = state.get("players") or []
+        if not match_id or len(players) != 2:
+            return
+        queued = self.draw.same_pair(players, table_id)
+        if queued is not None:
+            self._save(self.draw.start(queued.number, table_id, match_id), None)
+            log.info("draw: match %s (%s) is playing on table %s, started by hand",
+                     queued.number, queued.title, table_id)
 
     # -- persistence ------------------------------------------------------------------------
     def _execute(self, statements: list[tuple[str, tuple[Any, ...]]],
@@ -93,20 +113,33 @@ class Tournament:
                              taken=self.draw.matches)
         await self._saved(matches)
         self.draw.add(matches)
+        # A table already playing one of these pairs (made for it before the draw came):
+        # that match is playing there, not queued to be played again.
+        for table_id in sorted(self.runtime.tables):
+            state = self.runtime.state(table_id)
+            if not state["match"]["over"] and self.draw.playing(table_id) is None:
+                self._started_by_hand(table_id, state)
         return matches
 
-    async def assign(self, number: int, table: str | None) -> DrawMatch:
+    def _queued(self, number: int, table: str | None, what: str) -> DrawMatch:
         match = self.draw.get(number)
         if match is None:
             raise InvalidInput(f"no match {number} in the draw", code="unknown_draw_match")
         if table is not None and table not in self.runtime.tables:
             raise InvalidInput(f"no table {table!r}", code="unknown_table")
         if match.status != "queued":
-            raise RuleRefusal(f"assign refused: match {number} is {match.status}; only a "
+            raise RuleRefusal(f"{what} refused: match {number} is {match.status}; only a "
                               "queued match moves", code="match_started")
-        moved = self.draw.assign(number, table)
-        await self._saved([moved])
-        return moved
+        return match
+
+    async def assign(self, number: int, table: str | None,
+                     position: int | None = None) -> DrawMatch:
+        """Put a queued match in a table's queue (None: the next free table's), at
+        ``position`` in it (0: first) when given: the director's reorder."""
+        self._queued(number, table, "assign")
+        changed = self.draw.assign(number, table, position)
+        await self._saved(changed)
+        return changed[0]
 
     async def clear(self) -> int:
         count = len(self.draw.matches)
@@ -162,14 +195,45 @@ class Tournament:
             raise RuleRefusal(f"start next match refused: the draw has no match for table "
                               f"{table_id} (its queue and the next-free-table list are empty)",
                               code="no_next_match")
+        return await self._start(match, table_id, credential, reason)
+
+    async def start_match(self, number: int, table_id: str, credential: Credential,
+                          reason: str | None = None) -> dict[str, Any]:
+        """Any queued match of the draw, started on ``table_id`` now (the director's desk):
+        as ``start_next``, whichever queue it was in."""
+        return await self._start(self._queued(number, table_id, "start"), table_id,
+                                 credential, reason)
+
+    async def _start(self, match: DrawMatch, table_id: str, credential: Credential,
+                     reason: str | None) -> dict[str, Any]:
         event = ", ".join(x for x in (match.event, match.round) if x) or None
         command = stamp(NewMatch(players=list(match.players), race_to=match.race_to,
                                  event=event, reason=reason, source="draw"), credential, "http")
         if credential.director:  # a director's offered source is kept as it is: name it
             command = replace(command, source=f"draw:{credential.name}")
-        state = await self.runtime.command(table_id, command)
+        before = self.runtime.state(table_id)
+        self._starting.add(table_id)
+        try:
+            state = await self.runtime.command(table_id, command)
+        except InvalidCommand as exc:
+            if exc.code != "missing_reason":
+                raise
+            raise _in_play(table_id, before) from None
+        finally:
+            self._starting.discard(table_id)
         await self._saved(self.draw.start(match.number, table_id, state["match"]["id"]))
         return state
+
+
+def _in_play(table_id: str, state: dict[str, Any]) -> RuleRefusal:
+    """The refusal to start a match over one in play (the core's missing_reason, said for
+    the desk: which match, how far it is)."""
+    players = state.get("players") or ["?", "?"]
+    score = (state.get("match") or {}).get("score") or [0, 0]
+    return RuleRefusal(
+        f"start refused: table {table_id} is playing {players[0]} – {players[1]} "
+        f"({score[0]}:{score[1]}, frame {state.get('frame')}); start the next match once it "
+        "is over, or give the reason for leaving it unfinished", code="match_in_play")
 
 
 def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
