@@ -116,6 +116,8 @@ HTTP: dict[tuple[str, str], Door] = {
     ("GET", "/api/results"): _anyone("the results of the matches played"),
     ("GET", "/api/results.csv"): _anyone("the results as CSV"),
     ("GET", "/api/results/outbox"): _director("the results webhook's deliveries"),
+    ("GET", "/api/results/webhook"): _director("where the results go (never the secret)"),
+    ("PUT", "/api/results/webhook"): _director("set where the results go (the environment wins)"),
     ("GET", "/api/results/{match_id}"): _anyone("one match's result"),
     # broadcast feeds
     ("GET", "/feeds/tables.{fmt}"): _anyone("every table's row for a graphics switcher"),

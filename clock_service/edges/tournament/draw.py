@@ -119,7 +119,7 @@ def _human(value: Any, column: str, kind: TextKind) -> _Wrong | None:
     if len(value) > kind.cap:
         return _wrong(said, "draw_too_long", column=column, value=value.strip()[:20],
                       max=kind.cap)
-    return _wrong(said, "draw_bad_text", column=column, reason=reason[:120])
+    return _wrong(said, "draw_bad_text", column=column, why=reason[:120])
 
 
 def _formula(column: str, text: str, why: str) -> _Wrong:

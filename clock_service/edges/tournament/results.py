@@ -11,6 +11,11 @@ backoff (from SHOTCLOCK_RESULTS_RETRY_S, doubling to 5 minutes). A row is marked
 after a 2xx, so a restart resumes where it was: nothing is lost. A receiver may see a
 delivery again only if the service stopped between its 2xx and the mark (the same delivery
 id, signed afresh: docs/results.md).
+
+Where the webhook's URL and secret come from: SHOTCLOCK_RESULTS_WEBHOOK and
+SHOTCLOCK_RESULTS_SECRET when set (the environment wins: the desk cannot change them),
+else what the director set on the desk (``PUT /api/results/webhook``), kept in the store's
+``meta`` and taking effect at once, no restart.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from clock_service.core.errors import UnknownMatch
+from clock_service.core.errors import InvalidInput, RuleRefusal, UnknownMatch
 from clock_service.core.text import csv_cell
 from clock_service.edges.tournament.webhook import (
     check_url,
@@ -48,6 +53,10 @@ log = logging.getLogger(__name__)
 FORMAT = "shotclock.result/1"
 MAX_RETRY_S = 300.0
 MAX_RESULTS = 500
+MAX_URL = 2000
+MAX_SECRET = 200
+# The webhook set on the desk (the environment's is never written here).
+URL_KEY, SECRET_KEY = "results_webhook_url", "results_webhook_secret"
 RESULT_COLUMNS = ("match", "table", "event", "player1", "player2", "race_to", "score1",
                   "score2", "winner", "drawn", "by_time_limit", "frames", "started_at",
                   "ended_at", "duration_ms", "shots1", "shots2", "mean_ms1", "mean_ms2",
@@ -120,9 +129,14 @@ class Results:
         self.runtime = runtime
         self.reports = reports
         # Refused before the service starts (InvalidInput): urllib opens file:// too.
-        self.webhook = None if webhook is None else check_url(webhook)
+        # The environment's (settings) win over the desk's kept in the store.
+        self.env_webhook = None if webhook is None else check_url(webhook)
+        self.env_secret = secret
+        self.webhook = self.env_webhook
         self.wall = wall  # the signature's t: the receiver compares it with its own clock
         self.secret = secret
+        self._stored_secret: str | None = None
+        self._begun = False
         self.retry_s = max(0.05, retry_s)
         self.draw_number = draw_number or (lambda match_id: None)
         self._wake = asyncio.Event()
@@ -228,9 +242,67 @@ class Results:
             "SELECT value FROM meta WHERE key = 'results_webhook_since'").fetchone()
         return None if row is None else int(float(row[0]))
 
+    # -- where the webhook comes from -----------------------------------------------------------
+    def _stored(self) -> tuple[str | None, str | None]:
+        rows = dict(self.runtime.store.reader_connection().execute(
+            "SELECT key, value FROM meta WHERE key IN (?, ?)", (URL_KEY, SECRET_KEY)).fetchall())
+        return rows.get(URL_KEY), rows.get(SECRET_KEY)
+
+    def webhook_config(self) -> dict[str, Any]:
+        """The webhook as the desk shows it (never the secret itself)."""
+        source = None if self.webhook is None else (
+            "environment" if self.env_webhook is not None else "store")
+        return {"url": self.webhook, "secret_set": bool(self.secret), "source": source,
+                "secret_source": None if not self.secret else (
+                    "environment" if self.env_secret else "store")}
+
+    async def configure(self, url: str | None, secret: str | None) -> dict[str, Any]:
+        """The director's webhook, kept in the store and used from now on. ``url`` None
+        stops sending (the outbox keeps what is not sent); ``secret`` None keeps the one
+        kept, "" removes it. Refused (409) while the environment sets the webhook."""
+        if self.env_webhook is not None:
+            raise RuleRefusal("the results webhook is set by SHOTCLOCK_RESULTS_WEBHOOK on the "
+                              "service: change it there (the environment wins)",
+                              code="webhook_from_environment")
+        if url is not None:
+            url = url.strip()
+            try:
+                if len(url) > MAX_URL:
+                    raise InvalidInput("too long")
+                check_url(url)
+            except InvalidInput:
+                raise InvalidInput(f"the webhook must be an http:// or https:// address with a "
+                                   f"host, of at most {MAX_URL} characters, got "
+                                   f"{redacted(url[:200])}", code="invalid_webhook") from None
+        kept = self._stored_secret if secret is None else (secret or None)
+        if kept is not None and len(kept) > MAX_SECRET:
+            raise InvalidInput(f"the webhook's secret is longer than {MAX_SECRET} characters",
+                               code="invalid_webhook")
+        statements: list[tuple[str, tuple[Any, ...]]] = []
+        for key, value in ((URL_KEY, url), (SECRET_KEY, kept)):
+            statements.append(("DELETE FROM meta WHERE key = ?", (key,)) if value is None else
+                              ("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) "
+                               "DO UPDATE SET value = excluded.value", (key, value)))
+        await self._write(statements)
+        self._stored_secret = kept
+        self.webhook = url
+        self.secret = self.env_secret or kept
+        if self.webhook is not None:
+            await self._begin()
+        self._wake.set()
+        return self.webhook_config()
+
     async def start(self) -> None:
-        if self.webhook is None:
-            return
+        if self.env_webhook is None:
+            self.webhook, self._stored_secret = await asyncio.to_thread(self._stored)
+            self.secret = self.env_secret or self._stored_secret
+        if self.webhook is not None:
+            await self._begin()
+
+    async def _begin(self) -> None:
+        """Send from now on: the results missed since the webhook was first set (also those
+        that ended while the desk had taken it away), then each match as it ends."""
+        assert self.webhook is not None
         log.log(logging.INFO if self.secret else logging.WARNING,
                 "results: every finished match is POSTed to %s (%s)", redacted(self.webhook),
                 "signed" if self.secret else "NOT signed: set SHOTCLOCK_RESULTS_SECRET, or "
@@ -243,10 +315,14 @@ class Results:
                                 (str(since),))])
         for match_id in await asyncio.to_thread(self._missing, since):
             await self._enqueue_logged(match_id)
+        if self._begun:
+            return
+        self._begun = True
         self.runtime.subscribe(self.on_durable)
         self._task = asyncio.get_running_loop().create_task(self._run(), name="results-webhook")
 
     async def stop(self) -> None:
+        self._begun = False
         self.runtime.unsubscribe(self.on_durable)
         for task in [self._task, *self._pending]:
             if task is not None:
@@ -269,6 +345,9 @@ class Results:
             try:
                 while True:
                     self._wake.clear()
+                    if self.webhook is None:  # the desk took it away: wait for another
+                        await self._wake.wait()
+                        continue
                     now = int(self.runtime.time.now_ms())
                     rows, later = await asyncio.to_thread(self._due, now)
                     for row in rows:

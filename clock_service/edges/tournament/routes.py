@@ -24,6 +24,8 @@ from clock_service.edges.tournament.schemas import (
     ResultsOut,
     StartMatchIn,
     StartNextIn,
+    WebhookIn,
+    WebhookOut,
 )
 from clock_service.edges.tournament.service import Tournament
 from clock_service.service.doors import credential_of, error_responses
@@ -183,6 +185,20 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
         """The webhook's deliveries (the last 100): attempts, sent or when the next try is."""
         results = made()
         return await asyncio.to_thread(results.outbox)
+
+    @routes.get("/api/results/webhook", response_model=WebhookOut)
+    async def webhook(request: Request) -> dict[str, Any]:
+        """Where the results go: the URL, whether POSTs are signed (never the secret), and
+        whether the environment set it (then the desk cannot change it)."""
+        return made().webhook_config()
+
+    @routes.put("/api/results/webhook", response_model=WebhookOut,
+                responses=error_responses(401, 403, 409, 422, 503))
+    async def set_webhook(request: Request, body: WebhookIn) -> dict[str, Any]:
+        """Set the results webhook from the desk: kept in the store, used at once (the
+        finished matches from now on). 409 ``webhook_from_environment`` when
+        SHOTCLOCK_RESULTS_WEBHOOK is set: the environment wins."""
+        return await made().configure(body.url, body.secret)
 
     @routes.get("/api/results/{match_id}", response_model=ResultOut,
                 responses={404: {"model": ErrorResponse}})

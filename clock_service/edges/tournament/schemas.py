@@ -17,7 +17,7 @@ from clock_service.service.wire.fields import PersonName, TableId, TextLine
 
 __all__ = ["DrawMatchOut", "DrawOut", "DrawRefused", "AssignIn", "NextOut", "StartNextIn",
            "ResultOut", "ResultsOut", "OutboxOut", "DrawLine", "DrawRow", "DRAW_BODY",
-           "StartMatchIn",
+           "StartMatchIn", "WebhookIn", "WebhookOut",
            "DRAW_CSV_EXAMPLE"]
 
 DRAW_CSV_EXAMPLE = ("number,player1,player2,race_to,event,round,table\n"
@@ -218,6 +218,26 @@ class Delivery(BaseModel):
                                    "Location: ... (redirects are not followed)`, `HTTP 401 "
                                    "Unauthorized: <the receiver's words>`, a network error; "
                                    "a URL's password and query values as ***")
+
+
+class WebhookIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = Field(max_length=2000, description="http:// or https:// address that "
+                            "takes each finished match's result; null: send none",
+                            examples=["https://results.example.org/shotclock"])
+    secret: str | None = Field(None, max_length=200, description="signs each POST "
+                               "(X-Shotclock-Signature); null or left out: keep the one "
+                               "kept; empty: none")
+
+
+class WebhookOut(BaseModel):
+    url: str | None = Field(description="where results go; null: nowhere")
+    secret_set: bool = Field(description="whether POSTs are signed (the secret is never shown)")
+    source: Literal["environment", "store"] | None = Field(
+        description="environment: SHOTCLOCK_RESULTS_WEBHOOK (it wins: the desk cannot "
+        "change it); store: set on the desk")
+    secret_source: Literal["environment", "store"] | None
 
 
 class OutboxOut(BaseModel):

@@ -1,0 +1,100 @@
+"""The results webhook set on the director's desk (issue 36): kept in the store, used at
+once and after a restart, signed with its secret (never shown back), stopped when taken
+away; the environment's wins and cannot be changed from the desk. In-process over the
+real app, a real store and a real local receiver."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from clock_service.edges.cli.main import table_service
+from clock_service.service.settings import Settings
+from clock_service.service.timesource import FakeTime
+from tests.tournament.test_results_webhook import Receiver
+from tests.waiting import until
+
+DIRECTOR = {"Authorization": "Bearer director-token-of-the-webhook-test"}
+
+
+def _client(db: Path, **settings: Any) -> TestClient:
+    return TestClient(table_service(Settings(
+        db=str(db), display="none", referee_token=DIRECTOR["Authorization"][7:],
+        command_rate=0, read_rate=0, **settings), time=FakeTime()).app)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver(fail=0)
+    try:
+        yield r
+    finally:
+        r.close()
+
+
+def _play_a_match(client: TestClient, table: str) -> None:
+    assert client.post("/api/tables", json={"id": table, "players": ["Иванов", "Петров"],
+                                            "race_to": 1}, headers=DIRECTOR).status_code == 201
+    ended = client.post(f"/api/tables/{table}/commands", headers=DIRECTOR, json={
+        "command": "new_frame", "winner": 0, "reason": "walkover"})
+    assert ended.status_code == 200 and ended.json()["match"]["over"], ended.text
+
+
+def test_a_webhook_set_on_the_desk_is_kept_used_and_taken_away(
+        tmp_path: Path, receiver: Receiver) -> None:
+    with _client(tmp_path / "w.db") as client:
+        assert client.get("/api/results/webhook", headers=DIRECTOR).json() == {
+            "url": None, "secret_set": False, "source": None, "secret_source": None}
+        bad = client.put("/api/results/webhook", headers=DIRECTOR, json={"url": "ftp://x/y"})
+        assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid_webhook"
+        assert client.put("/api/results/webhook", json={"url": receiver.url}).status_code == 401
+        answer = client.put("/api/results/webhook", headers=DIRECTOR,
+                            json={"url": receiver.url, "secret": "desk-secret"})
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"url": receiver.url, "secret_set": True, "source": "store",
+                                 "secret_source": "store"}
+        _play_a_match(client, "a")
+        receiver.wait(1)
+        request = receiver.requests[0]
+        headers = {k.lower(): v for k, v in request["headers"].items()}
+        assert headers["x-shotclock-delivery"] == "a.1"
+        assert headers["x-shotclock-signature"] == "sha256=" + hmac.new(
+            b"desk-secret", request["body"], hashlib.sha256).hexdigest()
+    with _client(tmp_path / "w.db") as client:  # a restart: the desk's webhook is kept
+        assert client.get("/api/results/webhook", headers=DIRECTOR).json()["url"] == receiver.url
+        _play_a_match(client, "b")
+        receiver.wait(2)
+        # A new URL keeps the secret (left out); taking the URL away stops sending.
+        kept = client.put("/api/results/webhook", headers=DIRECTOR, json={"url": receiver.url})
+        assert kept.json()["secret_set"] is True
+        off = client.put("/api/results/webhook", headers=DIRECTOR, json={"url": None})
+        assert off.json() == {"url": None, "secret_set": True, "source": None,
+                              "secret_source": "store"}
+        _play_a_match(client, "c")
+        until(lambda: client.get("/api/results", headers=DIRECTOR).json()["results"][2:], 10,
+              0.02, "match c's result")
+        outbox = client.get("/api/results/outbox", headers=DIRECTOR).json()
+        assert outbox["webhook"] is False
+        assert [d["match"] for d in outbox["deliveries"]] == ["b.1", "a.1"]  # c not queued
+        assert len(receiver.requests) == 2
+        # Set again: the match that ended meanwhile is sent too (nothing is lost).
+        client.put("/api/results/webhook", headers=DIRECTOR, json={"url": receiver.url})
+        receiver.wait(3)
+        assert receiver.requests[2]["headers"]["X-Shotclock-Delivery"] == "c.1"
+
+
+def test_the_environments_webhook_wins(tmp_path: Path, receiver: Receiver) -> None:
+    with _client(tmp_path / "e.db", results_webhook=receiver.url) as client:
+        assert client.get("/api/results/webhook", headers=DIRECTOR).json() == {
+            "url": receiver.url, "secret_set": False, "source": "environment",
+            "secret_source": None}
+        refused = client.put("/api/results/webhook", headers=DIRECTOR,
+                             json={"url": "http://127.0.0.1:9/other"})
+        assert refused.status_code == 409
+        assert refused.json()["error"]["code"] == "webhook_from_environment"
