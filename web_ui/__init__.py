@@ -29,6 +29,8 @@ PAGES: dict[str, str] = {
     # Live match statistics for commentators (reports, issue 14); the protocol page
     # (/report?match=ID) is rendered by clock_service/edges/reports/routes.py.
     "/stats": "stats.html",
+    # The director's desk (issue 36): tables, referees' tokens, the draw, results.
+    "/desk": "desk.html",
 }
 
 

@@ -137,7 +137,8 @@ HTTP: dict[tuple[str, str], Door] = {
 }
 
 # The pages (web_ui): each reads through the API, with the visitor's own token if any.
-PAGES = ("/", "/referee", "/overlay", "/display", "/calibrate", "/clips", "/stats", "/report")
+PAGES = ("/", "/referee", "/overlay", "/display", "/calibrate", "/clips", "/stats", "/report",
+         "/desk")
 for _page in PAGES:
     HTTP[("GET", _page)] = _anyone("a page")
 

@@ -1,15 +1,17 @@
 // The draw on the hall page (issue 25): import a file, each table's queue and what it
 // plays, the matches for the next free table, and a form to put a match in a table's
 // queue (a phone's way; no dragging needed). Reads GET /api/draw every 5 s while shown and
-// after every change; writes with the referee token remembered on this device.
+// after every change; writes with the director's token signed in on the page (js/signin.js).
+// The director's desk (/desk) does all of this and more; this is the hall's short form.
 
-import { getToken, requestJson } from "./api.js";
-import { applyI18n, onLangChange, t } from "./i18n.js";
-import "./tournament.js"; // its texts
+import { requestJson } from "./api.js";
+import { applyI18n, errorText, onLangChange, t } from "./i18n.js";
+import { drawProblem, wireFilePick } from "./tournament.js";
 
 const REFRESH_MS = 5000;
 
-export function mountDraw(root) {
+/** ``askDirector(status)``: a 401/403 opens the director's sign-in (hall.js). */
+export function mountDraw(root, { askDirector = () => false } = {}) {
   const $ = (sel) => root.querySelector(sel);
   let view = null;
   let timer = 0;
@@ -41,16 +43,19 @@ export function mountDraw(root) {
     const h = document.createElement("h3");
     h.textContent = title;
     box.append(h);
-    const ul = document.createElement("ol");
+    // A list without markers: each match says its own draw number ("3. Ivanov – Petrov"),
+    // which is not its place in the queue (issue 36: "1. 1." and "1. no match").
+    const ul = document.createElement("ul");
+    ul.className = "draw-list";
     if (extra) ul.append(extra);
     for (const m of matches) ul.append(item(m));
+    if (ul.children.length) box.append(ul);
     if (!matches.length && !extra) {
-      const li = document.createElement("li");
-      li.className = "muted";
-      li.textContent = t("draw.empty");
-      ul.append(li);
+      const none = document.createElement("p");
+      none.className = "muted";
+      none.textContent = t("draw.empty");
+      box.append(none);
     }
-    box.append(ul);
     return box;
   }
 
@@ -104,31 +109,15 @@ export function mountDraw(root) {
   }
 
   // Buttons, not submit buttons: the hall's own form keeps the page's one submit button.
+  wireFilePick($(".file-pick"));
   $("#draw-upload").addEventListener("submit", (ev) => ev.preventDefault());
   $("#draw-assign").addEventListener("submit", (ev) => ev.preventDefault());
   $("#draw-upload button").addEventListener("click", async () => {
     const file = $("#draw-upload").elements.file.files[0];
     if (!file) return;
-    const json = file.name.toLowerCase().endsWith(".json");
-    const headers = { "content-type": json ? "application/json" : "text/csv" };
-    const token = getToken();
-    if (token) headers.authorization = `Bearer ${token}`;
-    let response;
-    try {
-      response = await fetch("/api/draw", { method: "POST", headers, body: await file.text() });
-    } catch (err) {
-      say(false, [String(err)]);
-      return;
-    }
-    const body = await response.json().catch(() => ({}));
-    if (response.ok) {
-      say(true, [t("draw.imported", { n: body.imported })]);
-    } else {
-      const error = body.error || {};
-      const problems = error.problems || [];
-      say(false, [t("draw.refused"), ...(problems.length
-        ? problems.map((p) => t("draw.line", p)) : [error.message || `HTTP ${response.status}`])]);
-    }
+    const result = await importDraw(file);
+    askDirector(result.status);
+    say(result.ok, result.lines);
     refresh();
   });
 
@@ -137,7 +126,10 @@ export function mountDraw(root) {
     if (!f.number.value) return;
     const result = await requestJson("POST", `/api/draw/${encodeURIComponent(f.number.value)}/assign`,
       { table: f.table.value || null });
-    if (!result.ok) say(false, [(result.body && result.body.error && result.body.error.message) || `HTTP ${result.status}`]);
+    if (!result.ok) {
+      askDirector(result.status);
+      say(false, [refusal(result)]);
+    }
     refresh();
   });
 
@@ -152,4 +144,22 @@ export function mountDraw(root) {
     },
     refresh,
   };
+}
+
+/** A refused request in the page's language. */
+export function refusal(result) {
+  const error = (result.body && result.body.error) || { code: "network", message: `HTTP ${result.status}` };
+  return errorText(error).text;
+}
+
+/** POST a draw file: {ok, status, lines} with what to say, every problem in the page's
+ * language ("line 4: player2 “=1+1” starts with “=”..."). */
+export async function importDraw(file) {
+  const json = file.name.toLowerCase().endsWith(".json");
+  const result = await requestJson("POST", "/api/draw", await file.text(),
+    { contentType: json ? "application/json" : "text/csv" });
+  if (result.ok) return { ok: true, status: result.status, lines: [t("draw.imported", { n: result.body.imported })] };
+  const problems = (result.body && result.body.error && result.body.error.problems) || [];
+  return { ok: false, status: result.status,
+    lines: [t("draw.refused"), ...(problems.length ? problems.map(drawProblem) : [refusal(result)])] };
 }

@@ -4,7 +4,7 @@
 // reasons, the card of the last shot / time foul / frame end and a hint share one reserved
 // area of fixed height, so nothing ever moves the buttons under the thumb.
 
-import { getToken, sendCommand, setToken } from "./api.js";
+import { getToken, sendCommand, setToken, takeTokenFromLink } from "./api.js";
 import { TableConnection, tableFromQuery } from "./connection.js";
 import { animate, render, seconds } from "./countdown.js";
 import { applyI18n, bindLangToggle, decimal, errorText, onLangChange, t } from "./i18n.js";
@@ -21,6 +21,9 @@ import { fitText, refitOn } from "./fit.js";
 import { ClockPhase } from "./phases.js";
 
 const $ = (id) => document.getElementById(id);
+// Opened from the desk's link or QR code (…/referee?table=7#token=…): the token is kept on
+// the device before the feed opens with it, and leaves the address (js/api.js).
+takeTokenFromLink();
 const table = tableFromQuery("1");
 $("table-id").textContent = table;
 const setTitle = () => { document.title = `${t("page.referee")} ${table} · ${t("app.title")}`; };

@@ -4,7 +4,7 @@
 // derived from its deadline, as the shot clock's is.
 
 import { requestJson } from "./api.js";
-import { addStrings, t } from "./i18n.js";
+import { addErrors, addStrings, errorText, onLangChange, t } from "./i18n.js";
 import { MatchClockPhase } from "./phases.js";
 
 addStrings({
@@ -38,6 +38,8 @@ addStrings({
     "draw.match": "Match",
     "draw.to_table": "to table",
     "draw.next_free": "next free table",
+    "file.choose": "Choose the draw file (CSV or JSON)…",
+    "file.none": "no file chosen",
   },
   ru: {
     "mc.label": "Матч",
@@ -70,8 +72,85 @@ addStrings({
     "draw.match": "Матч",
     "draw.to_table": "на стол",
     "draw.next_free": "первый свободный стол",
+    "file.choose": "Выбрать файл сетки (CSV или JSON)…",
+    "file.none": "файл не выбран",
   },
 });
+
+// The draw file's problems by code (clock_service/edges/tournament/draw.py), with their
+// particulars; and the refusals of the desk's doors. Column names are the file's own.
+addErrors({
+  en: {
+    draw_formula: "{column} “{value}” starts with “{char}”: a spreadsheet would run it as a formula (=, +, -, @ are refused at the start)",
+    draw_missing: "{column} is missing",
+    draw_too_long: "{column} “{value}…” is longer than {max} characters",
+    draw_not_text: "{column} must be text, got {value}",
+    draw_not_whole: "{column} must be a whole number from {low} to {high}, got {value}",
+    draw_two_players: "players must be two names",
+    draw_unknown_table: "there is no table “{table}”: the tables are {tables} (or “next” for the next free table)",
+    draw_too_large: "the file is larger than {max} bytes",
+    draw_not_json: "the file is not JSON",
+    draw_not_a_list: "the JSON must be a list of matches (or {\"matches\": [...]})",
+    draw_not_an_object: "a match must be an object",
+    draw_missing_columns: "missing column(s) {columns}; the columns are {all} (event, round and table may be left out)",
+    draw_extra_cells: "more cells than columns",
+    draw_unknown_format: "a draw is a CSV or JSON file",
+    draw_too_many: "more than {max} matches",
+    draw_duplicate: "match number {number} twice (also on line {other})",
+    draw_number_taken: "match number {number} is already in the draw",
+    draw_empty: "the file holds no match",
+    draw_not_utf8: "the file is not UTF-8 text (save it as “CSV UTF-8”)",
+    match_in_play: "a match is in play on this table: start the next one when it is over, or give the reason for leaving it unfinished",
+    invalid_webhook: "the address must start with http:// or https:// (the secret at most 200 characters)",
+    webhook_from_environment: "the webhook is set on the service (SHOTCLOCK_RESULTS_WEBHOOK) and cannot be changed here",
+  },
+  ru: {
+    draw_formula: "{column} «{value}» начинается с «{char}»: таблица выполнит это как формулу (=, +, -, @ в начале не допускаются)",
+    draw_missing: "не заполнено поле {column}",
+    draw_too_long: "{column} «{value}…» длиннее {max} символов",
+    draw_not_text: "{column} должно быть текстом, а не {value}",
+    draw_not_whole: "{column} должно быть целым числом от {low} до {high}, а не {value}",
+    draw_two_players: "игроков должно быть двое",
+    draw_unknown_table: "нет стола «{table}»: столы — {tables} (или «next» — первый свободный)",
+    draw_too_large: "файл больше {max} байт",
+    draw_not_json: "файл — не JSON",
+    draw_not_a_list: "JSON должен быть списком матчей (или {\"matches\": [...]})",
+    draw_not_an_object: "матч должен быть объектом",
+    draw_missing_columns: "нет столбцов {columns}; столбцы: {all} (event, round и table можно не указывать)",
+    draw_extra_cells: "ячеек больше, чем столбцов",
+    draw_unknown_format: "сетка — это файл CSV или JSON",
+    draw_too_many: "больше {max} матчей",
+    draw_duplicate: "номер матча {number} дважды (ещё в строке {other})",
+    draw_number_taken: "матч номер {number} уже есть в сетке",
+    draw_empty: "в файле нет ни одного матча",
+    draw_not_utf8: "файл не в кодировке UTF-8 (сохраните его как «CSV UTF-8»)",
+    match_in_play: "на столе идёт матч: начните следующий, когда он закончится, или укажите причину, по которой он не доигран",
+    invalid_webhook: "адрес должен начинаться с http:// или https:// (секрет — не длиннее 200 символов)",
+    webhook_from_environment: "адрес результатов задан на сервисе (SHOTCLOCK_RESULTS_WEBHOOK), здесь его не изменить",
+  },
+});
+
+/** A file input shown in the page's words (the browser's own button speaks the browser's
+ * language, not the page's): ``.file-pick`` holds the input, its label and the file's name. */
+export function wireFilePick(pick) {
+  const input = pick.querySelector('input[type="file"]');
+  const name = pick.querySelector(".file-name");
+  const show = () => {
+    const file = input.files[0];
+    name.textContent = file ? file.name : t("file.none");
+    name.dataset.chosen = String(Boolean(file));
+  };
+  input.addEventListener("change", show);
+  onLangChange(show);
+  show();
+}
+
+/** A draw file's problem in the page's language: "line 4: ..." (the service's English
+ * reason when the page does not know its code). */
+export function drawProblem(problem) {
+  const { text } = errorText({ code: problem.code, message: problem.reason }, problem.data || {});
+  return t("draw.line", { line: problem.line, reason: text });
+}
 
 /** Remaining match time in ms at the server's ``now``, or null without a match clock. */
 export function matchRemaining(state, serverNowMs) {
