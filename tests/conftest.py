@@ -51,6 +51,19 @@ def server(tmp_path: Path) -> Iterator[ThreadServer]:
         yield service
 
 
+@pytest.fixture
+def webhook_receiver() -> Iterator[Any]:
+    """A results webhook's receiver on a free loopback port that takes every POST (200)
+    (tests/tournament/test_results_webhook.py ``Receiver``)."""
+    from tests.tournament.test_results_webhook import Receiver
+
+    receiver = Receiver(fail=0)
+    try:
+        yield receiver
+    finally:
+        receiver.close()
+
+
 _reaping = False
 
 

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 
 from clock_service.edges.cli.main import table_service
@@ -29,15 +27,6 @@ def _client(db: Path, **settings: Any) -> TestClient:
         command_rate=0, read_rate=0, **settings), time=FakeTime()).app)
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    r = Receiver(fail=0)
-    try:
-        yield r
-    finally:
-        r.close()
-
-
 def _play_a_match(client: TestClient, table: str) -> None:
     assert client.post("/api/tables", json={"id": table, "players": ["Иванов", "Петров"],
                                             "race_to": 1}, headers=DIRECTOR).status_code == 201
@@ -47,7 +36,8 @@ def _play_a_match(client: TestClient, table: str) -> None:
 
 
 def test_a_webhook_set_on_the_desk_is_kept_used_and_taken_away(
-        tmp_path: Path, receiver: Receiver) -> None:
+        tmp_path: Path, webhook_receiver: Receiver) -> None:
+    receiver = webhook_receiver
     with _client(tmp_path / "w.db") as client:
         assert client.get("/api/results/webhook", headers=DIRECTOR).json() == {
             "url": None, "secret_set": False, "source": None, "secret_source": None}
@@ -89,7 +79,8 @@ def test_a_webhook_set_on_the_desk_is_kept_used_and_taken_away(
         assert receiver.requests[2]["headers"]["X-Shotclock-Delivery"] == "c.1"
 
 
-def test_the_environments_webhook_wins(tmp_path: Path, receiver: Receiver) -> None:
+def test_the_environments_webhook_wins(tmp_path: Path, webhook_receiver: Receiver) -> None:
+    receiver = webhook_receiver
     with _client(tmp_path / "e.db", results_webhook=receiver.url) as client:
         assert client.get("/api/results/webhook", headers=DIRECTOR).json() == {
             "url": receiver.url, "secret_set": False, "source": "environment",

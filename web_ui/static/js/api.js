@@ -10,27 +10,22 @@
 const TOKEN_KEY = "shotclock.token";
 const DIRECTOR_KEY = "shotclock.director";
 
-export function getToken() {
-  try { return localStorage.getItem(TOKEN_KEY) || ""; } catch { return ""; }
+// A token kept in a storage (``where``: () => localStorage or sessionStorage), "" if none.
+function kept(where, key) {
+  try { return where().getItem(key) || ""; } catch { return ""; }
 }
 
-export function setToken(token) {
+function keep(where, key, token) {
   try {
-    if (token) localStorage.setItem(TOKEN_KEY, token);
-    else localStorage.removeItem(TOKEN_KEY);
+    if (token) where().setItem(key, token);
+    else where().removeItem(key);
   } catch { /* private mode: the token lives for this page only */ }
 }
 
-export function getDirectorToken() {
-  try { return sessionStorage.getItem(DIRECTOR_KEY) || ""; } catch { return ""; }
-}
-
-export function setDirectorToken(token) {
-  try {
-    if (token) sessionStorage.setItem(DIRECTOR_KEY, token);
-    else sessionStorage.removeItem(DIRECTOR_KEY);
-  } catch { /* private mode */ }
-}
+export const getToken = () => kept(() => localStorage, TOKEN_KEY);
+export const setToken = (token) => keep(() => localStorage, TOKEN_KEY, token);
+export const getDirectorToken = () => kept(() => sessionStorage, DIRECTOR_KEY);
+export const setDirectorToken = (token) => keep(() => sessionStorage, DIRECTOR_KEY, token);
 
 let pageToken = getToken;
 

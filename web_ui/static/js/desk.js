@@ -285,7 +285,7 @@ const matchLine = (m) => `${m.players[0]} – ${m.players[1]}, ${t("label.race_t
 
 // -- signing in ------------------------------------------------------------------------------
 const signin = mountSignIn({
-  dialog: $("signin-dialog"), who: $("who"), button: $("signin"), out: $("signout"),
+  who: $("who"), button: $("signin"), out: $("signout"),
   onChange: (who) => {
     directing = who.role === "director" || who.role === "open";
     $("locked").classList.toggle("hidden", directing);
@@ -417,13 +417,13 @@ function drawTable(entry) {
   const queue = draw && draw.tables[state.table];
   const next = queue ? queue.next : null;
   node.querySelector(".next").textContent = next ? t("desk.next_is", { line: `${next.number}. ${matchLine(next)}` }) : t("desk.no_next");
+  // The next match is offered when the table is free: its match over, or one that is not a
+  // draw match and not begun (a table made before its players were known). Over a match in
+  // play the draw tab's Start is the way (the service then asks the reason).
+  const free = Boolean(m.over) || (notBegun(state) && !(queue && queue.playing));
   const start = node.querySelector(".start");
   start.textContent = next ? t("desk.start_next", { line: `${next.players[0]} – ${next.players[1]}` }) : "";
-  start.classList.toggle("hidden", !next);
-  // The next match is the press to make when the table is free: its match over, or not
-  // begun (frame 1 before anything stands). Over a match in play it stays possible, quieter
-  // (the service then asks the reason).
-  start.classList.toggle("primary", m.over || notBegun(state));
+  start.classList.toggle("hidden", !next || !free);
   start.dataset.number = next ? String(next.number) : "";
 }
 

@@ -25,7 +25,7 @@ const looks = animate(() => {
   return next;
 });
 // The director signs in here too (js/signin.js): creating tables and the draw need one.
-const signin = mountSignIn({ dialog: $("signin-dialog"), who: $("who"), button: $("signin"),
+const signin = mountSignIn({ who: $("who"), button: $("signin"),
   out: $("signout"), onChange: () => {}, deviceToken: true });
 /** A refusal for want of the director: the sign-in opens, saying why. True if it was one. */
 function askDirector(status) {

@@ -4,7 +4,7 @@
 // name: the desk's doors need a director (clock_service/service/access.py).
 
 import { getDirectorToken, getToken, requestJson, setDirectorToken, useToken } from "./api.js";
-import { addStrings, errorText, onLangChange, t } from "./i18n.js";
+import { addStrings, applyI18n, errorText, onLangChange, t } from "./i18n.js";
 
 addStrings({
   en: {
@@ -64,11 +64,45 @@ export async function whoIs(token) {
   return { role: "refused", name: "", error: errorText((answer.body || {}).error || {}).text };
 }
 
+/** The sign-in dialog (#signin-dialog), made here for every page that signs a director in. */
+function makeDialog() {
+  const dialog = document.createElement("dialog");
+  dialog.id = "signin-dialog";
+  dialog.setAttribute("aria-labelledby", "signin-title");
+  const form = document.createElement("form");
+  form.autocomplete = "off";
+  form.noValidate = true;
+  const part = (tag, props) => Object.assign(document.createElement(tag), props);
+  const title = part("h2", { id: "signin-title" });
+  title.dataset.i18n = "signin.title";
+  const help = part("p", { className: "help" });
+  help.dataset.i18n = "signin.help";
+  const label = part("label", { htmlFor: "signin-token" });
+  label.dataset.i18n = "signin.token";
+  const input = part("input", { id: "signin-token", type: "password", autocomplete: "off", spellcheck: false });
+  const error = part("p", { className: "signin-error" });
+  error.setAttribute("role", "alert");
+  const buttons = part("div", { className: "dialog-buttons" });
+  const cancel = part("button", { type: "button" });
+  cancel.dataset.cancel = "";
+  cancel.dataset.i18n = "signin.cancel";
+  const submit = part("button", { type: "button", className: "primary" });
+  submit.dataset.submit = "";
+  submit.dataset.i18n = "signin.submit";
+  buttons.append(cancel, submit);
+  form.append(title, help, label, input, error, buttons);
+  dialog.append(form);
+  document.body.append(dialog);
+  applyI18n(dialog);
+  return dialog;
+}
+
 /** The sign-in dialog, the header's "who" and its buttons. ``onChange(who)`` with every
  * change: who.role "director" or "open" may direct. ``deviceToken``: without a director
  * signed in here, the page's requests carry the token kept on the device by the console
  * (the hall: a device given the service's token keeps creating tables as before). */
-export function mountSignIn({ dialog, who, button, out, onChange, deviceToken = false }) {
+export function mountSignIn({ who, button, out, onChange, deviceToken = false }) {
+  const dialog = makeDialog();
   const offered = () => getDirectorToken() || (deviceToken ? getToken() : "");
   useToken(offered);
   const form = dialog.querySelector("form");

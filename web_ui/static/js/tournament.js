@@ -38,7 +38,7 @@ addStrings({
     "draw.match": "Match",
     "draw.to_table": "to table",
     "draw.next_free": "next free table",
-    "file.choose": "Choose the draw file (CSV or JSON)…",
+    "file.choose": "Choose the draw file…",
     "file.none": "no file chosen",
   },
   ru: {
@@ -72,7 +72,7 @@ addStrings({
     "draw.match": "Матч",
     "draw.to_table": "на стол",
     "draw.next_free": "первый свободный стол",
-    "file.choose": "Выбрать файл сетки (CSV или JSON)…",
+    "file.choose": "Выбрать файл сетки…",
     "file.none": "файл не выбран",
   },
 });
