@@ -138,19 +138,29 @@ def start_next(desk: Any, console: Any, table: str, players: str) -> None:
     expect(console.locator("#p0 .name")).to_have_text(players.split(" – ")[0])
 
 
-def play_to_the_end(console: Any) -> None:
-    """The player at the table lets the time run out twice (two time fouls, the second a
-    technical loss: 10.5); race to 1: the match is over."""
-    main = console.locator("#btn-main")
-    expect(main).to_have_attribute("data-command", "start")
-    main.click()
-    expect(main).to_have_attribute("data-command", "shot")  # timed
-    expect(main).to_have_attribute("data-command", "start", timeout=10_000)  # accept: expired
+def let_the_time_run_out(consoles: list[Any], first: bool) -> None:
+    """On each console the player at the table lets the shot's time run out (both at once):
+    a time foul. The first one: the opponent hands the turn back (10.4), the fouler plays
+    again. The second: a technical loss (two fouls in the frame, 10.5); race to 1: the match
+    is over."""
+    for console in consoles:
+        main = console.locator("#btn-main")
+        expect(main).to_have_attribute("data-command", "start")
+        main.click()
+        expect(main).to_have_attribute("data-command", "shot")  # timed: 3 s
+    for console in consoles:
+        if first:
+            expect(console.locator("#btn-main")).to_have_attribute("data-command", "start",
+                                                                   timeout=10_000)  # accept
+        else:
+            expect(console.locator("#outcome")).to_contain_text("Техническое поражение",
+                                                                timeout=10_000)
+
+
+def hand_back(console: Any) -> None:
     expect(console.locator("#btn-hand-back")).to_be_enabled()
     console.locator("#btn-hand-back").click()  # the fouler plays again (10.4)
-    expect(main).to_have_attribute("data-command", "start")
-    main.click()
-    expect(console.locator("#outcome")).to_contain_text("Техническое поражение", timeout=10_000)
+    expect(console.locator("#btn-main")).to_have_attribute("data-command", "start")
 
 
 def test_an_event_day_run_from_the_desk_and_two_consoles(
@@ -274,11 +284,7 @@ def test_an_event_day_run_from_the_desk_and_two_consoles(
         expect(card(desk, "1").locator("button.start")).to_be_hidden()
 
         # -- a start over a match in play is refused, naming it ----------------------------
-        console2 = consoles["2"]
-        console2.locator("#btn-main").click()  # Сидоров's shot is timed: 3 s, then a time foul
-        expect(console2.locator("#btn-main")).to_have_attribute("data-command", "shot")
-        expect(console2.locator("#btn-main")).to_have_attribute("data-command", "start",
-                                                                timeout=10_000)
+        let_the_time_run_out([consoles["1"], consoles["2"]], first=True)  # a time foul each
         tab(desk, "draw")
         desk.get_by_role("button", name="Начать матч 4 на выбранном столе").click()
         refusal = card(desk, "2").locator(".refusal")
@@ -292,13 +298,9 @@ def test_an_event_day_run_from_the_desk_and_two_consoles(
         expect(refusal).to_be_hidden()
 
         # -- both matches played to their end on the consoles -------------------------------
-        console2.locator("#btn-hand-back").click()
-        main2 = console2.locator("#btn-main")
-        expect(main2).to_have_attribute("data-command", "start")
-        main2.click()
-        expect(console2.locator("#outcome")).to_contain_text("Техническое поражение",
-                                                             timeout=10_000)
-        play_to_the_end(consoles["1"])
+        for console in consoles.values():
+            hand_back(console)
+        let_the_time_run_out([consoles["1"], consoles["2"]], first=False)
         for table in ("1", "2"):
             expect(card(desk, table).locator(".phase")).to_have_text("матч окончен")
 

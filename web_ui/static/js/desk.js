@@ -255,6 +255,7 @@ addStrings({
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 10000;
+const PENDING_MS = 2000;
 const TABLE_ID = /^[A-Za-z0-9_-]{1,32}$/;
 const AT_LIMIT = ["leader_wins", "frame_decides", "tie_break_frame", "shot_clock"];
 
@@ -264,6 +265,7 @@ let presets = [];
 let directing = false;
 let tab = "tables";
 let refreshTimer = 0;
+let pending = false; // a delivery not yet taken by the webhook
 
 const time = (ms) => (ms == null ? "–" : new Date(ms).toLocaleTimeString(lang === "ru" ? "ru-RU" : "en-GB",
   { hour: "2-digit", minute: "2-digit" }));
@@ -334,7 +336,8 @@ async function refresh() {
   if (tab === "tables" || tab === "draw") await loadDraw();
   if (tab === "referees") await loadTokens();
   if (tab === "results") await loadResults();
-  refreshTimer = setTimeout(refresh, REFRESH_MS);
+  // A result on its way to the webhook: looked at again soon, to show it taken (or failing).
+  refreshTimer = setTimeout(refresh, tab === "results" && pending ? PENDING_MS : REFRESH_MS);
 }
 
 // -- the tables (live from the hall's socket) --------------------------------------------------
@@ -375,7 +378,7 @@ function setTable(state) {
   const key = (s) => s && s.match ? `${s.match.id}:${s.match.over}` : "";
   if (before && key(before) !== key(state)) {
     loadDraw();
-    if (tab === "results") loadResults();
+    if (tab === "results") refresh();
   }
 }
 
@@ -792,6 +795,7 @@ async function loadResults() {
   }
   if (outbox.ok) {
     const rows = outbox.body.deliveries;
+    pending = outbox.body.webhook && rows.some((d) => d.sent_at == null);
     $("no-deliveries").classList.toggle("hidden", rows.length > 0);
     $("outbox").querySelector("tbody").replaceChildren(...rows.map((d) => el("tr", { dataset: { match: d.match, sent: String(d.sent_at != null) } },
       el("td", {}, d.match), el("td", { className: "digits" }, String(d.attempts)),
