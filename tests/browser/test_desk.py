@@ -401,8 +401,20 @@ def test_the_hall_signs_a_director_in_to_create_tables_and_import_the_draw(
         ["1. Иванов – Петров · до 2 побед"])
     expect(hall.locator('.draw-queue[data-table=""] .muted')).to_have_text("нет матчей")
     assert hall.locator('.draw-queue li:has-text("нет матчей")').count() == 0  # no "1. нет"
+    queued = hall.locator('.draw-queue[data-table="5"] li:not(.playing)')  # no "1. 1."
+    assert queued.evaluate("li => getComputedStyle(li.parentElement).listStyleType") == "none"
+    # Its controls dark like the page: light text on a dark button and select (issue 36).
+    looks = hall.locator("#draw-assign").evaluate("""form => [...form.querySelectorAll(
+        'button, select')].map(e => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor])""")
+    assert all(color == "rgb(242, 244, 248)" and background == "rgb(31, 37, 48)"
+               for color, background in looks), looks
     shoot(hall, "hall-ru-draw")
     hall.evaluate("window.scrollTo(0, 0)")
     shoot(hall, "hall-ru-director")
-    found = violations(hall)
-    assert found == [], found
+    found = {"ru": violations(hall)}
+    hall.locator("#lang").click()
+    expect(hall).to_have_title("Hall · Shot clock")
+    expect(hall.locator('.draw-queue[data-table=""] .muted')).to_have_text("no match")
+    shoot(hall, "hall-en-director")
+    found["en"] = violations(hall)
+    assert found == {"ru": [], "en": []}, found
