@@ -232,6 +232,10 @@ def test_an_event_day_run_from_the_desk_and_two_consoles(
         expect(desk.locator('.queue[data-table="2"] .qitem')).to_have_count(2)
         expect(desk.locator('.queue[data-table=""] .muted')).to_have_text("матчей в очереди нет")
         assert queue(desk, "2") == [2, 4]
+        for width, height in ((390, 844), (1280, 800)):  # the queues with their controls
+            desk.set_viewport_size({"width": width, "height": height})
+            shots.append(shoot(desk, f"desk-ru-draw-queued-{width}x{height}"))
+        desk.set_viewport_size({"width": 1280, "height": 800})
 
         # -- the results webhook, set here (kept in the service's store) --------------------
         tab(desk, "results")

@@ -42,7 +42,7 @@ def test_a_webhook_set_on_the_desk_is_kept_used_and_taken_away(
         assert client.get("/api/results/webhook", headers=DIRECTOR).json() == {
             "url": None, "secret_set": False, "source": None, "secret_source": None}
         bad = client.put("/api/results/webhook", headers=DIRECTOR, json={"url": "ftp://x/y"})
-        assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid_webhook"
+        assert bad.status_code == 422 and "url" in bad.json()["error"]["message"]
         assert client.put("/api/results/webhook", json={"url": receiver.url}).status_code == 401
         answer = client.put("/api/results/webhook", headers=DIRECTOR,
                             json={"url": receiver.url, "secret": "desk-secret"})

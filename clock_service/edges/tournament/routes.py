@@ -193,7 +193,7 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
         return made().webhook_config()
 
     @routes.put("/api/results/webhook", response_model=WebhookOut,
-                responses=error_responses(401, 403, 409, 422, 503))
+                responses=error_responses(400, 401, 403, 409, 413, 422, 429, 503))
     async def set_webhook(request: Request, body: WebhookIn) -> dict[str, Any]:
         """Set the results webhook from the desk: kept in the store, used at once (the
         finished matches from now on). 409 ``webhook_from_environment`` when

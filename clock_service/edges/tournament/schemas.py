@@ -220,11 +220,16 @@ class Delivery(BaseModel):
                                    "a URL's password and query values as ***")
 
 
+# A webhook's address: http or https, a host, no blank anywhere (results.py checks the same).
+WEBHOOK_URL = r"^https?://[^/\s]+\S*$"
+
+
 class WebhookIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    url: str | None = Field(max_length=2000, description="http:// or https:// address that "
-                            "takes each finished match's result; null: send none",
+    url: str | None = Field(max_length=2000, pattern=WEBHOOK_URL,
+                            description="http:// or https:// address that takes each "
+                            "finished match's result; null: send none",
                             examples=["https://results.example.org/shotclock"])
     secret: str | None = Field(None, max_length=200, description="signs each POST "
                                "(X-Shotclock-Signature); null or left out: keep the one "

@@ -15,7 +15,7 @@ import { requestJson } from "./api.js";
 import { showStatus } from "./connection.js";
 import { HallFeed } from "./hallfeed.js";
 import { importDraw, refusal } from "./hall_draw.js";
-import { addStrings, applyI18n, bindLangToggle, lang, onLangChange, t } from "./i18n.js";
+import { addStrings, applyI18n, bindLangToggle, errorText, lang, onLangChange, t } from "./i18n.js";
 import { qrSvg } from "./qr.js";
 import { mountSignIn } from "./signin.js";
 import { drawMatchClock, wireFilePick } from "./tournament.js";
@@ -667,6 +667,7 @@ function drawTokenTables() {
 function prepareToken(table) {
   const form = $("issue");
   form.elements.role.value = "referee";
+  $("issue-tables").disabled = false;
   for (const box of form.querySelectorAll('input[name="tables"]')) box.checked = box.value === table;
   form.elements.name.value = t("desk.referee_of", { table });
   showTab("referees");
@@ -690,6 +691,7 @@ $("issue").addEventListener("submit", async (ev) => {
   checkAuth(result);
   if (!result.ok) { say(out, false, refusal(result)); return; }
   out.replaceChildren();
+  f.name.value = ""; // the next token is someone else's
   showIssued(result.body);
   loadTokens();
 });
@@ -830,7 +832,10 @@ $("webhook").addEventListener("submit", async (ev) => {
     say($("webhook-result"), true, t("desk.saved"));
     loadResults();
   } else {
-    say($("webhook-result"), false, refusal(result));
+    // The address refused by the route's schema (invalid_request) is said as the service's
+    // own check says it.
+    const code = result.status === 422 ? "invalid_webhook" : null;
+    say($("webhook-result"), false, code ? errorText({ code }).text : refusal(result));
   }
 });
 
