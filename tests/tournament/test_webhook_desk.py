@@ -5,14 +5,13 @@ real app, a real store and a real local receiver."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
 
 from clock_service.edges.cli.main import table_service
+from clock_service.edges.tournament.webhook import delivery_id, signature
 from clock_service.service.settings import Settings
 from clock_service.service.timesource import FakeTime
 from tests.tournament.test_results_webhook import Receiver
@@ -53,9 +52,11 @@ def test_a_webhook_set_on_the_desk_is_kept_used_and_taken_away(
         receiver.wait(1)
         request = receiver.requests[0]
         headers = {k.lower(): v for k, v in request["headers"].items()}
-        assert headers["x-shotclock-delivery"] == "a.1"
-        assert headers["x-shotclock-signature"] == "sha256=" + hmac.new(
-            b"desk-secret", request["body"], hashlib.sha256).hexdigest()
+        delivery = headers["x-shotclock-delivery"]
+        assert delivery == delivery_id("a.1", request["body"])
+        stamp = headers["x-shotclock-signature"].split(",")[0].removeprefix("t=")
+        assert headers["x-shotclock-signature"] == signature(
+            "desk-secret", int(stamp), delivery, request["body"])  # the desk's secret
     with _client(tmp_path / "w.db") as client:  # a restart: the desk's webhook is kept
         assert client.get("/api/results/webhook", headers=DIRECTOR).json()["url"] == receiver.url
         _play_a_match(client, "b")
@@ -76,7 +77,7 @@ def test_a_webhook_set_on_the_desk_is_kept_used_and_taken_away(
         # Set again: the match that ended meanwhile is sent too (nothing is lost).
         client.put("/api/results/webhook", headers=DIRECTOR, json={"url": receiver.url})
         receiver.wait(3)
-        assert receiver.requests[2]["headers"]["X-Shotclock-Delivery"] == "c.1"
+        assert receiver.requests[2]["headers"]["X-Shotclock-Delivery"].startswith("c.1:")
 
 
 def test_the_environments_webhook_wins(tmp_path: Path, webhook_receiver: Receiver) -> None:
