@@ -17,6 +17,7 @@ import { HallFeed } from "./hallfeed.js";
 import { importDraw, refusal } from "./hall_draw.js";
 import { addStrings, applyI18n, bindLangToggle, errorText, lang, onLangChange, t } from "./i18n.js";
 import { qrSvg } from "./qr.js";
+import { ClockPhase } from "./phases.js";
 import { mountSignIn } from "./signin.js";
 import { drawMatchClock, wireFilePick } from "./tournament.js";
 
@@ -397,12 +398,12 @@ function drawTablesEmpty() {
 
 function phaseOf(state) {
   const m = state.match || {};
-  if (state.phase === "frame_over" && m.over) return "match_over";
-  return state.timer === false && state.phase !== "frame_over" ? "off" : state.phase;
+  if (state.phase === ClockPhase.FRAME_OVER && m.over) return "match_over";
+  return state.timer === false && state.phase !== ClockPhase.FRAME_OVER ? "off" : state.phase;
 }
 
 function notBegun(state) {
-  return state.frame === 1 && state.phase === "ready" && !state.can_undo
+  return state.frame === 1 && state.phase === ClockPhase.READY && !state.can_undo
     && !(state.frames_won || [0, 0]).some(Boolean) && !(state.fouls || [0, 0]).some(Boolean);
 }
 
@@ -411,7 +412,7 @@ function drawTable(entry) {
   if (!state) return;
   const m = state.match || { score: [0, 0] };
   const phase = phaseOf(state);
-  node.dataset.look = phase === "match_over" ? "over" : state.phase === "running" ? "running" : "idle";
+  node.dataset.look = phase === "match_over" ? "over" : state.phase === ClockPhase.RUNNING ? "running" : "idle";
   node.querySelector(".phase").textContent = t(`phase.${phase}`);
   node.querySelector(".players").textContent = `${state.players[0]} – ${state.players[1]}`;
   node.querySelector(".score").textContent = `${m.score[0]} : ${m.score[1]}`;
