@@ -341,6 +341,12 @@ def test_new_match_asks_first_and_the_main_button_offers_it_after_the_match(
     make_table(shared_server, table, race_to=2, profile=SLOW)
     page = open_console(context, shared_server, table, PHONE)
     main = box(page, "#btn-main")
+    # The match is under way (a shot played): leaving it is the referee's decision, with a
+    # reason (a match not begun is replaced without one: issue 36).
+    seq = conftest.seq_of(shared_server, table)
+    post(shared_server, table, "start")
+    post(shared_server, table, "shot")
+    wait_past(page, seq + 1)
     button = page.locator("#btn-new-match")
     expect(button).to_have_text("New match")
     button.click()
