@@ -129,7 +129,9 @@ def router(tournament: Tournament | None, results: Results | None) -> APIRouter:
         return (await served().assign(number, body.table, body.position)).to_dict()
 
     @routes.post("/api/draw/{number}/start", responses=_DRAW_ERRORS)
-    async def start_match(request: Request, number: int, body: StartMatchIn) -> Any:
+    async def start_match(request: Request,
+                          number: Annotated[int, Path(ge=1, le=MAX_DRAW_NUMBER)],
+                          body: StartMatchIn) -> Any:
         """Start this queued match on ``table`` now, whichever queue it was in (the
         director's desk): the table's ``new_match`` with its players, race and event. 200
         the table's new state; 409 ``match_in_play`` while the table's match is under way

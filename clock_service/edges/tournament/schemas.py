@@ -224,6 +224,10 @@ class Delivery(BaseModel):
 WEBHOOK_URL = r"^https?://[^/\s]+\S*$"
 
 
+# The webhook's secret: shown to nobody, used whole (never human text).
+WebhookSecret = Annotated[str, Field(max_length=200, json_schema_extra={"format": "password"})]
+
+
 class WebhookIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -231,9 +235,9 @@ class WebhookIn(BaseModel):
                             description="http:// or https:// address that takes each "
                             "finished match's result; null: send none",
                             examples=["https://results.example.org/shotclock"])
-    secret: str | None = Field(None, max_length=200, description="signs each POST "
-                               "(X-Shotclock-Signature); null or left out: keep the one "
-                               "kept; empty: none")
+    secret: WebhookSecret | None = Field(None, description="signs each POST "
+                                         "(X-Shotclock-Signature); null or left out: keep "
+                                         "the one kept; empty: none")
 
 
 class WebhookOut(BaseModel):
