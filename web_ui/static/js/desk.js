@@ -86,6 +86,7 @@ addStrings({
     "desk.scan_director": "A director's token: sign in with it on the desk or the hall.",
     "desk.qr_label": "QR code of the console link for table {table}",
     "desk.link": "Console link",
+    "desk.link_desk": "Desk link",
     "desk.token": "Token",
     "desk.loopback": "This page is open at {host}: a phone cannot open that address. Open the desk at the service's network address (e.g. http://192.168.1.10:8000/desk) before issuing tokens for phones.",
     "desk.copy": "Copy the link",
@@ -201,6 +202,7 @@ addStrings({
     "desk.scan_director": "Токен главного судьи: войдите с ним на пульте или в зале.",
     "desk.qr_label": "QR-код ссылки на пульт судьи стола {table}",
     "desk.link": "Ссылка на пульт судьи",
+    "desk.link_desk": "Ссылка на пульт главного судьи",
     "desk.token": "Токен",
     "desk.loopback": "Эта страница открыта по адресу {host}: телефон по нему не откроет. Откройте пульт по сетевому адресу сервиса (например, http://192.168.1.10:8000/desk), прежде чем выдавать токены для телефонов.",
     "desk.copy": "Скопировать ссылку",
@@ -709,6 +711,7 @@ function showIssued(issued, { focus = true } = {}) {
     : `${location.origin}/desk`;
   $("issued-title").textContent = t("desk.issued_title", { name: issued.name });
   box.querySelector("[data-i18n='desk.scan']").textContent = t(table ? "desk.scan" : "desk.scan_director");
+  box.querySelector("[data-i18n='desk.link']").textContent = t(table ? "desk.link" : "desk.link_desk");
   $("issued-link").value = link;
   $("issued-token").value = issued.token;
   const qr = $("issued-qr");
