@@ -101,9 +101,6 @@ addErrors({
     draw_number_taken: "match number {number} is already in the draw",
     draw_empty: "the file holds no match",
     draw_not_utf8: "the file is not UTF-8 text (save it as “CSV UTF-8”)",
-    // core/text.py's refusal of a name or a line (a hidden character, too long): the hall's
-    // and the desk's forms take names
-    invalid_text: "a name or text holds a character that cannot be shown, or is too long",
     match_in_play: "a match is in play on this table: start the next one when it is over, or give the reason for leaving it unfinished",
     invalid_webhook: "the address must start with http:// or https:// (the secret at most 200 characters)",
     webhook_from_environment: "the webhook is set on the service (SHOTCLOCK_RESULTS_WEBHOOK) and cannot be changed here",
@@ -129,7 +126,6 @@ addErrors({
     draw_number_taken: "матч номер {number} уже есть в сетке",
     draw_empty: "в файле нет ни одного матча",
     draw_not_utf8: "файл не в кодировке UTF-8 (сохраните его как «CSV UTF-8»)",
-    invalid_text: "в имени или тексте есть символ, который нельзя показать, или он слишком длинный",
     match_in_play: "на столе идёт матч: начните следующий, когда он закончится, или укажите причину, по которой он не доигран",
     invalid_webhook: "адрес должен начинаться с http:// или https:// (секрет — не длиннее 200 символов)",
     webhook_from_environment: "адрес результатов задан на сервисе (SHOTCLOCK_RESULTS_WEBHOOK), здесь его не изменить",
