@@ -30,8 +30,8 @@ import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.axe import violations, with_axe
 from tests.browser.conftest import PHONE, Traffic, _context, shoot
+from tests.browser.test_accessible import AXE, RUN_AXE
 from tests.browser.test_qr import read_qr
 from tests.server import ServerProcess
 from tests.tournament.test_results_webhook import Receiver
@@ -63,6 +63,18 @@ def service(tmp_path: Path) -> Iterator[ServerProcess]:
         yield proc
     finally:
         proc.stop()
+
+
+def with_axe(context: Any) -> None:
+    """Every page of ``context`` gets axe-core (test_accessible.py's, from npm)."""
+    if not AXE.exists():
+        pytest.fail(f"{AXE} is missing: run `make node-deps`", pytrace=False)
+    context.add_init_script(path=str(AXE))
+
+
+def violations(page: Any) -> list[dict[str, Any]]:
+    """axe-core's critical and serious violations on the page as it is now."""
+    return [v for v in page.evaluate(RUN_AXE, None) if v["impact"] in ("critical", "serious")]
 
 
 def decode_qr(png: bytes) -> str:
