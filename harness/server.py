@@ -10,12 +10,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -206,6 +208,18 @@ class ServerProcess(Child, Service):
             time.sleep(0.05)
         self.kill()  # never leave a server that did not come up running behind the test
         raise RuntimeError("server did not come up:\n" + self.log.read_text()[-3000:])
+
+    @contextlib.contextmanager
+    def silent(self) -> Iterator[None]:
+        """The service stopped (SIGSTOP) while the block runs: no answer, no close, no
+        message, its connections left open, as a hung machine or a pulled cable leaves them;
+        it goes on (SIGCONT) after."""
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(self.proc.pid, signal.SIGCONT)
 
     def disk_full(self, full: bool = True) -> None:
         """Make every write of the server past the first byte of a file fail (EFBIG), as a

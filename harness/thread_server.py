@@ -21,10 +21,12 @@ go), after which :meth:`start` serves the same store again, on the same port.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +185,28 @@ class ThreadServer(Service):
             return result
 
         return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout=30)
+
+    @contextlib.contextmanager
+    def silent(self) -> Iterator[None]:
+        """The service's loop held while the block runs: no answer, no close, no message,
+        its connections left open (what ``ServerProcess.silent``'s SIGSTOP does to a
+        process); it goes on after. Its sockets still accept at the kernel, as a stopped
+        process's do."""
+        loop = self._loop
+        assert loop is not None, "the service has not started"
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            held.set()
+            release.wait(timeout=120)
+
+        loop.call_soon_threadsafe(hold)
+        if not held.wait(timeout=30):
+            raise RuntimeError("the service's loop did not come round within 30 s")
+        try:
+            yield
+        finally:
+            release.set()
 
     def stop(self) -> None:
         """A clean stop: uvicorn closes its connections, the lifespan stops every part and

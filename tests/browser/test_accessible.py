@@ -11,14 +11,13 @@ Every violation found, of any impact, is printed; only critical and serious ones
 from __future__ import annotations
 
 import json
-import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.thread_server import ThreadServer
 from tests.browser.conftest import GUARD_OFF, _polling_wait
 from tests.browser.screens import (
     LOADED,
@@ -31,7 +30,7 @@ from tests.browser.screens import (
 )
 from tests.browser.screens import _match_over as match_over
 from tests.browser.screens import _time_foul as time_foul
-from tests.server import ROOT, ServerProcess
+from tests.server import ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -62,7 +61,7 @@ def axe_context(browser: Any) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def tables(shared_server: ServerProcess) -> dict[str, str]:
+def tables(shared_server: ThreadServer) -> dict[str, str]:
     """The tables in the main states; the name of each state's table."""
     server = shared_server
     table(server, "a-idle", race_to=2)
@@ -131,7 +130,7 @@ EXPIRED = ("[document.body.dataset.stage, (document.getElementById('clock-box') 
 
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_no_critical_or_serious_violation_on_any_page_in_any_main_state(
-        shared_server: ServerProcess, axe_context: Any, tables: dict[str, str],
+        shared_server: ThreadServer, axe_context: Any, tables: dict[str, str],
         lang: str) -> None:
     server, found = shared_server, {}
     for state, tid in tables.items():
@@ -142,7 +141,7 @@ def test_no_critical_or_serious_violation_on_any_page_in_any_main_state(
         for page in TABLE_PAGES:
             url = server.url + PAGE_PATHS[page].format(t=tid, lang=lang)
             check(axe_context, url, ready, found, f"{state} {page} {lang}")
-    # The link down: the service stopped (SIGSTOP) until the pages say so.
+    # The link down: the service silent (its loop held) until the pages say so.
     tid = tables["link_down"]
     pages = {page: axe_context.new_page() for page in TABLE_PAGES}
     try:
@@ -150,13 +149,10 @@ def test_no_critical_or_serious_violation_on_any_page_in_any_main_state(
             p.wait_for_function = _polling_wait(p)
             p.goto(server.url + PAGE_PATHS[page].format(t=tid, lang=lang))
             p.wait_for_function(LIVE)
-        os.kill(server.proc.pid, signal.SIGSTOP)
-        try:
+        with server.silent():
             for page, p in pages.items():
                 p.wait_for_function("window.shotclockConnection.status !== 'live'", timeout=20_000)
                 found[f"link_down {page} {lang}"] = p.evaluate(RUN_AXE, None)
-        finally:
-            os.kill(server.proc.pid, signal.SIGCONT)
     finally:
         for p in pages.values():
             p.close()
