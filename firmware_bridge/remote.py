@@ -44,6 +44,7 @@ from urllib.parse import urlsplit
 
 from clock_service.core.commands import PRESS_STALE_MS
 from clock_service.service.timesource import RealTime, Timer
+from clock_service.service.tls import client_context
 from firmware_bridge.bridge import command_for_press
 from firmware_bridge.driver import DeviceDriver
 from firmware_bridge.interfaces import ButtonPress, Buttons, Buzzer, Display
@@ -189,6 +190,8 @@ class RemoteBridge:
                     # is dropped within 2.5 s even if the application ping were stuck.
                     async with connect(url, subprotocols=subprotocols,  # type: ignore[arg-type]
                                        origin=origin,  # type: ignore[arg-type]
+                                       # wss://: the hall's TLS policy, the system's CAs
+                                       ssl=client_context() if split.scheme == "wss" else None,
                                        open_timeout=3, ping_interval=1.0, ping_timeout=1.5,
                                        max_size=2**20) as ws:
                         self.connects += 1

@@ -293,6 +293,14 @@ def uvicorn_config(app: Any, settings: Settings, *, log_level: str, access_log: 
         # own handling believed any loopback peer.
         proxy_headers=False, server_header=False,
         h11_max_incomplete_event_size=16 * 1024, backlog=BACKLOG,
-        # HTTPS (and wss://) when a certificate is given (shotclock tls init).
+        # HTTPS (and wss://) when a certificate is given (shotclock tls init), with the
+        # hall's TLS policy (tls.server_context: no CBC suite, X25519 and P-256 only).
         ssl_certfile=settings.tls_cert, ssl_keyfile=settings.tls_key,
+        ssl_context_factory=_tls_context if settings.tls_cert else None,
     )
+
+
+def _tls_context(config: Any, _default: Any) -> Any:
+    from clock_service.service.tls import server_context
+
+    return server_context(config.ssl_certfile, config.ssl_keyfile)

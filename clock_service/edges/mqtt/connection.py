@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import logging
 import socket
-import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +27,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from clock_service.edges.mqtt.topics import BrokerTarget
+from clock_service.service.tls import client_context
 
 __all__ = ["Connection", "ConnectError", "Message", "reason_text", "publish_properties"]
 
@@ -117,8 +117,8 @@ class Connection:
             client.username_pw_set(target.username, target.password)
         if target.tls:
             # Verified: the broker's certificate must chain to the hall CA (or a system CA)
-            # and name the host; a wrong CA fails the connect.
-            client.tls_set_context(ssl.create_default_context(cafile=target.ca))
+            # and name the host; a wrong CA fails the connect. The hall's TLS policy.
+            client.tls_set_context(client_context(target.ca))
         if will is not None:
             client.will_set(will[0], will[1], qos=1, retain=True)
         client.on_connect = self._on_connect
