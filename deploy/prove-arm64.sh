@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Proof on arm64 (issue 22 point 6; not part of make test): build the offline bundle, install
-# it with NO network into a Debian 12 arm64 root filesystem run under qemu-user-static, start
-# `shotclock serve` there and get 200 from /api/health. As root, on an amd64 Debian machine
-# that reaches the Debian archive and PyPI (for the root and the bundle only):
-#   sudo deploy/prove-arm64.sh [--root DIR] [--bundle FILE] [--keep]
+# Proof on arm64 (issue 22 point 6, issue 39; not part of make test): build the offline
+# bundle, install it with NO network into a Debian 12 arm64 root filesystem run under
+# qemu-user-static, start `shotclock serve` there and get 200 from /api/health; then boot
+# that root with its own systemd (prove-arm64-boot.sh: the units as on a Pi after power-on).
+# As root, on an amd64 Debian machine that reaches the Debian archive and PyPI (for the
+# root and the bundle only):
+#   sudo deploy/prove-arm64.sh [--root DIR] [--bundle FILE] [--keep] [--no-boot]
 #   --root DIR     the arm64 root (default /var/tmp/shotclock-arm64/root; made once by
-#                  debootstrap --arch=arm64 --foreign bookworm + the second stage under qemu,
-#                  then reused: install-pi.sh runs in a throwaway copy of it)
+#                  debootstrap --arch=arm64 --foreign bookworm + the second stage under qemu;
+#                  then DIR-boot, once: the root plus mosquitto and chromium from Debian, as
+#                  on a hall server and a Pi with the desktop; install-pi.sh runs in a
+#                  throwaway copy of that)
 #   --bundle FILE  use this bundle instead of running make bundle
 #   --keep         keep the copy the install ran in (default: removed)
+#   --no-boot      stop after the install (no systemd-nspawn boot)
 # Prints the time of each step.
 set -euo pipefail
 
@@ -16,6 +21,7 @@ BASE=/var/tmp/shotclock-arm64
 ROOTFS="$BASE/root"
 BUNDLE=""
 KEEP=no
+BOOT=yes
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --root)
@@ -27,8 +33,9 @@ while [[ $# -gt 0 ]]; do
             shift
             ;;
         --keep) KEEP=yes ;;
+        --no-boot) BOOT=no ;;
         -h | --help)
-            sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
+            sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         *)
@@ -57,13 +64,24 @@ if [[ ! -f $ROOTFS/.shotclock-root-complete ]]; then
     step "Debian 12 arm64 root in $ROOTFS (debootstrap, first stage)"
     rm -rf "$ROOTFS"
     mkdir -p "$ROOTFS"
-    # minbase + python3 and python3-venv: what Raspberry Pi OS Lite has (python3-lgpio and
-    # python3-evdev are not in plain Debian: the install takes the serial display without GPIO)
-    debootstrap --arch=arm64 --foreign --variant=minbase --include=python3,python3-venv \
+    # minbase + python3, python3-venv and systemd as init: what Raspberry Pi OS Lite has
+    # (python3-lgpio and python3-evdev are not in plain Debian: the install takes the serial
+    # display without GPIO)
+    debootstrap --arch=arm64 --foreign --variant=minbase \
+        --include=python3,python3-venv,systemd,systemd-sysv,dbus,libpam-systemd \
         bookworm "$ROOTFS" http://deb.debian.org/debian
     step "second stage under qemu-aarch64"
     chroot "$ROOTFS" /debootstrap/debootstrap --second-stage
     touch "$ROOTFS/.shotclock-root-complete"
+fi
+BOOTROOT="$ROOTFS-boot"
+if [[ ! -f $BOOTROOT/.shotclock-boot-complete ]]; then
+    step "the root plus mosquitto and chromium from Debian, in $BOOTROOT (apt under qemu)"
+    rm -rf "$BOOTROOT"
+    cp -a "$ROOTFS" "$BOOTROOT"
+    chroot "$BOOTROOT" /usr/bin/env DEBIAN_FRONTEND=noninteractive PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+        sh -c 'apt-get update -q && apt-get install -y -q --no-install-recommends mosquitto mosquitto-clients chromium xvfb dbus-user-session'
+    touch "$BOOTROOT/.shotclock-boot-complete"
 fi
 
 if [[ -z $BUNDLE ]]; then
@@ -75,7 +93,7 @@ echo "bundle: $BUNDLE ($(du -h "$BUNDLE" | cut -f1))"
 
 step "a throwaway copy of the root"
 WORK="$BASE/run-$$"
-cp -a "$ROOTFS" "$WORK"
+cp -a "$BOOTROOT" "$WORK"
 cleanup() { [[ $KEEP == yes ]] || rm -rf "$WORK"; }
 trap cleanup EXIT
 cp "$BUNDLE" "$WORK/tmp/shotclock-bundle.tar.gz"
@@ -151,3 +169,7 @@ unshare --net --mount --fork /bin/bash -c "
     chroot '$WORK' /tmp/prove-inside.sh
 "
 step "done: bundle installed offline on arm64, shotclock serve answered 200"
+if [[ $BOOT == yes ]]; then
+    "$REPO/deploy/prove-arm64-boot.sh" --root "$WORK"
+    step "done: the root booted with its own systemd (prove-arm64-boot.sh)"
+fi

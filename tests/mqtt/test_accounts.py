@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import socket
 import ssl
 import subprocess
@@ -28,6 +29,7 @@ from clock_service.service.tls import Device, init
 from tests.mqtt.conftest import need_mosquitto
 from tests.mqtt.watcher import Watcher
 from tests.server import ServerProcess, free_port
+from tests.tls_probe import CBC_TLS12, REFUSED, handshake, s_client
 from tests.waiting import until
 
 pytestmark = [pytest.mark.mqtt, pytest.mark.e2e]
@@ -64,8 +66,12 @@ class Shipped:
         assert conf.count(str(self.dir)) >= 5, conf
         assert conf.count("use_username_as_clientid true") == 2
         (tmp / "mosquitto.conf").write_text(conf)
-        self.proc = subprocess.Popen(["mosquitto", "-c", str(tmp / "mosquitto.conf")],
-                                     stderr=subprocess.PIPE)
+        # As on the hall server, where the drop-in mosquitto-tls.conf sets OPENSSL_CONF
+        assert "OPENSSL_CONF=/etc/mosquitto/shotclock-tls.cnf" in (
+            DEPLOY / "mosquitto-tls.conf").read_text()
+        self.proc = subprocess.Popen(
+            ["mosquitto", "-c", str(tmp / "mosquitto.conf")], stderr=subprocess.PIPE,
+            env={**os.environ, "OPENSSL_CONF": str(DEPLOY / "shotclock-tls.cnf")})
 
         def listening() -> bool:
             assert self.proc.poll() is None, self.proc.stderr.read() if self.proc.stderr else ""
@@ -214,3 +220,37 @@ def test_a_relay_on_the_path_reads_nothing_over_tls(shipped: Shipped) -> None:
         finally:
             relay.stop()
         assert (TOKEN.encode() in seen, password.encode() in seen) == (not tls, not tls)
+
+
+def test_the_shipped_broker_follows_the_hall_tls_policy(shipped: Shipped) -> None:
+    """Issue 35, point 9, on the broker's TLS listener as shipped (shotclock.conf's ciphers,
+    shotclock-tls.cnf's groups): each refusal beside a client differing only in that."""
+    import ssl
+
+    ca, port = Path(shipped.ca), shipped.tls_port
+    v12, v13 = ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3
+    with pytest.raises(REFUSED):
+        handshake(port, ca, version=v12, ciphers=":".join(CBC_TLS12))
+    assert handshake(port, ca, version=v12, ciphers="ECDHE-ECDSA-CHACHA20-POLY1305") == (
+        "TLSv1.2", "ECDHE-ECDSA-CHACHA20-POLY1305")
+    for curve in ("secp384r1", "secp521r1"):
+        with pytest.raises(REFUSED):
+            handshake(port, ca, version=v13, curve=curve)
+    assert handshake(port, ca, version=v13, curve="prime256v1")[0] == "TLSv1.3"
+    assert s_client(port, ca, "-tls1_3", "-groups", "X448") == ""
+    assert s_client(port, ca, "-tls1_3", "-groups", "X25519") == "X25519"
+    assert s_client(port, ca, "-tls1_2") == "X25519"
+
+
+def test_the_broker_files_say_the_policy_the_service_uses() -> None:
+    """shotclock.conf's ciphers and shotclock-tls.cnf's suites and groups are the service's
+    own (clock_service.tls), so the hall has one policy."""
+    from clock_service.tls import GROUPS, TLS12_CIPHERS
+
+    conf = (DEPLOY / "shotclock.conf").read_text()
+    assert f"\nciphers {TLS12_CIPHERS}\n" in conf
+    cnf = dict(line.split(" = ", 1) for line in (DEPLOY / "shotclock-tls.cnf").read_text()
+               .splitlines() if " = " in line and not line.startswith("#"))
+    assert cnf["Groups"] == ":".join(GROUPS)
+    assert cnf["CipherString"] == f"{TLS12_CIPHERS}:@SECLEVEL=2"
+    assert cnf["MinProtocol"] == "TLSv1.2"
