@@ -75,9 +75,10 @@ def _check_tls(settings: Settings, prog: str) -> int | None:
     if not (settings.tls_cert and settings.tls_key):
         problem = "--tls-cert and --tls-key go together (SHOTCLOCK_TLS_CERT, _KEY)"
     else:
-        try:
-            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
-                settings.tls_cert, settings.tls_key)
+        from clock_service.tls import server_context
+
+        try:  # as it will be served (the hall's TLS policy)
+            server_context(settings.tls_cert, settings.tls_key)
         except (OSError, ssl.SSLError) as exc:
             problem = f"cannot use {settings.tls_cert} with {settings.tls_key}: {exc}"
     if problem is None:
