@@ -132,6 +132,9 @@ offline id pi >/dev/null 2>&1 || offline useradd -m -u 1000 -s /bin/bash pi
 rm -f "$ROOTFS/etc/machine-id"
 systemd-machine-id-setup --root="$ROOTFS" >/dev/null
 echo table-1 >"$ROOTFS/etc/hostname"
+# debootstrap's minbase has no /etc/hosts (Raspberry Pi OS has this one): without it
+# "localhost" does not resolve (nsswitch: files dns, and no network for dns)
+[[ -s $ROOTFS/etc/hosts ]] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\ttable-1\n' >"$ROOTFS/etc/hosts"
 
 step "boot: systemd-nspawn -b, no network (its own namespace, loopback only), arm64 under qemu"
 BOOTED_AT=$SECONDS
@@ -146,9 +149,10 @@ cleanup() {
     fi
 }
 trap cleanup EXIT
+trap 'echo "!! failed at line $LINENO; the journal'"'"'s last lines:"; inside journalctl -b -n 25 --no-pager -o cat 2>/dev/null || true; inside journalctl -b --no-pager >"$OUT/journal.txt" 2>&1 || true' ERR
 LEADER=""
 for _ in $(seq 150); do
-    LEADER="$(ps --ppid "$NSPAWN" -o pid= | head -n 1 | tr -d ' ')"
+    LEADER="$(ps --ppid "$NSPAWN" -o pid= | head -n 1 | tr -d ' ' || true)"
     [[ -n $LEADER ]] && break
     sleep 0.2
 done
@@ -161,9 +165,19 @@ inside() { nsenter -t "$LEADER" -a -r -w /usr/bin/env PATH=/usr/sbin:/usr/bin:/s
 net() { nsenter -t "$LEADER" -n "$@"; }
 prop() { inside systemctl show -p "$2" --value "$1"; }
 health() { net curl -s -m 10 "http://127.0.0.1:${2:-8000}/api/health" 2>/dev/null; }
-events() { # events of table 1 at PORT: count and last seq
-    net curl -s -m 20 "http://127.0.0.1:${1:-8000}/api/tables/1/events?limit=1000" |
-        python3 -c 'import json,sys; e=json.load(sys.stdin); print(len(e), e[-1]["seq"] if e else 0)'
+events() { # events of table 1 at PORT: count and last seq (asked again for up to 60 s)
+    local t0=$SECONDS got
+    while true; do
+        got="$(net curl -s -m 20 "http://127.0.0.1:${1:-8000}/api/tables/1/events?limit=1000" |
+            python3 -c 'import json,sys; e=json.load(sys.stdin); print(len(e), e[-1]["seq"] if e else 0)' 2>/dev/null)" &&
+            break
+        [[ $((SECONDS - t0)) -lt 60 ]] || {
+            echo "-1 -1"
+            return 0
+        }
+        sleep 1
+    done
+    echo "$got"
 }
 wait_for() { # wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds
     local limit=$1 what=$2 t0=$SECONDS
@@ -179,7 +193,9 @@ wait_for() { # wait_for SECONDS WHAT COMMAND...: until COMMAND succeeds
 running() { [[ "$(inside systemctl is-system-running 2>/dev/null)" =~ ^(running|degraded)$ ]]; }
 wait_for 900 "boot" running
 step "booted in $((SECONDS - BOOTED_AT)) s: $(inside systemctl is-system-running || true); network interfaces: $(inside ls /sys/class/net | tr '\n' ' ')"
-inside systemctl --failed --no-legend --no-pager | sed 's/^/   failed: /' || true
+for unit in $(inside systemctl --failed --no-legend --plain --no-pager | awk '{print $1}'); do
+    echo "   failed: $unit: $(inside journalctl -u "$unit" -b --no-pager -o cat | grep -v -E '^(Starting|Failed to start|.*: Failed with result|.*: Main process exited)' | tail -n 1 | cut -c1-160)"
+done
 
 step "start: shotclock.service"
 active() { [[ "$(prop "$1" ActiveState)" == active ]]; }
@@ -199,10 +215,10 @@ step "answers: /api/health from the service (this machine's curl in the containe
 wait_for 120 "health" health
 health | python3 -c 'import json,sys; h=json.load(sys.stdin); hw=h.get("components",{}).get("hardware",{})
 print("-- ok", h["ok"], "tables", h["tables"], "faults", [f["code"] for f in h.get("faults", [])])
-print("-- hardware:", json.dumps(hw)[:300])'
+print("-- hardware:", json.dumps(hw)[:300])' || echo "!! no answer from /api/health now"
 
 step "devices: what the unit's own process could open (ExecStartPre of the drop-in)"
-inside journalctl -u shotclock.service -b --no-pager -o cat | grep '^proof: ' | sort -u | head -n 6
+inside journalctl -u shotclock.service -b --no-pager -o cat | grep '^proof: ' | sort -u | head -n 6 || true
 
 cycle() { # one start + shot on table 1: two events (clock.started, clock.stopped)
     for command in start shot; do
@@ -284,7 +300,8 @@ echo "-- mosquitto $(prop mosquitto.service ActiveState) ($(prop mosquitto.servi
 mirrored() { [[ "$(events 8000)" == "$(events 8001)" ]]; }
 wait_for 300 "mirror" mirrored || true
 echo "-- table's store: $(events 8000) (count, last seq); the hall's mirror: $(events 8001)"
-health 8000 | python3 -c 'import json,sys; print("-- table mqtt:", json.dumps(json.load(sys.stdin)["components"].get("mqtt"))[:240])'
+health 8000 | python3 -c 'import json,sys; print("-- table mqtt:", json.dumps(json.load(sys.stdin)["components"].get("mqtt"))[:240])' ||
+    echo "!! no answer from /api/health now"
 for args in "-tls1_2 -cipher ECDHE-ECDSA-AES128-SHA256" "-tls1_3 -groups P-384" "-tls1_3 -groups X25519"; do
     # shellcheck disable=SC2086 # the options are words
     got="$(net openssl s_client -connect 127.0.0.1:8883 -CAfile "$ROOTFS/etc/shotclock/tls/ca.crt" $args </dev/null 2>/dev/null | grep -E -m1 'Cipher is' || true)"
@@ -307,13 +324,13 @@ inside systemctl start --no-block shotclock-kiosk.service
 kiosk_done() { [[ "$(prop shotclock-kiosk.service ActiveState)" =~ ^(active|failed)$ ]] || [[ "$(prop shotclock-kiosk.service NRestarts)" -gt 0 ]]; }
 wait_for 400 "kiosk result" kiosk_done || true
 echo "-- after $((SECONDS - t0)) s: $(prop shotclock-kiosk.service ActiveState)/$(prop shotclock-kiosk.service SubState), restarts $(prop shotclock-kiosk.service NRestarts)"
-inside journalctl -u shotclock-kiosk.service -b --no-pager -o cat | grep -v dbus | head -n 4 | cut -c1-220 | sed 's/^/   /'
+inside journalctl -u shotclock-kiosk.service -b --no-pager -o cat | grep -v dbus | head -n 4 | cut -c1-220 | sed 's/^/   /' || true
 inside systemctl stop shotclock-kiosk.service
 step "kiosk: the same with an X server (Xvfb) standing in for the session"
 inside systemd-run --quiet --unit=proof-x -p User=pi /usr/bin/Xvfb :0 -screen 0 1280x720x24 -nolisten tcp
 x_up() { inside test -S /tmp/.X11-unix/X0; }
 wait_for 120 "Xvfb" x_up || true
-clients() { [[ "$(health | python3 -c 'import json,sys; print(json.load(sys.stdin)["clients"])')" -ge 1 ]]; }
+clients() { [[ "$(health | python3 -c 'import json,sys; print(json.load(sys.stdin)["clients"])' 2>/dev/null || echo 0)" -ge 1 ]]; }
 t0=$SECONDS
 inside systemctl reset-failed shotclock-kiosk.service 2>/dev/null || true
 inside systemctl start --no-block shotclock-kiosk.service
@@ -322,7 +339,7 @@ if wait_for 300 "a kiosk page connected" clients; then
 else
     echo "-- no page after $((SECONDS - t0)) s: $(prop shotclock-kiosk.service ActiveState), restarts $(prop shotclock-kiosk.service NRestarts); Chromium said:"
     inside journalctl -u shotclock-kiosk.service -b --no-pager -o cat | grep -v -E 'dbus|UPower' |
-        grep -E 'FATAL|Check failed|sandbox|seccomp|qemu|error' | head -n 4 | cut -c1-220 | sed 's/^/   /'
+        grep -E 'FATAL|Check failed|sandbox|seccomp|qemu|error' | head -n 4 | cut -c1-220 | sed 's/^/   /' || true
 fi
 inside systemctl stop shotclock-kiosk.service proof-x.service || true
 
