@@ -104,11 +104,11 @@ step "the services the kiosk shows: shotclock serve over HTTP and over HTTPS (ha
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 HTTP_PORT=$(free_port)
 HTTPS_PORT=$(free_port)
-(cd "$REPO" && "$PY" -m clock_service.cli tls init --out "$WORK/tls" --device kiosk=127.0.0.1 >/dev/null 2>&1)
-(cd "$REPO" && SHOTCLOCK_DISPLAY=none exec "$PY" -m clock_service.cli serve --port "$HTTP_PORT" \
+(cd "$REPO" && "$PY" -m clock_service tls init --out "$WORK/tls" --device kiosk=127.0.0.1 >/dev/null 2>&1)
+(cd "$REPO" && SHOTCLOCK_DISPLAY=none exec "$PY" -m clock_service serve --port "$HTTP_PORT" \
     --db "$WORK/http.db" >"$WORK/http.log" 2>&1) &
 PIDS+=($!)
-(cd "$REPO" && SHOTCLOCK_DISPLAY=none exec "$PY" -m clock_service.cli serve --port "$HTTPS_PORT" \
+(cd "$REPO" && SHOTCLOCK_DISPLAY=none exec "$PY" -m clock_service serve --port "$HTTPS_PORT" \
     --db "$WORK/https.db" --tls-cert "$WORK/tls/kiosk.crt" --tls-key "$WORK/tls/kiosk.key" \
     >"$WORK/https.log" 2>&1) &
 PIDS+=($!)

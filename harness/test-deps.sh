@@ -4,7 +4,8 @@
 # run is printed). Installing only what is missing matters: a machine whose Node.js comes from
 # NodeSource has its own npm, which Debian's npm package conflicts with (apt refuses both).
 #   chromium: browser tests. mosquitto: the MQTT tests' broker and mosquitto_passwd.
-#   systemd: systemd-analyze verifies the units in deploy/. python3-venv: the install test
+#   systemd: systemd-analyze verifies the units in deploy/. openssl: s_client tries TLS key
+#   exchange groups Python cannot name. python3-venv: the install test
 #   makes a venv of Debian's python3 (as on a Pi). poppler-utils: pdftoppm turns the match
 #   protocol's PDF pages into PNGs. nodejs, npm: the Companion module's tests.
 set -eu
@@ -16,6 +17,7 @@ need() {  # need PACKAGE CHECK...: PACKAGE when CHECK fails
 need chromium test -x /usr/bin/chromium
 need mosquitto test -x /usr/sbin/mosquitto
 need systemd test -x /usr/bin/systemd-analyze
+need openssl test -x /usr/bin/openssl
 need python3-venv /usr/bin/python3 -c 'import ensurepip'
 need poppler-utils test -x /usr/bin/pdftoppm
 need nodejs sh -c 'command -v node'

@@ -244,8 +244,8 @@ def test_the_shipped_broker_follows_the_hall_tls_policy(shipped: Shipped) -> Non
 
 def test_the_broker_files_say_the_policy_the_service_uses() -> None:
     """shotclock.conf's ciphers and shotclock-tls.cnf's suites and groups are the service's
-    own (clock_service.tls), so the hall has one policy."""
-    from clock_service.tls import GROUPS, TLS12_CIPHERS
+    own (clock_service.service.tls), so the hall has one policy."""
+    from clock_service.service.tls import GROUPS, TLS12_CIPHERS
 
     conf = (DEPLOY / "shotclock.conf").read_text()
     assert f"\nciphers {TLS12_CIPHERS}\n" in conf

@@ -75,7 +75,7 @@ def _check_tls(settings: Settings, prog: str) -> int | None:
     if not (settings.tls_cert and settings.tls_key):
         problem = "--tls-cert and --tls-key go together (SHOTCLOCK_TLS_CERT, _KEY)"
     else:
-        from clock_service.tls import server_context
+        from clock_service.service.tls import server_context
 
         try:  # as it will be served (the hall's TLS policy)
             server_context(settings.tls_cert, settings.tls_key)
