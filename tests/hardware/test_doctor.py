@@ -174,8 +174,8 @@ def test_no_display_and_a_lan_address_without_a_token_fail_the_cli(
         env.pop("SHOTCLOCK_REFEREE_TOKEN", None)
         wait_for_a_fault(server)  # the service raises the missing display's fault on its own time
         done = subprocess.run([sys.executable, "-m", "clock_service", "doctor", "--json",
-                               "--url", server.url], env=env, capture_output=True, text=True,
-                              timeout=60)
+                               "--url", server.url, "--env-file", ""], env=env,
+                              capture_output=True, text=True, timeout=60)
         assert done.returncode == 1, done.stderr[-2000:]
         report = json.loads(done.stdout)
         items = {i["id"]: i for i in report["items"]}
@@ -227,3 +227,26 @@ def test_versions_are_checked_without_packaging_as_on_a_pi(
     lock.write_text(text.replace(fastapi, "fastapi==0.0.1"))
     (item,) = doctor.check_versions(m)
     assert item.status == doctor.WARNING and "fastapi" in item.summary and "0.0.1" in item.summary
+
+
+def test_run_by_hand_doctor_reads_the_units_environment_file(tmp_path: Path) -> None:
+    """Issue 39's boot proof: `sudo -u shotclock shotclock doctor` (deploy/README.md, the
+    installer's last words) reported "kind none" and a store in ~/.local/state, not what
+    the service runs with; the unit's EnvironmentFile is read now (the environment wins)."""
+    store = tmp_path / "from-the-env-file.db"
+    env_file = tmp_path / "env"
+    env_file.write_text(f"# as /etc/shotclock/env\nSHOTCLOCK_DB={store}\n"
+                        "SHOTCLOCK_HARDWARE='none'\n\nSHOTCLOCK_PORT=1\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SHOTCLOCK_")}
+
+    def store_item(*args: str, **extra: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "clock_service", "doctor", "--json",
+                               *args], env={**env, **extra}, capture_output=True, text=True,
+                              timeout=60)
+        items = {i["id"]: i for i in json.loads(done.stdout)["items"]}
+        return str(items["store"]["summary"])
+
+    assert str(store) in store_item("--env-file", str(env_file))
+    assert str(store) not in store_item("--env-file", "")
+    other = tmp_path / "from-the-environment.db"
+    assert str(other) in store_item("--env-file", str(env_file), SHOTCLOCK_DB=str(other))

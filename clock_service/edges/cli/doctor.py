@@ -534,6 +534,35 @@ def add_parser(sub: Any) -> None:
     doctor.add_argument("--db", default=None, help="the store (default: SHOTCLOCK_DB)")
     doctor.add_argument("--lock", default=None, help="requirements.lock to compare the "
                         "installed versions with (default: /opt/shotclock's or the checkout's)")
+    doctor.add_argument("--env-file", default=UNIT_ENV_FILE, metavar="FILE",
+                        help="the service's settings, as its unit reads them (default: "
+                        f"{UNIT_ENV_FILE} if it is there; '' for none); the environment "
+                        "wins over it")
+
+
+# What shotclock.service reads (EnvironmentFile=): run by hand (`sudo -u shotclock shotclock
+# doctor`), doctor looks at the machine with the service's settings, not the defaults. The
+# arm64 boot proof found it reporting "kind none" and a store in ~/.local/state without it.
+UNIT_ENV_FILE = "/etc/shotclock/env"
+
+
+def load_env_file(path: str) -> str | None:
+    """Set each KEY=VALUE of a systemd environment file that the environment does not set
+    already; the file's path if it was read."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", ";")) or "=" not in line:
+            continue
+        key, value = (part.strip() for part in line.split("=", 1))
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        if key.replace("_", "").isalnum():
+            os.environ.setdefault(key, value)
+    return path
 
 
 def render(items: list[Item]) -> str:
@@ -551,10 +580,13 @@ def render(items: list[Item]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    read = load_env_file(args.env_file) if args.env_file else None
     items = diagnose(machine_from_env(args))
     if args.json:
         counts = {s: sum(i.status == s for i in items) for s in (OK, WARNING, FAILING)}
         print(json.dumps({"items": [asdict(i) for i in items], "counts": counts}, indent=1))
     else:
+        if read is not None:
+            print(f"(the service's settings from {read})")
         print(render(items))
     return 1 if any(i.status == FAILING for i in items) else 0
