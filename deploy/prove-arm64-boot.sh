@@ -149,7 +149,15 @@ cleanup() {
     fi
 }
 trap cleanup EXIT
-trap 'echo "!! failed at line $LINENO; the journal'"'"'s last lines:"; inside journalctl -b -n 25 --no-pager -o cat 2>/dev/null || true; inside journalctl -b --no-pager >"$OUT/journal.txt" 2>&1 || true' ERR
+# A step that fails for good: say where, with the journal's last lines (the main shell only,
+# on stderr: never into a $(...) that a check reads)
+on_error() {
+    [[ $BASHPID == "$$" ]] || return 0
+    echo "!! failed at line $1; the journal's last lines:" >&2
+    inside journalctl -b -n 25 --no-pager -o cat >&2 2>/dev/null || true
+    inside journalctl -b --no-pager >"$OUT/journal.txt" 2>&1 || true
+}
+trap 'on_error $LINENO' ERR
 LEADER=""
 for _ in $(seq 150); do
     LEADER="$(ps --ppid "$NSPAWN" -o pid= | head -n 1 | tr -d ' ' || true)"
