@@ -77,6 +77,8 @@ install -D -m 644 "$SRC/mosquitto/mosquitto-tls.conf" \
     "$ROOTFS/etc/systemd/system/mosquitto.service.d/shotclock-tls.conf"
 install -D -m 644 "$ROOTFS/etc/mosquitto/shotclock/ca.crt" "$ROOTFS/etc/shotclock/tls/ca.crt"
 TOKEN="$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
+# (run again on the same root: the lines of a previous run replaced)
+sed -i '/^SHOTCLOCK_\(DEFAULT_TABLE\|MQTT_URL\|MQTT_CA\)=/d' "$ROOTFS/etc/shotclock/env"
 {
     grep -v '^#' "$ROOTFS/etc/mosquitto/shotclock/env/shotclock-main-table-1.env"
     echo "SHOTCLOCK_MQTT_CA=/etc/shotclock/tls/ca.crt"
@@ -334,12 +336,17 @@ kiosk_tried() { # the kiosk unit started and either up, or failed once (restarte
     [[ "$(prop shotclock-kiosk.service ActiveState)" == active || "$(prop shotclock-kiosk.service NRestarts)" -ge 1 ||
         "$(prop shotclock-kiosk.service Result)" != success ]]
 }
-kiosk_try() { # kiosk_try LIMIT: start the unit; what became of it
+kiosk_ended() { # the browser's page connected, or the unit failed once
+    clients || [[ "$(prop shotclock-kiosk.service NRestarts)" -ge 1 || "$(prop shotclock-kiosk.service Result)" != success ]]
+}
+kiosk_try() { # kiosk_try LIMIT [page]: start the unit; what became of it (page: once it
+    # runs, wait for its page or its end too)
     local t0=$SECONDS since
     since="$(inside date +%s)"
     inside systemctl reset-failed shotclock-kiosk.service 2>/dev/null || true
     inside systemctl start --no-block shotclock-kiosk.service
     wait_for "$1" "an end of the kiosk's start" kiosk_tried || true
+    [[ ${2:-} != page ]] || wait_for "$1" "the kiosk's page or its end" kiosk_ended || true
     echo "-- after $((SECONDS - t0)) s: $(prop shotclock-kiosk.service ActiveState)/$(prop shotclock-kiosk.service SubState), result $(prop shotclock-kiosk.service Result), page connected: $(clients && echo yes || echo no)"
     { inside journalctl -u shotclock-kiosk.service --since="@$since" --no-pager -o cat || true; } |
         { grep -v -E 'dbus|UPower|^Starting|^Stopped|Scheduled restart' || true; } | head -n 5 | cut -c1-220 | sed 's/^/   /'
@@ -361,7 +368,7 @@ inside install -d -m 1777 /tmp/.X11-unix
 inside systemd-run --quiet --unit=proof-x -p User=pi /usr/bin/Xvfb :0 -screen 0 1280x720x24 -nolisten tcp
 x_up() { inside test -S /tmp/.X11-unix/X0; }
 wait_for 120 "Xvfb" x_up || true
-kiosk_try 300
+kiosk_try 300 page
 inside systemctl stop proof-x.service || true
 inside rm -f /etc/systemd/system/shotclock-kiosk.service.d/proof.conf
 
