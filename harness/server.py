@@ -103,6 +103,11 @@ class Service:
 
         return Origin(self.url)
 
+    def answers(self) -> bool:
+        """/api/health answers 200 (a service on HTTPS asks with its own CA: tests/test_tls.py);
+        OSError when nothing answers yet."""
+        return http("GET", self.url + "/api/health", timeout=1.0)[0] == 200
+
     def get(self, path: str) -> Any:
         status, body = http("GET", self.url + path)
         assert status == 200, (status, body)
@@ -200,8 +205,7 @@ class ServerProcess(Child, Service):
             if self.proc.poll() is not None:
                 return False
             try:
-                status, _ = http("GET", self.url + "/api/health", timeout=1.0)
-                if status == 200:
+                if self.answers():
                     return True
             except OSError:
                 pass

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.server import Service, free_port, http
+from harness.server import Service, free_port
 
 __all__ = ["ThreadServer"]
 
@@ -159,7 +159,7 @@ class ThreadServer(Service):
                 return False
             if self._server.started:
                 try:
-                    if http("GET", self.url + "/api/health", timeout=1.0)[0] == 200:
+                    if self.answers():
                         return True
                 except OSError:
                     pass

@@ -11,8 +11,6 @@ import json
 import os
 import socket
 import ssl
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -23,8 +21,9 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
+from harness.thread_server import ThreadServer
 from tests.cli import shotclock
-from tests.server import ROOT, ServerProcess, free_port
+from tests.server import ServerProcess, free_port
 from tests.tls_probe import CBC_TLS12, REFUSED, handshake, s_client
 
 pytestmark = pytest.mark.e2e
@@ -38,35 +37,35 @@ def tls_init(out: Path, *devices: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-class TLSServer(ServerProcess):
-    """``shotclock serve --tls-cert --tls-key``, up once /api/health answers over HTTPS
-    with the hall CA (ServerProcess waits on plain HTTP, which a TLS port never answers).
-    Each raises the request timeout (5 s from the TLS handshake's end to the request's
-    last header; its own tests are in tests/faults): these tests run at a lower priority
-    beside the timing tests, and a client held up between its handshake and its request
-    found its connection closed once in a clean-clone run."""
+class HTTPS:
+    """A service on HTTPS with the hall CA ``ca``: its URL, and up once /api/health answers
+    with that CA (a TLS port never answers the plain HTTP that Service.answers asks)."""
+
+    port: int
 
     def __init__(self, db: Path, ca: Path, **kwargs: Any) -> None:
-        super().__init__(db, **kwargs)
+        super().__init__(db, **kwargs)  # type: ignore[call-arg]
         self.ca = ca
 
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
-    def _wait_up(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                if get(f"{self.url}/api/health", self.ca, timeout=1.0)[0] == 200:
-                    return True
-            except (OSError, urllib.error.URLError):
-                pass
-            time.sleep(0.05)
-        self.kill()
-        raise RuntimeError("server did not come up:\n" + self.log.read_text()[-3000:])
+    def answers(self) -> bool:
+        return get(f"{self.url}/api/health", self.ca, timeout=1.0)[0] == 200
+
+
+class TLSServer(HTTPS, ServerProcess):
+    """``shotclock serve --tls-cert --tls-key`` in a process of its own (what it says at
+    its start is in its log). Each raises the request timeout (5 s from the TLS handshake's
+    end to the request's last header; its own tests are in tests/faults): these tests run
+    at a lower priority beside the timing tests, and a client held up between its
+    handshake and its request found its connection closed once in a clean-clone run."""
+
+
+class TLSThreadServer(HTTPS, ThreadServer):
+    """The same service in a thread of this process (harness/thread_server.py), for the
+    tests of what its port serves: the same uvicorn configuration and TLS context."""
 
 
 def get(url: str, ca: Path, timeout: float = 10.0) -> tuple[int, bytes]:
@@ -153,11 +152,11 @@ def test_a_certificate_without_its_key_is_refused(tmp_path: Path) -> None:
 
 # -- issue 35, point 9: Mozilla "intermediate", certificates of 398 days, tls renew --------
 
-def tls_server(tmp_path: Path, tls: Path, device: str) -> TLSServer:
-    return TLSServer(tmp_path / f"{device}.db", tls / "ca.crt",
-                     env={"SHOTCLOCK_REQUEST_TIMEOUT_S": "60"},
-                     args=["--tls-cert", str(tls / f"{device}.crt"),
-                           "--tls-key", str(tls / f"{device}.key")])
+def tls_server(tmp_path: Path, tls: Path, device: str) -> TLSThreadServer:
+    return TLSThreadServer(tmp_path / f"{device}.db", tls / "ca.crt",
+                           env={"SHOTCLOCK_REQUEST_TIMEOUT_S": "60",
+                                "SHOTCLOCK_TLS_CERT": str(tls / f"{device}.crt"),
+                                "SHOTCLOCK_TLS_KEY": str(tls / f"{device}.key")})
 
 
 def test_served_port_refuses_cbc_suites_and_curves_other_than_x25519_and_p256(
@@ -259,9 +258,7 @@ def test_renewed_certificate_is_served_after_a_restart(tmp_path: Path) -> None:
     server = tls_server(tmp_path, tls, "table-7").start()
     try:
         assert served_certificate(server.port, tls / "ca.crt") == old_cert
-        done = subprocess.run([sys.executable, "-m", "clock_service", "tls", "renew",
-                               "--out", str(tls)], cwd=ROOT, capture_output=True, text=True,
-                              timeout=60, check=False)
+        done = shotclock("tls", "renew", "--out", str(tls))  # by this process
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("table-7: renewed, valid until "), done.stdout
         assert "new key" in done.stdout and "restart" in done.stderr

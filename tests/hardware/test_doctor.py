@@ -24,6 +24,7 @@ import pytest
 
 from clock_service.edges.cli import doctor
 from firmware_bridge.emulator import DisplayEmulator
+from tests.cli import shotclock
 from tests.server import ServerProcess, http
 from tests.waiting import until
 
@@ -240,9 +241,7 @@ def test_run_by_hand_doctor_reads_the_units_environment_file(tmp_path: Path) -> 
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHOTCLOCK_")}
 
     def store_item(*args: str, **extra: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "clock_service", "doctor", "--json",
-                               *args], env={**env, **extra}, capture_output=True, text=True,
-                              timeout=60)
+        done = shotclock("doctor", "--json", *args, env={**env, **extra})  # by this process
         items = {i["id"]: i for i in json.loads(done.stdout)["items"]}
         return str(items["store"]["summary"])
 
