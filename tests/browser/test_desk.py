@@ -229,7 +229,7 @@ def test_an_event_day_run_from_the_desk_and_two_consoles(
         # No list markers: a match says its draw number once ("1. 1." before).
         first = desk.locator('.queue[data-table="1"] .qitem').first
         expect(first.locator(".qtext")).to_have_text(
-            "1. Иванов – Петров · до 1 побед · Кубок города, 1/4")
+            "1. Иванов – Петров · до 1 победы · Кубок города, 1/4")
         assert first.evaluate("li => getComputedStyle(li.parentElement).listStyleType") == "none"
 
         # Reorder table 1's queue and back; match 4 moved to table 2's queue.
@@ -295,7 +295,7 @@ def test_an_event_day_run_from_the_desk_and_two_consoles(
         for table, players in (("1", "Иванов – Петров"), ("2", "Сидоров – Орлов")):
             start_next(desk, consoles[table], table, players)
         expect(card(desk, "1").locator(".next")).to_have_text(
-            "Далее по сетке: 3. Смирнов – Кузнецов, до 1 побед")
+            "Далее по сетке: 3. Смирнов – Кузнецов, до 1 победы")
         # A draw match in play, even before its break, is not offered to be skipped.
         expect(card(desk, "1").locator("button.start")).to_be_hidden()
 
@@ -339,7 +339,7 @@ def test_an_event_day_run_from_the_desk_and_two_consoles(
             start_next(desk, consoles[table], table, players)
         tab(desk, "draw")
         expect(desk.locator('.queue[data-table="1"] .playing')).to_have_text(
-            "Идёт: 3. Смирнов – Кузнецов, до 1 побед")
+            "Идёт: 3. Смирнов – Кузнецов, до 1 победы")
         for table in ("1", "2", ""):
             expect(desk.locator(f'.queue[data-table="{table}"] .muted')).to_have_text(
                 "матчей в очереди нет")

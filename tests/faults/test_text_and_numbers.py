@@ -144,8 +144,9 @@ def test_a_draw_line_with_a_control_character_gets_the_same_reason(
     except urllib.error.HTTPError as exc:
         assert exc.code == 422
         problems = json.loads(exc.read())["error"]["problems"]
-    assert problems == [{"line": 3, "reason": "player1: U+000B (LINE TABULATION) is a "
-                                              "control character"}]
+    why = "U+000B (LINE TABULATION) is a control character"
+    assert problems == [{"line": 3, "reason": f"player1: {why}", "code": "draw_bad_text",
+                         "data": {"column": "player1", "why": why}}]
     assert http("GET", f"{server.url}/api/draw")[1]["matches"] == []  # nothing imported
 
 
