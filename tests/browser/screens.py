@@ -401,8 +401,10 @@ class Matrix:
                  viewports: tuple[tuple[int, int], ...] = VIEWPORTS,
                  langs: tuple[str, ...] = LANGS, states: tuple[State, ...] = STATES,
                  pages: tuple[str, ...] = TABLE_PAGES, shots: bool = True,
-                 pick: Callable[[str, str, str, tuple[int, int]], bool] | None = None) -> None:
+                 pick: Callable[[str, str, str, tuple[int, int]], bool] | None = None,
+                 others: bool = True) -> None:
         self.server, self.browser = server, browser
+        self.others = others  # the hall's and the records' pages too (run_others)
         self.viewports, self.langs, self.states, self.pages = viewports, langs, states, pages
         self.shots = shots
         self.pick = pick or (lambda *_: True)
@@ -559,7 +561,8 @@ class Matrix:
                 if st.name == "match_over_next":
                     self.record_table = tid  # a finished match: the protocol has it all
                 self.run_state(ctx, st, tid)
-            self.run_others(ctx, self.record_table)
+            if self.others:
+                self.run_others(ctx, self.record_table)
         return self.looks
 
 
@@ -593,9 +596,8 @@ def main(argv: list[str]) -> int:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 matrix = Matrix(server, browser, states=states, pages=pages,
-                                shots=not args.no_shots)
-                if args.page and set(args.page) <= set(TABLE_PAGES):
-                    matrix.run_others = lambda *a: None  # type: ignore[method-assign]
+                                shots=not args.no_shots,
+                                others=not (args.page and set(args.page) <= set(TABLE_PAGES)))
                 looks = matrix.run()
                 browser.close()
         finally:
