@@ -1,6 +1,6 @@
 """One settings object for every setting (issue 18 point 4): types, defaults and help in
 clock_service/service/settings.py, read nowhere else; `shotclock config` says where each value came
-from with secrets redacted; README's table is made from the object; every command finds
+from with secrets redacted; docs/settings.md's table is made from the object; every command finds
 the same store by default."""
 
 from __future__ import annotations
@@ -52,13 +52,13 @@ def test_every_setting_has_a_type_default_and_help() -> None:
         assert len(row["help"]) >= 15, row
 
 
-def test_readme_table_is_the_settings_object() -> None:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert BEGIN in text and END in text, "README lost its settings markers"
+def test_docs_table_is_the_settings_object() -> None:
+    text = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert BEGIN in text and END in text, "docs/settings.md lost its settings markers"
     table = text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip("\n") + "\n"
     assert table == config.markdown_table(), (
-        "README's settings table differs from clock_service/service/settings.py: "
-        "run `python -m clock_service.service.settings README.md` to regenerate it")
+        "docs/settings.md's table differs from clock_service/service/settings.py: "
+        "run `python -m clock_service.service.settings docs/settings.md` to regenerate it")
 
 
 def test_sources_flag_over_env_over_file_over_default(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ environment variable is ``SHOTCLOCK_<NAME>`` unless the field says otherwise. A 
 comes from, in order: a command-line flag, the environment, the TOML file named by
 ``SHOTCLOCK_CONFIG`` (keys are the field names: ``port = 8080``), the default. This is the
 only module that reads ``SHOTCLOCK_*`` variables; ``shotclock config`` prints the effective
-values and where each came from (secrets redacted), and README's settings table is made
+values and where each came from (secrets redacted), and docs/settings.md's table is made
 from the same fields (``shotclock config --markdown``; tests/test_settings.py keeps them
 equal).
 """
@@ -80,7 +80,8 @@ class Settings:
         "(HTTP), on the WebSocket the subprotocol `bearer.<token>` or `?token=`, in an MQTT "
         "command's `token`; reading never does. This token is the **director's** (every "
         "table, creating, archiving, issuing tokens); per-table referee tokens are issued "
-        "through `/api/tokens` (see \"Tokens and roles\"). On a non-loopback address at "
+        "through `/api/tokens` (see [Tokens and roles](api.md#tokens-and-roles)). On a "
+        "non-loopback address at "
         "least 16 characters, not a placeholder",
         secret=True, commands="serve, hall, shotclock-bridge")
     default_table: str | None = setting(
@@ -90,7 +91,7 @@ class Settings:
                            "terminal when no hardware is set) or `none` (flag `--display`)")
     presets_dir: str | None = setting(
         None, "a directory of the federation's own time-profile presets (JSON or TOML; see "
-        "\"Profiles and presets\")")
+        "[Profiles and presets](timing.md#profiles-and-presets))")
     max_tables: int = setting(200, "live tables at most (`DELETE /api/tables/{id}` "
                               "archives one)")
     # -- results out (issue 25) ------------------------------------------------------------
@@ -118,7 +119,8 @@ class Settings:
         commands="serve, hall")
     signing_key: str | None = setting(
         None, "the Ed25519 key that signs each finished match's record (made at the first "
-        "start, mode 600; unset: `<db>.key` beside the store). See \"Signed records\"",
+        "start, mode 600; unset: `<db>.key` beside the store). See "
+        "[Signed records](reports.md#signed-records)",
         shown="beside the store")
     mqtt_ca: str | None = setting(
         None, "for `mqtts://`: the CA file that signed the broker's certificate (the hall CA "
@@ -128,7 +130,7 @@ class Settings:
     # -- hardware and camera --------------------------------------------------------------------
     hardware: str | None = setting(
         None, "`none`, `gpio` or `serial` (over the config file's `kind`; unset: the file's, "
-        "else none): see [deploy/README.md](deploy/README.md)",
+        "else none): see [deploy/README.md](../deploy/README.md)",
         commands="serve, blank, shotclock-bridge")
     hardware_config: str | None = setting(
         None, "a TOML file of the table's hardware (pins, serial port, buttons)",
@@ -155,7 +157,7 @@ class Settings:
                                    commands="serve")
     # -- pages and feeds -------------------------------------------------------------------
     feed_dir: str | None = setting(None, "`serve` keeps the text files for OBS/Wirecast in "
-                                   "this directory (see \"Broadcast without code\"); unset: none")
+                                   "this directory (see [broadcast.md](broadcast.md)); unset: none")
     feed_table: str | None = setting(None, "the table whose files go in `SHOTCLOCK_FEED_DIR` "
                                      "(unset: every table, each in `DIR/<id>/`)")
     feed_lang: str = setting("en", "`en` or `ru`: the language of `last_event.txt`")
@@ -169,7 +171,7 @@ class Settings:
         "always allowed; a request whose `Host` is none of them is refused (421 "
         "`host_not_allowed`: DNS rebinding). `clock.hall.example`, `*.hall.example` (its "
         "subdomains), `*` (any: off); comma- or space-separated. See "
-        "[docs/policy.md](docs/policy.md#hosts)", commands="serve, hall")
+        "[policy.md](policy.md#hosts)", commands="serve, hall")
     allowed_origins: tuple[str, ...] = setting(
         (), "origins besides the service's own whose pages may command and open WebSockets "
         "(`http://obs.local:8080`, ...; `*`: any); comma- or space-separated")
@@ -186,8 +188,8 @@ class Settings:
                                "within as long again drops the connection")
     max_message_bytes: int = setting(16_384, "the largest HTTP body or WebSocket message")
     command_rate: int = setting(20, "commands a second per client address (HTTP and every "
-                                "WebSocket of it together; 0: no limit). See \"A hostile "
-                                "network\"")
+                                "WebSocket of it together; 0: no limit). See [A hostile "
+                                "network](policy.md#a-hostile-network)")
     command_burst: int = setting(60, "commands one address may save up")
     read_rate: int = setting(20, "read tokens a second per client address (a page of many "
                              "events costs more than one; 0: no limit)")
@@ -213,7 +215,8 @@ class Settings:
     # -- the store's growth (issue 19) -----------------------------------------------------------
     archive_days: int = setting(
         30, "finished matches that ended more than this many days ago go from the store to "
-        "one compressed file each, at start and once a day (0: never; see \"Durability\")",
+        "one compressed file each, at start and once a day (0: never; see "
+        "[durability.md](durability.md))",
         commands="serve, store")
     disk_low_mb: int = setting(
         512, "the fault `disk_low` (console, display, `/api/health`) when the store's disk "
@@ -427,7 +430,7 @@ def describe() -> list[dict[str, Any]]:
 
 
 def markdown_table() -> str:
-    """README's settings table (between its `settings:begin`/`settings:end` markers)."""
+    """docs/settings.md's table (between its `settings:begin`/`settings:end` markers)."""
     lines = ["| environment | type | default | read by | meaning |",
              "| --- | --- | --- | --- | --- |"]
     for row in describe():
@@ -454,8 +457,8 @@ def effective(loaded: Loaded) -> list[dict[str, Any]]:
 BEGIN, END = "<!-- settings:begin -->", "<!-- settings:end -->"
 
 
-def write_readme(path: Path) -> bool:
-    """Put :func:`markdown_table` between README's markers; True if it changed."""
+def write_table(path: Path) -> bool:
+    """Put :func:`markdown_table` between the markers of ``path``; True if it changed."""
     text = path.read_text(encoding="utf-8")
     start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
     new = text[:start] + "\n" + markdown_table() + text[end:]
@@ -464,8 +467,8 @@ def write_readme(path: Path) -> bool:
     return new != text
 
 
-if __name__ == "__main__":  # python -m clock_service.service.settings README.md
+if __name__ == "__main__":  # python -m clock_service.service.settings docs/settings.md
     import sys
 
-    for name in sys.argv[1:] or ["README.md"]:
-        print(f"{name}: {'updated' if write_readme(Path(name)) else 'up to date'}")
+    for name in sys.argv[1:] or ["docs/settings.md"]:
+        print(f"{name}: {'updated' if write_table(Path(name)) else 'up to date'}")

@@ -2,8 +2,8 @@
 
 Every setting of clock_service/service/settings.py with its variable, its value (secrets redacted:
 the referee token as ***, an MQTT URL without its password) and its source: ``default``,
-``env``, ``file`` (``SHOTCLOCK_CONFIG``'s TOML) or ``flag``. ``--markdown`` prints README's
-settings table instead, ``--json`` the effective values as JSON.
+``env``, ``file`` (``SHOTCLOCK_CONFIG``'s TOML) or ``flag``. ``--markdown`` prints the
+table of docs/settings.md instead, ``--json`` the effective values as JSON.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def add_parser(sub: Any) -> None:
                         help="as serve's --port (shown as a flag)")
     shape = parser.add_mutually_exclusive_group()
     shape.add_argument("--markdown", action="store_true",
-                       help="README's settings table (every setting, its default and help)")
+                       help="docs/settings.md's table (every setting, its default and help)")
     shape.add_argument("--json", action="store_true", help="the effective settings as JSON")
     parser.set_defaults(func=run)
 
