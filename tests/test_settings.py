@@ -146,9 +146,9 @@ def test_every_command_finds_the_same_store_by_default(tmp_path: Path) -> None:
     assert report_cli.default_store(env) == expected
 
 
-def test_readme_says_the_undo_depth_the_core_keeps() -> None:
+def test_docs_say_the_undo_depth_the_core_keeps() -> None:
     from clock_service.core.clock import UNDO_DEPTH
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "timing.md").read_text(encoding="utf-8")
     said = re.search(r"up to (\d+) deep", text)
     assert said and int(said.group(1)) == UNDO_DEPTH

@@ -1,4 +1,4 @@
-"""README's "The call and the result as the referee says them" is exact: every call there
+"""docs/timing.md's "The call and the result as the referee says them" is exact: every call there
 is a valid `call` fulfilled by its route (7.3, D3), every command is a valid command, and
 the commands play out on a real clock as the text says."""
 
@@ -15,12 +15,12 @@ from clock_service.core.clock import TableClock
 from clock_service.core.commands import AnnounceCall, parse_command
 from clock_service.core.rules import Route, ShotType, judge_call, qualifies_as_early_pot
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+DOC = Path(__file__).resolve().parents[1] / "docs" / "timing.md"
 SECTION = "### The call and the result as the referee says them"
 
 
 def _tables() -> tuple[list[list[str]], list[list[str]]]:
-    text = README.read_text(encoding="utf-8")
+    text = DOC.read_text(encoding="utf-8")
     section = text[text.index(SECTION):]
     section = section[:section.index("\n## ", 1) if "\n## " in section else len(section)]
     rows = [[cell.strip() for cell in line.strip().strip("|").split(" | ")]
@@ -68,7 +68,7 @@ def test_each_command_is_valid(row: list[str]) -> None:
     payload = _json(row[1])
     command = parse_command(payload)  # raises on an invalid command
     assert command.name == payload["command"], (row[0], command)
-    # Every field the README shows is one the command takes (none silently dropped).
+    # Every field the doc shows is one the command takes (none silently dropped).
     assert not set(payload) - {"command"} - set(vars(command)), (row[0], vars(command))
 
 
