@@ -33,7 +33,7 @@ def _choices(text: str) -> list[str]:
 
 def commands() -> list[tuple[str, ...]]:
     """Every leaf command: ("serve",), ("store", "stats"), ..."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for top in _choices(_help()):
         subs = _choices(_help(top))
         out += [(top, sub) for sub in subs] if subs else [(top,)]
