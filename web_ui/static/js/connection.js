@@ -1,5 +1,7 @@
-// One table's live feed: the WebSocket /ws/tables/{id}, a clock offset from ping/pong, and
-// reconnection that never gives up and never misses an event.
+// The pages' WebSockets. Link: one socket kept live (reconnection that never gives up,
+// pings, a clock offset, stale and silence detection, the status and its log), the one place
+// a fix to reconnecting or staleness is written. Its users: TableConnection here (one table's
+// feed, /ws/tables/{id}, which never misses an event) and HallFeed (hallfeed.js, /ws/hall).
 //
 //   connecting -> (snapshot) live -> (close, error, silence, seq gap) offline -> connecting...
 //
@@ -61,24 +63,35 @@ export function wsBase() {
   return (location.protocol === "https:" ? "wss://" : "ws://") + location.host;
 }
 
-export class TableConnection {
+/**
+ * One WebSocket kept live, whatever it carries (a table's feed, the hall's): the lifecycle
+ * every page shares, written once.
+ *
+ *   connecting -> (first message) live -> (close, error, silence) offline -> connecting...
+ *                  live -> (isStale) stale -> (any message) live
+ *
+ * It opens the socket, opens it again after a close with jittered backoff (at once after a
+ * 4001 "too slow"), pings every pingEveryMs (the clock offset from the pongs), says "stale"
+ * after isStale(), drops a socket silent for silenceAfter() itself (a close() on a hung
+ * service's socket does not close it: no closing handshake comes back) and opens another at
+ * once, and looks again when the tab comes back, the network comes back or the page comes
+ * back from the back-forward cache (wake). The status changes go to handlers.onStatus and to
+ * statusLog.
+ *
+ * A user of it says where to connect (_url, _socket), reads every message but the pongs
+ * (_message), calls _greeted() on the first one of a connection and _setStatus("live") once
+ * it is applied, and may take a close first (_closed).
+ */
+export class Link {
   /**
-   * @param {string} table
-   * @param {object} handlers  onState(state, why), onEvent(event, {replayed}),
-   *                           onStatus(status) with status in
-   *                           connecting|live|stale|offline|unknown_table,
-   *                           onFaults(faults), onTokenRefused(),
-   *                           onLive(live, staleSince): the service says whether the
-   *                           table's state is live (false on the hall service while the
-   *                           table's own service is offline: stop counting, last known)
+   * @param {object} handlers  onStatus(status), plus the user's own
    * @param {object} options   pingEveryMs (stale and silence thresholds follow from it,
-   *                           staleAfter/silenceAfter), token: () => string
+   *                           staleAfter/silenceAfter); ?ping=MS in the address wins
    */
-  constructor(table, handlers = {}, options = {}) {
-    this.table = table;
+  constructor(handlers = {}, options = {}) {
     this.handlers = handlers;
     // pingEveryMs: how often to ping (a display that must notice a dead link in 1.5 s pings
-    // more often); token(): the referee token to offer, if any.
+    // more often).
     this.pingEveryMs = pingEvery(options.pingEveryMs || PING_EVERY_MS);
     this.staleMs = staleAfter(this.pingEveryMs);
     this.silenceMs = silenceAfter(this.pingEveryMs);
@@ -89,20 +102,9 @@ export class TableConnection {
     this.frozenAt = null;
     // The last status changes [status, local ms] (the tests read it: no false alarm).
     this.statusLog = [];
-    this.token = options.token || (() => "");
-    this.tokenRefused = false; // the offered token was refused at the handshake
-    this.tokenSuspect = false; // the last try with the token failed before it opened
-    this.referee = null; // from the snapshot: may this connection send commands?
-    this.faults = [];
-    // From the service (snapshot, status): is the table's state live? Not live (a table
-    // mirrored by the hall service whose own service is offline): its countdown stopped at
-    // staleSince (the service's clock); see frozenNow().
-    this.live = true;
-    this.staleSince = null;
     this.opened = 0; // sockets created, for the curious (and the tests)
+    this.reconnects = 0;
     this.clock = new ClockOffset();
-    this.state = null;
-    this.lastSeq = null; // the last event seq seen (snapshot or event): ?since= on reconnect
     this.status = "connecting";
     this.ws = null;
     this.attempt = 0;
@@ -111,9 +113,9 @@ export class TableConnection {
     this.pingId = 0;
     this.pings = new Map();
     this.lastMessageAt = 0;
+    this.lastPingAt = 0;
     this.askedAt = null; // the first ping since the last message went out then (isStale)
     this.stopped = false;
-    this.reconnects = 0;
     this._onWake = () => this.wake();
     document.addEventListener("visibilitychange", () => {
       if (document.visibilityState === "visible") this.wake();
@@ -124,31 +126,20 @@ export class TableConnection {
     window.addEventListener("pageshow", (ev) => { if (ev.persisted) this.wake(); });
   }
 
-  /** Open again now, e.g. with a new token (a deliberate reopen; ?since= keeps the place). */
-  restart() {
-    this.tokenRefused = false;
-    this.tokenSuspect = false;
-    this.attempt = 0;
-    this._reconnect(0);
-  }
-
   serverNow() {
     return this.clock.serverNow();
   }
 
-  /** The instant to draw the table's countdown at: now, or, while the service says the
-   * state is not live, the moment it went stale, or, while this page's own link is not live
-   * (a hung service, a dead Wi-Fi), the moment it last heard from the service: a frozen
-   * countdown, never a running one. */
+  /** The instant to draw a countdown at: now, or, while this page's link is not live (a
+   * hung service, a dead Wi-Fi), the moment it stopped being live: a frozen countdown,
+   * never a running one. */
   frozenNow() {
-    let now = this.clock.serverNow();
-    if (!this.live && this.staleSince != null) now = Math.min(now, this.staleSince);
+    const now = this.clock.serverNow();
     // Frozen where the digits stood when the link stopped being live, not at the last
     // message heard: that was up to the stale threshold earlier, and the digits jumped
     // back up by it (58 -> 60 on the console, whose threshold is 2 s).
     const frozenAt = this.frozenAt ?? this.heardAt;
-    if (this.status !== "live" && frozenAt != null) now = Math.min(now, frozenAt);
-    return now;
+    return this.status !== "live" && frozenAt != null ? Math.min(now, frozenAt) : now;
   }
 
   start() {
@@ -177,13 +168,6 @@ export class TableConnection {
     this._reconnect(0);
   }
 
-  /** Take a state from elsewhere (an HTTP command's reply) if it is not older than ours. */
-  offerState(state, why = "reply") {
-    if (!state) return;
-    if (this.state && typeof state.seq === "number" && state.seq < this.state.seq) return;
-    this._setState(state, why);
-  }
-
   _setStatus(status) {
     if (this.status === status) return;
     if (status === "live") this.frozenAt = null;
@@ -192,6 +176,194 @@ export class TableConnection {
     this.statusLog.push([status, Math.round(localNow())]);
     if (this.statusLog.length > 50) this.statusLog.shift();
     this.handlers.onStatus?.(status);
+  }
+
+  /** The new socket (the user's: its address, its subprotocols); it may throw. */
+  _socket() {
+    return new WebSocket(this._url());
+  }
+
+  /** The socket could not even be made: try again later. */
+  _socketRefused() {
+    this._scheduleRetry();
+  }
+
+  /** A close the user takes care of itself (true), before the link says offline. */
+  _closed(_ev, _didOpen) {
+    return false;
+  }
+
+  /** The first message of a connection: the backoff starts over, the clock offset roughly
+   * from the service's time until the pongs refine it. */
+  _greeted(serverTime) {
+    this.attempt = 0;
+    this.clock.roughFrom(serverTime);
+  }
+
+  _open() {
+    clearTimeout(this.retryTimer);
+    // The status stays what it is (connecting before the first message, offline after a
+    // drop) until the first message says live.
+    let ws;
+    try {
+      ws = this._socket();
+    } catch {
+      this._socketRefused();
+      return;
+    }
+    this.opened += 1;
+    this.ws = ws;
+    let didOpen = false;
+    ws.onopen = () => {
+      didOpen = true;
+      this.lastMessageAt = localNow();
+      this.askedAt = null;
+      this.clock.reset();
+      this._ping();
+      clearInterval(this.pingTimer);
+      this.pingTimer = setInterval(() => this._tick(), Math.min(250, this.pingEveryMs / 2));
+    };
+    ws.onmessage = (msg) => {
+      if (ws !== this.ws) return;
+      this.lastMessageAt = localNow();
+      this.askedAt = null; // any message answers
+      if (this.status === "stale") this._setStatus("live");
+      let data;
+      try { data = JSON.parse(msg.data); } catch { return; }
+      this._receive(data);
+      this.heardAt = this.clock.serverNow();
+    };
+    ws.onclose = (ev) => {
+      if (ws !== this.ws) return;
+      clearInterval(this.pingTimer);
+      this.ws = null;
+      if (this.stopped) return;
+      if (this._closed(ev, didOpen)) return;
+      this._setStatus("offline");
+      this._scheduleRetry(ev.code === CLOSE_TOO_SLOW ? 0 : undefined);
+    };
+    ws.onerror = () => { /* onclose follows */ };
+  }
+
+  _tick() {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return;
+    const now = localNow();
+    if (now - this.lastMessageAt > this.silenceMs) {
+      this._reconnect(0);
+      return;
+    }
+    if (this.status === "live" && isStale(now, this.lastMessageAt, this.askedAt, this.pingEveryMs)) {
+      this._setStatus("stale");
+    }
+    if (localNow() - this.lastPingAt >= this.pingEveryMs) this._ping();
+  }
+
+  _ping() {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return;
+    const id = ++this.pingId;
+    const t0 = localNow();
+    this.lastPingAt = t0;
+    this.askedAt ??= t0; // the first ping since the last message (isStale)
+    this.pings.set(id, t0);
+    if (this.pings.size > 20) this.pings.delete(this.pings.keys().next().value);
+    this.ws.send(JSON.stringify({ type: "ping", id, client_time: Date.now() }));
+  }
+
+  /** Let the socket go (silent too long, a seq gap, a wake) and open another after `delay`. */
+  _reconnect(delay) {
+    const old = this.ws;
+    this.ws = null;
+    clearInterval(this.pingTimer);
+    if (old) { try { old.close(); } catch { /* already closed */ } }
+    if (this.status !== "connecting") this._setStatus("offline"); // connecting: never was live
+    this._scheduleRetry(delay);
+  }
+
+  _scheduleRetry(delay) {
+    clearTimeout(this.retryTimer);
+    if (this.stopped) return;
+    if (delay === undefined) {
+      const base = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt);
+      delay = base / 2 + Math.random() * base / 2; // jitter: a hall of pages must not stampede
+    }
+    this.attempt += 1;
+    this.reconnects += 1;
+    this.retryTimer = setTimeout(() => this._open(), delay);
+  }
+
+  _receive(msg) {
+    if (msg.type !== "pong") {
+      this._message(msg);
+      return;
+    }
+    const t0 = this.pings.get(msg.id);
+    if (t0 !== undefined) {
+      this.pings.delete(msg.id);
+      this.clock.add(t0, localNow(), msg.server_time);
+    }
+  }
+
+  /** A message other than a pong: the user's. */
+  _message(_msg) {}
+}
+
+/**
+ * One table's feed: /ws/tables/{id} on a Link, with the table's state (snapshot, events,
+ * seq gaps, ?since=), its faults, whether the service says it is live, and the referee's
+ * token offered at the handshake.
+ */
+export class TableConnection extends Link {
+  /**
+   * @param {string} table
+   * @param {object} handlers  onState(state, why), onEvent(event, {replayed}),
+   *                           onStatus(status) with status in
+   *                           connecting|live|stale|offline|unknown_table,
+   *                           onFaults(faults), onTokenRefused(), onReply(ack or error),
+   *                           onLive(live, staleSince): the service says whether the
+   *                           table's state is live (false on the hall service while the
+   *                           table's own service is offline: stop counting, last known)
+   * @param {object} options   pingEveryMs (see Link), token: () => string
+   */
+  constructor(table, handlers = {}, options = {}) {
+    super(handlers, options);
+    this.table = table;
+    // token(): the referee token to offer, if any.
+    this.token = options.token || (() => "");
+    this.tokenRefused = false; // the offered token was refused at the handshake
+    this.tokenSuspect = false; // the last try with the token failed before it opened
+    this.offered = ""; // the token offered by the socket being opened
+    this.suspecting = false; // that socket goes without the token to tell (tokenSuspect)
+    this.referee = null; // from the snapshot: may this connection send commands?
+    this.faults = [];
+    // From the service (snapshot, status): is the table's state live? Not live (a table
+    // mirrored by the hall service whose own service is offline): its countdown stopped at
+    // staleSince (the service's clock); see frozenNow().
+    this.live = true;
+    this.staleSince = null;
+    this.state = null;
+    this.lastSeq = null; // the last event seq seen (snapshot or event): ?since= on reconnect
+  }
+
+  /** Open again now, e.g. with a new token (a deliberate reopen; ?since= keeps the place). */
+  restart() {
+    this.tokenRefused = false;
+    this.tokenSuspect = false;
+    this.attempt = 0;
+    this._reconnect(0);
+  }
+
+  /** The instant to draw the table's countdown at: the link's (Link.frozenNow), or, while
+   * the service says the state is not live, the moment it went stale. */
+  frozenNow() {
+    const now = super.frozenNow();
+    return !this.live && this.staleSince != null ? Math.min(now, this.staleSince) : now;
+  }
+
+  /** Take a state from elsewhere (an HTTP command's reply) if it is not older than ours. */
+  offerState(state, why = "reply") {
+    if (!state) return;
+    if (this.state && typeof state.seq === "number" && state.seq < this.state.seq) return;
+    this._setState(state, why);
   }
 
   _setFaults(faults) {
@@ -227,67 +399,35 @@ export class TableConnection {
     return url;
   }
 
-  _open() {
-    clearTimeout(this.retryTimer);
-    // The status stays what it is (connecting before the first snapshot, offline after a
-    // drop) until a snapshot says live.
-    const suspecting = this.tokenSuspect;
-    const token = this.tokenRefused || suspecting ? "" : this.token();
-    let ws;
-    try {
-      ws = token ? new WebSocket(this._url(), [`bearer.${token}`]) : new WebSocket(this._url());
-    } catch {
-      if (token) this._refuseToken(); // not even a valid subprotocol: try without it
-      this._scheduleRetry(token ? 0 : undefined);
-      return;
-    }
-    this.opened += 1;
-    this.ws = ws;
+  _socket() {
     this.snapshotSeq = null;
-    let didOpen = false;
-    ws.onopen = () => {
-      didOpen = true;
-      this.lastMessageAt = localNow();
-      this.askedAt = null;
-      this.clock.reset();
-      this._ping();
-      clearInterval(this.pingTimer);
-      this.pingTimer = setInterval(() => this._tick(), Math.min(250, this.pingEveryMs / 2));
-    };
-    ws.onmessage = (msg) => {
-      if (ws !== this.ws) return;
-      this.lastMessageAt = localNow();
-      this.askedAt = null; // any message answers
-      if (this.status === "stale") this._setStatus("live");
-      let data;
-      try { data = JSON.parse(msg.data); } catch { return; }
-      this._receive(data);
-      this.heardAt = this.clock.serverNow();
-    };
-    ws.onclose = (ev) => {
-      if (ws !== this.ws) return;
-      clearInterval(this.pingTimer);
-      this.ws = null;
-      if (this.stopped) return;
-      if (!didOpen && token) {
-        // Refused at the handshake (a wrong token is HTTP 403 there), or the server is not
-        // there at all: the browser cannot tell which. Try once without the token; its
-        // snapshot tells (referee: false means a token is needed and ours was refused).
-        this.tokenSuspect = true;
-        this._setStatus(this.status === "connecting" ? "connecting" : "offline");
-        this._scheduleRetry(0);
-        return;
-      }
-      if (!didOpen && suspecting) this.tokenSuspect = false; // the server is away: not the token
-      if (ev.code === CLOSE_UNKNOWN_TABLE) {
-        this._setStatus("unknown_table");
-        this._scheduleRetry(BACKOFF_MAX_MS);
-        return;
-      }
-      this._setStatus("offline");
-      this._scheduleRetry(ev.code === CLOSE_TOO_SLOW ? 0 : undefined);
-    };
-    ws.onerror = () => { /* onclose follows */ };
+    this.suspecting = this.tokenSuspect;
+    this.offered = this.tokenRefused || this.suspecting ? "" : this.token();
+    return this.offered ? new WebSocket(this._url(), [`bearer.${this.offered}`]) : new WebSocket(this._url());
+  }
+
+  _socketRefused() {
+    if (this.offered) this._refuseToken(); // not even a valid subprotocol: try without it
+    this._scheduleRetry(this.offered ? 0 : undefined);
+  }
+
+  _closed(ev, didOpen) {
+    if (!didOpen && this.offered) {
+      // Refused at the handshake (a wrong token is HTTP 403 there), or the server is not
+      // there at all: the browser cannot tell which. Try once without the token; its
+      // snapshot tells (referee: false means a token is needed and ours was refused).
+      this.tokenSuspect = true;
+      this._setStatus(this.status === "connecting" ? "connecting" : "offline");
+      this._scheduleRetry(0);
+      return true;
+    }
+    if (!didOpen && this.suspecting) this.tokenSuspect = false; // the server is away: not the token
+    if (ev.code === CLOSE_UNKNOWN_TABLE) {
+      this._setStatus("unknown_table");
+      this._scheduleRetry(BACKOFF_MAX_MS);
+      return true;
+    }
+    return false;
   }
 
   _refuseToken() {
@@ -295,58 +435,12 @@ export class TableConnection {
     this.handlers.onTokenRefused?.();
   }
 
-  _tick() {
-    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return;
-    const now = localNow();
-    if (now - this.lastMessageAt > this.silenceMs) {
-      this._reconnect(0);
-      return;
-    }
-    if (this.status === "live" && isStale(now, this.lastMessageAt, this.askedAt, this.pingEveryMs)) {
-      this._setStatus("stale");
-    }
-    if (localNow() - (this.lastPingAt || 0) >= this.pingEveryMs) this._ping();
-  }
-
-  _ping() {
-    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return;
-    const id = ++this.pingId;
-    const t0 = localNow();
-    this.lastPingAt = t0;
-    this.askedAt ??= t0; // the first ping since the last message (isStale)
-    this.pings.set(id, t0);
-    if (this.pings.size > 20) this.pings.delete(this.pings.keys().next().value);
-    this.ws.send(JSON.stringify({ type: "ping", id, client_time: Date.now() }));
-  }
-
-  _reconnect(delay) {
-    const old = this.ws;
-    this.ws = null;
-    clearInterval(this.pingTimer);
-    if (old) { try { old.close(); } catch { /* already closed */ } }
-    if (this.status !== "connecting") this._setStatus("offline"); // connecting: never was live
-    this._scheduleRetry(delay);
-  }
-
-  _scheduleRetry(delay) {
-    clearTimeout(this.retryTimer);
-    if (this.stopped) return;
-    if (delay === undefined) {
-      const base = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt);
-      delay = base / 2 + Math.random() * base / 2; // jitter: a hall of pages must not stampede
-    }
-    this.attempt += 1;
-    this.reconnects += 1;
-    this.retryTimer = setTimeout(() => this._open(), delay);
-  }
-
-  _receive(msg) {
+  _message(msg) {
     switch (msg.type) {
       case "snapshot": {
-        this.attempt = 0;
         this.snapshotSeq = msg.seq;
         const state = { ...msg.state, seq: msg.state.seq ?? msg.seq };
-        this.clock.roughFrom(state.server_time);
+        this._greeted(state.server_time);
         this.lastSeq = msg.seq; // live events follow the snapshot's seq
         this.referee = msg.referee ?? null;
         if (this.tokenSuspect) {
@@ -364,14 +458,6 @@ export class TableConnection {
         this._setFaults(msg.faults);
         this._setLive(msg);
         return;
-      case "pong": {
-        const t0 = this.pings.get(msg.id);
-        if (t0 !== undefined) {
-          this.pings.delete(msg.id);
-          this.clock.add(t0, localNow(), msg.server_time);
-        }
-        return;
-      }
       case "ack":
       case "error":
         this.handlers.onReply?.(msg);
