@@ -97,8 +97,10 @@ def learn_appearance(calibration: Calibration, frame: np.ndarray) -> Calibration
         white = (float(np.median(w[:, 0])), float(np.median(w[:, 1])),
                  float(np.median(w[:, 2])))
         gaps = np.hypot(w[:, 1] - white[1], w[:, 2] - white[2])
-        # the spread covers every white learned (kind_of takes 3 spreads and 5)
-        spread = max(float(np.median(gaps)) * 1.4826, (float(np.max(gaps)) - 5.0) / 3.0)
+        # the spread covers every white learned, with the slack the median gets (kind_of
+        # takes 3 spreads and 5): covered exactly, the palest white (a clipped one under a
+        # warm lamp, 29 from the whites' median) was a white on one frame and not the next
+        spread = max(float(np.median(gaps)) * 1.4826, float(np.max(gaps)) / 3.0)
     colours = tuple((float(c[0]), float(c[1]), float(c[2])) for c in labs[~near])
     # the balls' size on the bed: the area of each lone ball's body (its pixels unlike the
     # felt and not darker than it: its shadow is left out) as a disk's

@@ -44,6 +44,10 @@ FELT_SAT_MIN = 20.0
 FELT_GREY = 90.0  # a felt less saturated than this (of 255) is told without its hue
 DEPTH_STEPS = 16.0  # depth maxima are compared in 1/16 pixel steps
 FELT_EVERY = 10  # frames between two measurements of the felt's hue and saturation
+# A ball's lightness is told against the felt around it: the felt's mean over blocks of
+# this size (mm), where a block is at least this share felt (else the whole bed's felt)
+FELT_BLOCK_MM = 220.0
+FELT_BLOCK_SHARE = 0.25
 CHROMA_WEIGHT = 0.35  # colour counts less than value at a ball's edge (a codec smears it)
 DISK = 1.25  # a ball's centre is the mean over this many radii around it (soft edge, shadow)
 # A ball's centre is at least a radius from the cushion; with slack for the corners
@@ -173,8 +177,13 @@ class BallDetector:
         self._sample = (slice(step // 2, None, step), slice(step // 2, None, step))
         angles = np.arange(8) * (np.pi / 4)
         reach = 0.75 * self.r_px
-        self._ridge_offsets = (np.round(np.cos(angles) * reach).astype(np.intp),
-                               np.round(np.sin(angles) * reach).astype(np.intp))
+        # every direction as far as the axes reach (whole pixels), the diagonals sampled
+        # between pixels (_on_ridge): rounded to whole pixels, a small bed image's
+        # diagonals fell short (0.6 radius at 4.7 px, against 0.85 on the axes), and a
+        # lone ball drawn out a little by its shadow or a clipped white's bloom read as a
+        # ridge (issue 37, the pooltool renders under warm lamps)
+        reach = float(max(1, math.ceil(reach)))
+        self._ridge_offsets = (np.cos(angles) * reach, np.sin(angles) * reach)
         half = int(math.ceil(DISK * self.r_px)) + 1
         yy, xx = np.mgrid[-half:half + 1, -half:half + 1]
         self._patch = (yy, xx)
@@ -190,6 +199,7 @@ class BallDetector:
                                                                                  0, 1)),
                                        0.45).astype(np.float32))
         self._felt_lightness = 0.0
+        self._felt_mask: np.ndarray | None = None  # the felt of the frame being looked at
         if self.appearance is not None:  # the learned felt, until this frame's is measured
             self._felt_ref = (np.array(self.appearance.felt_hsv, np.float32),
                               np.array(self.appearance.felt_tol, np.float32))
@@ -202,10 +212,14 @@ class BallDetector:
 
     def bed(self, frame: np.ndarray) -> np.ndarray:
         """The frame warped onto the bed image (BGR)."""
-        if self._shrink > 1:
+        shrink = self._shrink
+        while shrink > 1:
+            # halved again and again: OpenCV's area resize has a vector path for halving
+            # only; a quarter in one step cost 3.2 times two halvings (1080p: the smaller
+            # bed's look took more instructions than the full one's, issue 37 point 5)
             h, w = frame.shape[:2]
-            frame = cv2.resize(frame, (w // self._shrink, h // self._shrink),
-                               interpolation=cv2.INTER_AREA)
+            frame = cv2.resize(frame, (w // 2, h // 2), interpolation=cv2.INTER_AREA)
+            shrink //= 2
         if self._maps is None or self._maps[2] != frame.shape[:2]:
             self._maps = self._remap_tables(frame.shape[:2])
         return cv2.remap(frame, self._maps[0], self._maps[1], self.interpolation)
@@ -343,6 +357,7 @@ class BallDetector:
 
     def detect(self, frame: np.ndarray) -> BedView:
         g = self.geometry(frame)
+        self._felt_mask = g.felt
         if len(g.xs) == 0:
             return BedView([], g.felt, g.dist, g.share, g.candidates, self.scale)
         detections = self._refine(g.fg, g.hsv, g.bed, g.xs, g.ys, g.depth)
@@ -380,9 +395,13 @@ class BallDetector:
         along its path by at most two thirds of a radius, too)."""
         h, w = dist.shape
         dx, dy = self._ridge_offsets
-        px = np.clip(xs[:, None] + dx[None, :], 0, w - 1)
-        py = np.clip(ys[:, None] + dy[None, :], 0, h - 1)
-        around = dist[py, px]  # (n, 8): the depth in 8 directions, opposite ones 4 apart
+        px = np.clip(xs[:, None] + dx[None, :], 0, w - 1.001)
+        py = np.clip(ys[:, None] + dy[None, :], 0, h - 1.001)
+        x0, y0 = px.astype(np.intp), py.astype(np.intp)
+        fx, fy = px - x0, py - y0
+        # (n, 8): the depth in 8 directions, opposite ones 4 apart, bilinear between pixels
+        around = ((dist[y0, x0] * (1 - fx) + dist[y0, x0 + 1] * fx) * (1 - fy)
+                  + (dist[y0 + 1, x0] * (1 - fx) + dist[y0 + 1, x0 + 1] * fx) * fy)
         both = np.minimum(around[:, :4], around[:, 4:])
         return np.asarray(np.any(both >= (depth - RIDGE_DROP * self.r_px)[:, None], axis=1))
 
@@ -506,16 +525,17 @@ class BallDetector:
         edge = EDGE * r
         tw, th = (v * self.scale for v in self.calibration.table_mm)
         inside = (fx >= edge) & (fx <= tw - edge) & (fy >= edge) & (fy <= th - edge)
+        around = self._felt_lightness_near(bed, fx, fy)
         out: list[Detection] = []
         for i in range(n):
             if count[i] == 0 or not inside[i]:
                 continue
             if self.appearance is not None:
                 kind = self.appearance.kind_of(float(lab[i, 0]), float(lab[i, 1]) - 128,
-                                               float(lab[i, 2]) - 128, self._felt_lightness)
+                                               float(lab[i, 2]) - 128, float(around[i]))
             else:
                 kind = self.kind_of(float(lab[i, 0]), float(lab[i, 1]) - 128,
-                                    float(lab[i, 2]) - 128, self._felt_lightness)
+                                    float(lab[i, 2]) - 128, float(around[i]))
             if kind is None:
                 continue  # skin, a cue, a sleeve: not a ball
             confidence = min(1.0, float(fill[i])) * (
@@ -523,6 +543,37 @@ class BallDetector:
             out.append(Detection(float(fx[i]) / self.scale, float(fy[i]) / self.scale, kind,
                                  round(confidence, 3)))
         return out
+
+    def _felt_lightness_near(self, bed: np.ndarray, xs: np.ndarray, ys: np.ndarray
+                             ) -> np.ndarray:
+        """The felt's Lab lightness around each of the points ``xs``, ``ys`` (bed px): the
+        felt's mean colour over blocks of ``FELT_BLOCK_MM``, interpolated between the
+        blocks' centres; the whole bed's felt where a block shows too little felt (an arm
+        over it). Lamps light a table unevenly: a ball at a dim end of it is darker, and so
+        is the felt around it (issue 37, the pooltool renders: the coloured ball at the
+        far end, at lightness 89 against 160 where it was learned, was no ball; the felt
+        around it, 86 against 145)."""
+        felt = self._felt_mask
+        if felt is None or len(xs) == 0:
+            return np.full(len(xs), self._felt_lightness)
+        h, w = felt.shape
+        block = FELT_BLOCK_MM * self.scale
+        gw, gh = max(1, round(w / block)), max(1, round(h / block))
+        share = cv2.resize(felt.astype(np.float32) * (1 / 255.0), (gw, gh),
+                           interpolation=cv2.INTER_AREA)
+        sums = cv2.resize(cv2.bitwise_and(bed, bed, mask=felt).astype(np.float32),
+                          (gw, gh), interpolation=cv2.INTER_AREA)
+        mean = sums / np.maximum(share, 1e-3)[..., None]
+        grid = cv2.cvtColor((mean * (1 / 255.0)).astype(np.float32)[None].reshape(gh, gw, 3),
+                            cv2.COLOR_BGR2Lab)[..., 0] * (255 / 100)  # 8-bit Lab L
+        grid = np.where(share >= FELT_BLOCK_SHARE, grid, self._felt_lightness)
+        gx = np.clip(xs * (gw / w) - 0.5, 0, gw - 1)
+        gy = np.clip(ys * (gh / h) - 0.5, 0, gh - 1)
+        x0, y0 = gx.astype(np.intp), gy.astype(np.intp)
+        x1, y1 = np.minimum(x0 + 1, gw - 1), np.minimum(y0 + 1, gh - 1)
+        fx, fy = gx - x0, gy - y0
+        return np.asarray((grid[y0, x0] * (1 - fx) + grid[y0, x1] * fx) * (1 - fy)
+                          + (grid[y1, x0] * (1 - fx) + grid[y1, x1] * fx) * fy)
 
     @staticmethod
     def kind_of(lightness: float, a: float, b: float, felt_lightness: float) -> str | None:

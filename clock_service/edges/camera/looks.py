@@ -90,8 +90,9 @@ class Appearance:
     def kind_of(self, lightness: float, a: float, b: float, felt_lightness: float
                 ) -> str | None:
         """``white``, ``colour`` or None (not a ball) from a disk's mean Lab, against the
-        colours learned. The lightness is taken relative to the felt's now (the hall's
-        light and the camera's gain change; the felt changes with them). A kind the
+        colours learned. The lightness is taken relative to the felt's now, around the
+        ball (the hall's light and the camera's gain change, a lamp lights one end more
+        than the other; the felt changes with them). A kind the
         calibration frame did not show (no coloured ball on it, say) is told by the
         detector's built-in limits (``fallback``)."""
         if self.white_lab is not None:
@@ -103,8 +104,10 @@ class Appearance:
                 return "white"
         for cl, ca, cb in self.colours:
             chroma = math.hypot(ca, cb)
+            # its lightness against the felt's, as when it was learned (a ball at a dim end
+            # of the table is darker, and so is the felt around it)
             if math.hypot(a - ca, b - cb) <= max(14.0, 0.4 * chroma) and \
-                    abs(lightness - cl) <= 70:
+                    abs((lightness - felt_lightness) - (cl - self.felt_lightness)) <= 70:
                 return "colour"
         kind = builtin_kind(lightness, a, b, felt_lightness)
         if kind == "white" and self.white_lab is not None:
