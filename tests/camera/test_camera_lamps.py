@@ -139,3 +139,26 @@ def test_the_palest_white_learned_stays_a_white_on_the_next_frames() -> None:
         k = (gap + more) / gap
         a, b = wa + (lab[1] - wa) * k, wb + (lab[2] - wb) * k
         assert look.kind_of(float(lab[0]), a, b, look.felt_lightness) == "white", more
+
+
+@pytest.mark.parametrize(("lab", "felt", "kind"), [
+    ((169.0, 49.0, 28.0), 113.0, "colour"),  # as learned, under a lamp
+    ((120.0, 69.0, 56.0), 105.0, "colour"),  # away from the lamps: deeper, 9 degrees on
+    ((100.0, 90.0, 55.0), 95.0, "colour"),   # nearly twice as saturated
+    ((173.0, 15.0, 23.0), 113.0, None),      # skin: a red's hue, not its saturation
+    ((199.0, 3.0, 24.0), 113.0, None),       # a cue's maple shaft
+    ((57.0, 35.0, 20.0), 113.0, None),       # a dark red sleeve: far darker than the felt
+    ((150.0, 40.0, 80.0), 113.0, None),      # an orange 34 degrees on: another colour
+    ((110.0, 140.0, 80.0), 105.0, None),     # three times as saturated: not this ball
+])
+def test_the_coloured_ball_seen_deeper_away_from_the_lamps_is_still_it(
+        lab: tuple[float, float, float], felt: float, kind: str | None) -> None:
+    """The pooltool render p_t_green_rack_break: the coloured ball learned in the rack
+    under a lamp (lightness 169, chroma 56: the lamp's white mixed into its disk), after
+    the break away from the lamps at chroma 89, 9 degrees of hue on: it was no ball, the
+    camera saw 15 of 16, and the next strike, on that ball, was timed from the white it
+    hit, 400 ms late. Its hue and at least its learned saturation make it the coloured
+    ball again; what shares only its hue does not."""
+    look = Appearance((66.0, 198.0, 121.0), (4.0, 20.0, 40.0), 113.0, 32.3,
+                      (252.0, -1.0, 1.0), 1.5, ((169.0, 49.0, 28.0),), 16)
+    assert look.kind_of(*lab, felt) == kind

@@ -18,6 +18,7 @@ __all__ = ["Appearance", "AppearanceError", "builtin_kind"]
 # maple or dark butt, sleeves of any colour but white are neither: not a ball.
 COLOUR_CHROMA = 36.0
 COLOUR_WARM = 10.0  # and warm (Lab b above this): a blue or a purple sleeve is not the ball
+COLOUR_HUE_DEG = 15.0  # a learned colour seen deeper: its hue within this many degrees
 WHITE_CHROMA = 18.0
 WHITE_ABOVE_FELT = 75.0
 
@@ -106,8 +107,21 @@ class Appearance:
             chroma = math.hypot(ca, cb)
             # its lightness against the felt's, as when it was learned (a ball at a dim end
             # of the table is darker, and so is the felt around it)
-            if math.hypot(a - ca, b - cb) <= max(14.0, 0.4 * chroma) and \
-                    abs((lightness - felt_lightness) - (cl - self.felt_lightness)) <= 70:
+            if abs((lightness - felt_lightness) - (cl - self.felt_lightness)) > 70:
+                continue
+            if math.hypot(a - ca, b - cb) <= max(14.0, 0.4 * chroma):
+                return "colour"
+            # ... or its hue, as saturated as learned or up to twice as much: learned under
+            # a lamp, a glossy ball's disk mixes the lamp's white into its colour; away
+            # from the lamps it shows its own deeper colour (the pooltool render
+            # p_t_green_rack_break: learned at chroma 56, the cue ball at 89 after the
+            # break was no ball, and the next strike was timed 400 ms late from the white
+            # it hit). Skin and a cue's maple share a red's hue, not its saturation.
+            seen = math.hypot(a, b)
+            turn = abs((math.atan2(b, a) - math.atan2(cb, ca) + math.pi) % (2 * math.pi)
+                       - math.pi)
+            if chroma >= COLOUR_CHROMA and turn <= math.radians(COLOUR_HUE_DEG) and \
+                    chroma <= seen <= 2 * chroma:
                 return "colour"
         kind = builtin_kind(lightness, a, b, felt_lightness)
         if kind == "white" and self.white_lab is not None:
