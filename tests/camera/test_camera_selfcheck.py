@@ -428,3 +428,35 @@ def test_a_ball_split_in_two_for_a_frame_does_not_restart_its_rest() -> None:
         got += w.feed(obs)
     rest = next(d for d in got if isinstance(d, Rest))
     assert rest.decided_at <= start + 300 + FRAME  # not 300 ms after the split frame
+
+
+@pytest.mark.parametrize("left_out", [1, 3, 6])
+def test_frames_left_out_as_the_camera_starts_are_no_low_frame_rate(left_out: int) -> None:
+    """A camera behind real time as the service starts leaves out the frames after its
+    first one: a single gap of 4 frames said "7 frames a second: too few to tell a rest",
+    the camera was not sure at once and for the 1.2 s it takes to be sure again, and the
+    opening rest came a second after the balls were still. The rate is told from a few
+    gaps; until then no rest is decided either."""
+    w = Watcher(WatchSettings(calibrated=8))
+    got: list[object] = []
+    for k in range(30):
+        if 1 <= k <= left_out:
+            w.skip(k * FRAME)
+        else:
+            got += w.feed(frame(k * FRAME, 8))
+    assert names(got) == ["rest"], got
+    assert isinstance(got[0], Rest) and got[0].at == 0.0 and w.sure
+
+
+def test_a_steady_low_frame_rate_is_still_said_at_once() -> None:
+    """One frame in 6 looked at (5 a second) from the start: not sure from the fourth frame
+    looked at (3 gaps: the rate is told from them), no rest decided before."""
+    w = Watcher(WatchSettings(calibrated=8))
+    got: list[object] = []
+    for k in range(0, 6 * 8, 6):
+        if not w.rate_known:
+            assert names(got) == [], got
+        got += w.feed(frame(k * FRAME, 8))
+    assert names(got) == ["unsure"], got
+    assert isinstance(got[0], Unsure) and "5 frames a second" in got[0].reason
+    assert got[0].at == 3 * 6 * FRAME

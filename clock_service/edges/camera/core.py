@@ -206,6 +206,13 @@ SEEN_MS = 100.0  # a ball missed by the detector for up to this long is still co
 FLAP_MS = 150.0  # good frames needed to end a spell of doubt
 STEADY = 0.7  # a ball at rest is seen in this share of the frames at least
 ON_SPOT_MM = 1.0  # a ball this close to its spot has not been struck (yet)
+# The frame rate looked at is told from ``rest_frames`` gaps between frames looked at, or
+# from this long a history: a camera behind real time as the service starts (a busy
+# machine) leaves out the frames after its first one; a single gap of 4 frames said "7
+# frames a second: too few", the camera was not sure at once (nothing decided yet) and for
+# the 1.2 s it takes to be sure again, and the opening rest came 1 s after the balls were
+# still. Until then, no rest and no doubt.
+RATE_WINDOW_MS = 1000.0
 # A ball of the same kind seen further than this many radii from a ball's place is another
 # ball, not this one moved: two balls touching are two radii apart, and the detector puts a
 # touching pair's centres a few mm closer (at 640x360, 66-68 mm for a 68 mm ball). Looking
@@ -245,6 +252,7 @@ class Watcher:
         self.jitter = 0.0  # median jump over the window (mm)
         self._rolls: list[_Roll] = []  # balls followed while they roll (moving state)
         self.period = 0.0  # the camera's frame period (ms), median over the history
+        self.rate_known = False  # the period is told from enough frames (RATE_WINDOW_MS)
         self.lost: tuple[float, float, float] | None = None  # (at, x, y) of a ball lost
         w, h = self.settings.table_mm
         self._pockets = [(0.0, 0.0), (w / 2, 0.0), (w, 0.0), (0.0, h), (w / 2, h), (w, h)]
@@ -314,7 +322,7 @@ class Watcher:
             return self.doubt
         previous = self._previous
         wait = self._rest_wait()
-        if wait < s.rest_ms and wait < s.rest_frames * self.period:
+        if self.rate_known and wait < s.rest_ms and wait < s.rest_frames * self.period:
             return (f"{1000 / self.period:.0f} frames a second: too few to tell a rest "
                     f"within {wait + 2 * self.period:.0f} ms")
         jitter = self._jitter(obs)
@@ -368,6 +376,11 @@ class Watcher:
         gaps = sorted(b - a for a, b in zip(times, times[1:], strict=False) if b > a)
         if gaps:
             self.period = gaps[len(gaps) // 2]
+        # told from a few gaps, or from what a second of frames (looked at or left out)
+        # shows: a camera looking at 1 frame in 20 never has a few gaps in its history
+        span = self._history[-1].at - self._history[0].at
+        self.rate_known = len(gaps) >= self.settings.rest_frames or (
+            bool(gaps) and span >= RATE_WINDOW_MS)
 
     def _follow(self, obs: Observation, previous: tuple[Detection, ...] | None) -> None:
         """Follow the balls that roll from frame to frame (``_Roll``); a ball followed for
@@ -565,6 +578,8 @@ class Watcher:
         limits = {id(a): self._drift(a, now, rest_wait) for a in still}
         if any(drift > limit for drift, limit, _ in limits.values()):
             return None
+        if not self.rate_known:
+            return None  # how often it sees the balls is not known yet (RATE_WINDOW_MS)
         self.expected = len(still)
         self.known = max(self.known, len(still))
         self.state = "rest"
