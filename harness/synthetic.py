@@ -481,15 +481,29 @@ def write_video(path: str | Path, *, seconds: float | None = None, max_shots: in
     return table.truth
 
 
-def write_resting_table(folder: Path, seconds: float = 0.6) -> tuple[Path, Path]:
+def write_resting_table(folder: Path, seconds: float = 0.6, *, fps: float = 30.0,
+                        hold_s: float | None = None) -> tuple[Path, Path]:
     """A video of a table with its balls at rest and nobody at it (seed 3: the player's
     arm comes into the picture at 0.67 s; no strike before 8 s), ``rest.mp4``, and its
-    calibration, ``calibration.json`` (the corners, no look learned), in ``folder``."""
+    calibration, ``calibration.json`` (the corners, no look learned), in ``folder``.
+    ``hold_s``: the ``seconds`` rendered are played forth and back until the video lasts
+    that long (the balls still longer than the arm lets this seed show them)."""
     video = folder / "rest.mp4"
-    truth = write_video(video, seconds=seconds, seed=3, size=(640, 360), fps=30.0,
-                        first_strike_ms=(8000, 9000))
+    table = SyntheticTable(seed=3, size=(640, 360), fps=fps, first_strike_ms=(8000, 9000))
+    images = [image for _, _, image in table.frames(seconds)]
+    frames = len(images) if hold_s is None else max(len(images), round(hold_s * fps))
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"mp4v"), fps, table.size)
+    if not writer.isOpened():
+        raise RuntimeError(f"cannot write {video}")
+    try:
+        cycle = images + images[-2:0:-1]  # forth and back: no jump where it turns
+        for k in range(frames):
+            writer.write(cycle[k % len(cycle)])
+    finally:
+        writer.release()
     cal = folder / "calibration.json"
-    cal.write_text(json.dumps({"corners": truth.corners, "frame_size": list(truth.size)}))
+    cal.write_text(json.dumps({"corners": table.truth.corners,
+                               "frame_size": list(table.truth.size)}))
     return video, cal
 
 

@@ -60,6 +60,27 @@ def resting_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     return write_resting_table(tmp_path_factory.mktemp("calibrate"), seconds=0.6)
 
 
+@pytest.fixture(scope="module")
+def sure_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The resting table for a page that must say ready, which needs a camera sure of what
+    it sees: 3 s at 15 fps (its 0.6 s played forth and back). At 30 fps for 0.6 s, a
+    camera slowed down as it started (two other workers and their Chromiums on two cores:
+    4-10 frames a second looked at) says, rightly, that it looks at too few frames to tell
+    a rest, and 0.6 s ended before the second of good frames that makes it sure again
+    (CI: 'the page never said ready'). A camera that looks at 15 frames a second is sure;
+    3 s leave it time to get there after a slow start."""
+    return write_resting_table(tmp_path_factory.mktemp("calibrate-sure"), seconds=0.6,
+                               fps=15.0, hold_s=3.0)
+
+
+@pytest.fixture(scope="module")
+def playing_table(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The same, 16 s: still playing when a page that lost its answers asks again (12 s),
+    so that it is judged by what a camera watching says, not by how the file ended."""
+    return write_resting_table(tmp_path_factory.mktemp("calibrate-playing"), seconds=0.6,
+                               fps=15.0, hold_s=16.0)
+
+
 @contextmanager
 def _camera_service(tmp_path: Path, video: Path, cal: Path) -> Iterator[ServerProcess]:
     """A service whose camera plays ``video``, calibrated by the file ``cal`` (which may
@@ -101,11 +122,17 @@ def _mean_chroma(page: Any) -> float:
     })()"""))
 
 
-def _wait_ready(page: Any, server: ServerProcess, traffic: Traffic) -> None:
+def _wait_ready(page: Any, server: ServerProcess, traffic: Traffic) -> tuple[str, int]:
+    """Until the page says ready; what it said then (its text and the balls shown), read
+    at that moment (a camera that doubts a moment later makes it say not ready again)."""
     try:
-        page.wait_for_function("document.getElementById('ready').dataset.state === 'ready'")
+        said = page.wait_for_function("""(() => {
+            const r = document.getElementById('ready');
+            return r.dataset.state === 'ready' && [r.textContent, Number(r.dataset.balls)];
+        })()""")  # the value itself (tests/browser/conftest.py's polling wait)
     except Exception as exc:
         raise AssertionError(f"the page never said ready: {_what_it_saw(page, server, traffic)}") from exc
+    return str(said[0]), int(said[1])
 
 
 def _what_it_saw(page: Any, server: ServerProcess, traffic: Traffic) -> str:
@@ -145,16 +172,23 @@ def _what_it_saw(page: Any, server: ServerProcess, traffic: Traffic) -> str:
     ("small", {"width": 800, "height": 480}, "en"),
 ])
 def test_the_page_shows_live_what_the_detector_sees(
-        context: Any, traffic: Traffic, tmp_path: Path, resting_table: tuple[Path, Path],
+        context: Any, traffic: Traffic, tmp_path: Path, sure_table: tuple[Path, Path],
         name: str, viewport: dict[str, int], lang: str) -> None:
-    video, cal = resting_table
+    video, cal = sure_table
     with _camera_service(tmp_path, video, cal) as server:
         page = _new_page(context, traffic, viewport)
         page.goto(f"{server.url}/calibrate?lang={lang}")
-        _wait_ready(page, server, traffic)
+        ready, balls = _wait_ready(page, server, traffic)
+        # what the detector found (of the table's 8 balls: the detector's accuracy on
+        # scenes is issue 21 points 1-3a, not this page's), in the page's language
+        said = {"en": f"Ready: {balls} balls found",
+                "ru": f"Готово: найдено {balls} шаров"}[lang]  # 7 and 8: "шаров"
+        assert ready.startswith(said) and 7 <= balls <= 8, ready
         # the file ends; the page then shows its last frame and says so
-        page.wait_for_function("document.getElementById('ready').textContent.includes("
-                               + ("'ended'" if lang == "en" else "'закончилось'") + ")")
+        ended = {"en": "(the video has ended: last frame)",
+                 "ru": "(видео закончилось: последний кадр)"}[lang]
+        page.wait_for_function("document.getElementById('ready').textContent.endsWith("
+                               f"'{ended}')")
         status = server.get("/api/camera")
         assert status["ended"] and status["calibrated"]
         # the last frame the detector looked at, as the service serves it now
@@ -164,14 +198,17 @@ def test_the_page_shows_live_what_the_detector_sees(
             found = int(answer.headers["X-Camera-Balls"])
         page.wait_for_function(f"document.getElementById('frame').dataset.frame === '{last}'")
         shown = int(page.evaluate("document.getElementById('ready').dataset.balls"))
-        # what the detector found in that frame (of the table's 8 balls: the detector's
-        # accuracy on scenes is issue 21 points 1-3a, not this page's)
         assert shown == found and 7 <= shown <= 8, (shown, found)
         assert status["balls"] == found or last < status["frames"]
+        # ready still, or, if the camera came to doubt in the file's last second (its
+        # frame rate on a busy machine: the status says so), not ready and why: the page
+        # says what the camera says
         text = page.inner_text("#ready")
-        expected = {"en": f"Ready: {shown} balls found",
-                    "ru": f"Готово: найдено {shown} шаров"}[lang]  # 7 and 8: "шаров"
-        assert text.startswith(expected), text
+        expected = ({"en": f"Ready: {shown} balls found", "ru": f"Готово: найдено {shown} шаров"}
+                    if status["sure"] else
+                    {"en": "Not ready: the camera is not sure what it sees",
+                     "ru": "Не готово: камера не уверена в том, что видит"})[lang]
+        assert text.startswith(expected) and text.endswith(ended), (text, status["sure"])
         # the image is what the detector saw: a frame of the camera, with its size
         assert page.evaluate("document.getElementById('marks').width") == 640
         # the whole image and the controls are on screen, the buttons thumb-sized
@@ -198,11 +235,11 @@ def test_the_page_shows_live_what_the_detector_sees(
 
 
 def test_a_lost_answer_is_asked_again_and_never_said_as_no_camera(
-        context: Any, traffic: Traffic, tmp_path: Path, resting_table: tuple[Path, Path]) -> None:
+        context: Any, traffic: Traffic, tmp_path: Path, playing_table: tuple[Path, Path]) -> None:
     """The hall's Wi-Fi loses the page's first status read, then its first image's answer:
     the page says the service did not answer (not "no camera", which would stay), asks
     again, and shows what the detector sees; an image unanswered is given up after 10 s."""
-    video, cal = resting_table
+    video, cal = playing_table
     with _camera_service(tmp_path, video, cal) as server:
         page = _new_page(context, traffic, {"width": 800, "height": 480})
         held: dict[str, Any] = {}
