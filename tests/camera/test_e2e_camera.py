@@ -66,9 +66,14 @@ def test_auto_mode_starts_at_rest_and_stops_at_the_strike_with_capture_times(
     assert kinds == ["clock.started", "clock.stopped"] * 2 + ["clock.started"]
     # The instant the core applied each step, from the clock's own figures (deadline and
     # remaining), against the video's truth on the service's timeline.
-    for started, true in zip(starts, truth.settles, strict=True):
-        at = started["data"]["deadline"] - started["data"]["remaining_ms"]
-        assert abs(at - (origin + true)) <= FRAME_MS + 1, (at - origin, true, load)
+    # A rest is timed at the last moment a ball was seen moving by a visible amount (issue
+    # 37 point 4): within the last ball's last 5 mm (the watcher's still_mm), between the
+    # moment they began and its stop, give or take a frame (the opening rest: its first
+    # frame; CI had it 5 frames late, a touching ball missed for a frame taken for its
+    # neighbour moved).
+    for started, settle, stop in zip(starts, truth.settles, truth.rests, strict=True):
+        at = started["data"]["deadline"] - started["data"]["remaining_ms"] - origin
+        assert settle - FRAME_MS - 1 <= at <= stop + FRAME_MS + 1, (at, settle, stop, load)
         assert started["press_at"] is not None
     for shot, start, true in zip(shots, starts, truth.strikes, strict=False):
         at = start["data"]["deadline"] - shot["data"]["remaining_ms"]
