@@ -6,16 +6,19 @@
    the machine: three workers on two cores, because some of them wait (a broker, a page,
    a real timeout) while others compute; ``worksteal`` hands a worker that ran out of tests
    part of another's.
-2. Then the tests marked ``serial``: ``pytest -m serial``, one at a time, with the machine
-   to themselves. They judge time against the wall clock (an expiry's lateness against a
-   bare loop's, a display blanked within 0.5 s, a camera looking at 80% of a 30 fps file
-   in real time): run beside the first run's Chromiums, their measures would be the
-   machine's, not the product's.
+2. Then the tests marked ``serial``: ``pytest -m serial -n 2 --dist loadfile``, two
+   modules at a time, each with about a core of its own (one at a time where the suite is
+   pinned to one core: ``_serial_workers``). They judge time against the wall clock (an
+   expiry's lateness against a bare loop's, a display blanked within 0.5 s, a camera
+   looking at 80% of a 30 fps file in real time): run beside the first run's Chromiums,
+   their measures would be the machine's, not the product's. One at a time they used 30 %
+   of two cores in 112 s; two at a time they take 61-64 s.
 
 Each line is printed as it comes, prefixed with its run (``rest   |``, ``serial |``); the
 suite fails if either run fails, and each run's failures and random-order seed are printed
 again at the end. Arguments go to both runs (``PYTEST_ADDOPTS`` too);
-``SHOTCLOCK_TEST_WORKERS`` sets the first run's workers.
+``SHOTCLOCK_TEST_WORKERS`` sets the first run's workers, ``SHOTCLOCK_SERIAL_WORKERS`` the
+second's.
 
 Before the runs, the project's modules are compiled once (``_compile``), and the runs may
 write bytecode whatever ``PYTHONDONTWRITEBYTECODE`` says (it is set on the machines this
@@ -40,9 +43,23 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("clock_service", "firmware_bridge", "web_ui", "harness", "bench")
 
 
-def _runs(workers: int) -> list[tuple[str, list[str]]]:
+def _serial_workers() -> int:
+    """Two serial tests at a time where the suite may use two cores or more (each with about
+    a core of its own: a serial run used 30 % of two cores one test at a time), one where it
+    is pinned to one (``taskset -c 0``). ``SHOTCLOCK_SERIAL_WORKERS`` overrides."""
+    chosen = os.environ.get("SHOTCLOCK_SERIAL_WORKERS")
+    if chosen:
+        return int(chosen)
+    return min(2, len(os.sched_getaffinity(0)))
+
+
+def _runs(workers: int, serial_workers: int) -> list[tuple[str, list[str]]]:
+    # --dist loadfile: a module's serial tests run one after the other in one worker (a
+    # module's own service, broker or browser is not shared with another serial test).
+    serial = (["-n", str(serial_workers), "--dist", "loadfile"] if serial_workers > 1
+              else ["-p", "no:xdist"])
     return [("rest", ["-n", str(workers), "--dist", "worksteal", "-m", "not serial"]),
-            ("serial", ["-p", "no:xdist", "-m", "serial"])]
+            ("serial", [*serial, "-m", "serial"])]
 
 
 def _pump(name: str, stream: IO[str], tail: list[str]) -> None:
@@ -94,7 +111,7 @@ def main(argv: list[str]) -> int:
     _compile()
     ended: dict[str, tuple[int, float, list[str]]] = {}
     try:
-        for name, args in _runs(workers):
+        for name, args in _runs(workers, _serial_workers()):
             code, tail = _run(name, args, argv, env)
             ended[name] = (code, time.monotonic() - started, tail)
     except KeyboardInterrupt:
