@@ -416,22 +416,3 @@ def test_referee_token_is_asked_for_before_the_first_press_and_the_press_retried
         expect(referee.locator("#btn-main")).to_have_text("Start")
     finally:
         server.stop()
-
-
-@pytest.mark.parametrize("size_name,viewport", [("phone", PHONE), ("1080p", FULL_HD)])
-def test_screenshots_of_every_page(shared_server: Service, context: Any, size_name: str,
-                                   viewport: dict[str, int]) -> None:
-    table = f"shots-{size_name}"
-    make_table(shared_server, table, players=("Александр Иванов", "Petrov"))
-    shared_server.command(table, "extension")
-    shared_server.command(table, "foul", reason="double hit", player=1)
-    shared_server.command(table, "set_time", remaining_ms=8000)
-    for path in ["/referee", "/overlay", "/display", "/"]:
-        page = open_page(context, shared_server, f"{path}?table={table}&lang=ru", viewport)
-        if path == "/":
-            expect(page.locator(f"article[data-table='{table}'] .clock")).to_have_text("8")
-        else:
-            expect(page.locator("#clock")).to_have_text("8")
-        name = path.strip("/") or "hall"
-        assert shoot(page, f"{name}-{size_name}").stat().st_size > 5000
-        page.close()
