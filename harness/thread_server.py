@@ -202,6 +202,7 @@ class ThreadServer(Service):
 
         loop.call_soon_threadsafe(hold)
         if not held.wait(timeout=30):
+            release.set()  # when it does come round, it goes straight on
             raise RuntimeError("the service's loop did not come round within 30 s")
         try:
             yield

@@ -121,9 +121,8 @@ def test_webhook_delivered_exactly_once_across_a_restart_and_two_500s(
         assert len(bodies) == 1  # the same result every time, made once
         body = bodies.pop()
         delivery = "w.1:" + hashlib.sha256(body).hexdigest()[:16]
-        for attempt, request in enumerate(receiver.requests, 1):
+        for request in receiver.requests:
             assert _signed(request, body) == delivery  # each attempt signed afresh
-            assert _header(request, "x-shotclock-attempt") in (str(attempt), str(attempt + 1))
         result = json.loads(body)
         assert (result["format"], result["match"], result["score"], result["winner_name"],
                 result["event"], len(result["frames"])) == (
@@ -141,6 +140,11 @@ def test_webhook_delivered_exactly_once_across_a_restart_and_two_500s(
         # service, not knowing it had tried, sent again at its restart (a receiver tells
         # the same delivery by its X-Shotclock-Delivery).
         assert attempts in (2, 3), attempts
+        # Each attempt numbered as the service counts them: from the restart on one behind
+        # the receiver's count when the kill came before the first was recorded (it was
+        # asserted "the receiver's count or one more", and failed so on a loaded machine).
+        assert [_header(r, "x-shotclock-attempt") for r in receiver.requests] == (
+            ["1", "2", "3"] if attempts == 3 else ["1", "1", "2"])
         # Backoff: a retry after a recorded failure waits at least the first step (1 s,
         # +-10 %), across a restart too; the second failure is always recorded.
         gaps = [b["at"] - a["at"] for a, b in zip(receiver.requests, receiver.requests[1:],
