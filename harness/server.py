@@ -36,9 +36,11 @@ ONE_ADDRESS_LOAD = {
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# A service with a camera runs at nice -10 (root only; make test's tests run at 0): its
-# camera thread runs 10 steps nicer than the service (budget.CAMERA_NICE), at 0, so it
-# competes with the other tests' work as on a Pi it has the CPU the service leaves. At 10
+# A service with a camera runs at nice -10 (root only; make test's serial tests run at 0,
+# the others at 15: harness/suite.py): its camera thread runs 10 steps nicer than the
+# service (budget.CAMERA_NICE), at 0, so it competes with the other tests' work as on a Pi
+# it has the CPU the service leaves (the camera end-to-end test, whose service ran at 0,
+# looked at 219 of 339 frames beside the first run at 15: its camera thread was at 10). At 10
 # it got too few frames a second to decide while three workers kept the machine busy (the
 # calibrate page stayed "not sure" in a clean-clone run at load 25); at 19 it got nothing
 # (the page never saw its first frame, when make test ran such tests at nice 10).

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness.synthetic import Truth
-from tests.server import ServerProcess
+from tests.server import CAMERA_NICE, ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.serial]
 
@@ -28,7 +28,7 @@ def test_auto_mode_starts_at_rest_and_stops_at_the_strike_with_capture_times(
     video, truth = two_shots
     server = ServerProcess(tmp_path / "shotclock.db", env={
         "SHOTCLOCK_CAMERA": str(video), "SHOTCLOCK_CAMERA_MODE": "auto",
-        "SHOTCLOCK_CAMERA_CALIBRATION": str(calibration_file)}).start()
+        "SHOTCLOCK_CAMERA_CALIBRATION": str(calibration_file)}, nice=CAMERA_NICE).start()
     try:
         deadline = time.monotonic() + truth.frames / truth.fps + 30
         lag = 0
