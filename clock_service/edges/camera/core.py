@@ -658,17 +658,21 @@ class Watcher:
         still (the last frame alone may be a detection pulled a few mm aside, by a ball
         touching it or by noise; its spot is then off by that much, and the strike's
         timing looks for the ball on its spot)."""
-        s = self.settings
+        return self._median_place(ball, ball.since)
+
+    def _median_place(self, ball: _Anchor, start: float) -> tuple[float, float]:
+        """The median of where ``ball`` was seen (its kind, within ``still_mm`` of its last
+        place) in the frames looked at from ``start``; its last place if none."""
         fx, fy = ball.last
         xs: list[float] = []
         ys: list[float] = []
         for obs in self._history:
-            if obs.at < ball.since or not obs.looked:
+            if obs.at < start or not obs.looked:
                 continue
             near = [(math.hypot(b.x - fx, b.y - fy), b) for b in obs.balls
                     if b.kind == ball.kind]
             d, b = min(near, key=lambda c: c[0], default=(math.inf, None))
-            if b is not None and d <= s.still_mm:
+            if b is not None and d <= self.settings.still_mm:
                 xs.append(b.x)
                 ys.append(b.y)
         if not xs:
@@ -782,24 +786,7 @@ class Watcher:
     def _window_place(self, ball: _Anchor) -> tuple[float, float]:
         """Where ``ball`` rests: the median of where it was seen over the stillness
         window (its place's median since ``since`` would count its creeping in)."""
-        fx, fy = ball.last
-        start = ball.seen_at - self._rest_wait()
-        xs: list[float] = []
-        ys: list[float] = []
-        for obs in self._history:
-            if obs.at < start or not obs.looked:
-                continue
-            near = [(math.hypot(b.x - fx, b.y - fy), b) for b in obs.balls
-                    if b.kind == ball.kind]
-            d, b = min(near, key=lambda c: c[0], default=(math.inf, None))
-            if b is not None and d <= self.settings.still_mm:
-                xs.append(b.x)
-                ys.append(b.y)
-        if not xs:
-            return fx, fy
-        xs.sort()
-        ys.sort()
-        return xs[len(xs) // 2], ys[len(ys) // 2]
+        return self._median_place(ball, ball.seen_at - self._rest_wait())
 
     def _covered(self, anchor: _Anchor, obs: Observation) -> bool:
         """A still ball's place, the ball not seen there now, shows no felt: something
