@@ -127,12 +127,12 @@ def main(argv: list[str]) -> int:
     serial_workers = _serial_workers()
     runs = _runs(workers, serial_workers)
     overlap = os.environ.get("SHOTCLOCK_SUITE_OVERLAP", "1" if serial_workers > 1 else "0")
+    def run(name: str, args: list[str], niceness: int = 0) -> None:
+        code, tail = _run(name, args, argv, env, niceness)
+        ended[name] = (code, time.monotonic() - started, tail)
+
     try:
         if overlap == "1":
-            def run(name: str, args: list[str], niceness: int) -> None:
-                code, tail = _run(name, args, argv, env, niceness)
-                ended[name] = (code, time.monotonic() - started, tail)
-
             threads = [threading.Thread(target=run, args=(
                 name, args, REST_NICE if name == "rest" else 0)) for name, args in runs]
             for t in threads:
@@ -141,8 +141,7 @@ def main(argv: list[str]) -> int:
                 t.join()
         else:
             for name, args in runs:
-                code, tail = _run(name, args, argv, env)
-                ended[name] = (code, time.monotonic() - started, tail)
+                run(name, args)
     except KeyboardInterrupt:
         return 130
     print()
